@@ -1,0 +1,102 @@
+//! Destination: a place in a state store that one cluster (through Flux or Argo CD) reads from.
+
+use std::collections::BTreeMap;
+
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::condition::Condition;
+
+#[derive(CustomResource, Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[kube(
+    group = "platform.kratix.io",
+    version = "v1alpha1",
+    kind = "Destination",
+    plural = "destinations",
+    shortname = "dest",
+    status = "StatusWithConditions",
+    printcolumn = r#"{"name":"StateStoreKind","type":"string","jsonPath":".spec.stateStoreRef.kind"}"#,
+    printcolumn = r#"{"name":"StateStoreName","type":"string","jsonPath":".spec.stateStoreRef.name"}"#,
+    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct DestinationSpec {
+    #[serde(default)]
+    pub path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_store_ref: Option<StateStoreRef>,
+    #[serde(default)]
+    pub strict_match_labels: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filepath: Option<Filepath>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cleanup: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init_workloads: Option<InitWorkloads>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StateStoreRef {
+    /// `GitStateStore` or `BucketStateStore`.
+    pub kind: String,
+    pub name: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Filepath {
+    #[serde(default)]
+    pub mode: FilepathMode,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filename: Option<String>,
+}
+
+/// How a Destination lays out files (immutable once set).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum FilepathMode {
+    #[default]
+    #[serde(rename = "nestedByMetadata")]
+    NestedByMetadata,
+    #[serde(rename = "aggregatedYAML")]
+    AggregatedYaml,
+    #[serde(rename = "none")]
+    None,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InitWorkloads {
+    #[serde(default = "default_true")]
+    pub enabled: bool,
+}
+
+fn default_true() -> bool {
+    true
+}
+
+impl DestinationSpec {
+    pub fn filepath_mode(&self) -> FilepathMode {
+        self.filepath.as_ref().map(|f| f.mode).unwrap_or_default()
+    }
+
+    /// Canary files are written unless `initWorkloads.enabled` is false.
+    pub fn init_workloads_enabled(&self) -> bool {
+        self.init_workloads.as_ref().is_none_or(|i| i.enabled)
+    }
+}
+
+/// A status that is conditions plus whatever else controllers record.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusWithConditions {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    #[serde(flatten)]
+    #[schemars(skip)]
+    pub extra: BTreeMap<String, Value>,
+}

@@ -1,0 +1,58 @@
+//! Kratix's API (`platform.kratix.io/v1alpha1`) and the core `v1` Secret, as serde types.
+//!
+//! The control plane stores every object as a [`kube::core::DynamicObject`]; the typed structs here
+//! are views that controllers parse when they need them. Real Kratix YAML applies unchanged.
+
+pub mod condition;
+pub mod destination;
+pub mod kinds;
+pub mod object;
+pub mod pipeline;
+pub mod pipeline_run;
+pub mod promise;
+pub mod schema;
+pub mod secret;
+pub mod state_store;
+pub mod work;
+pub mod work_placement;
+
+pub use condition::{Condition, ConditionStatus};
+pub use destination::{Destination, DestinationSpec, FilepathMode};
+pub use kinds::KindInfo;
+pub use object::{Object, ObjectKey};
+pub use pipeline::Pipeline;
+pub use pipeline_run::{PipelineRun, PipelineRunPhase, PipelineRunSpec, PipelineRunStatus};
+pub use promise::{Promise, PromiseSpec};
+pub use secret::Secret;
+pub use state_store::{BucketStateStore, GitStateStore};
+pub use work::{Work, WorkSpec, Workload, WorkloadGroup};
+pub use work_placement::{WorkPlacement, WorkPlacementSpec};
+
+/// API group of every Kratix type.
+pub const GROUP: &str = "platform.kratix.io";
+/// The one version Kratix serves.
+pub const VERSION: &str = "v1alpha1";
+/// `apiVersion` of every Kratix type.
+pub const API_VERSION: &str = "platform.kratix.io/v1alpha1";
+/// Namespace of promise workflows and their Works.
+pub const SYSTEM_NAMESPACE: &str = "kratix-platform-system";
+
+/// Label and annotation keys Kratix users and tools rely on.
+pub mod labels {
+    pub const PROMISE_NAME: &str = "kratix.io/promise-name";
+    pub const RESOURCE_NAME: &str = "kratix.io/resource-name";
+    pub const RESOURCE_NAMESPACE: &str = "kratix.io/resource-namespace";
+    pub const PIPELINE_NAME: &str = "kratix.io/pipeline-name";
+    pub const WORKFLOW_TYPE: &str = "kratix.io/workflow-type";
+    pub const WORKFLOW_ACTION: &str = "kratix.io/workflow-action";
+    pub const HASH: &str = "kratix.io/hash";
+    pub const WORK_TYPE: &str = "kratix.io/work-type";
+    pub const WORK: &str = "kratix.io/work";
+    pub const WORKLOAD_GROUP_ID: &str = "kratix.io/workload-group-id";
+    pub const TARGET_DESTINATION: &str = "kratix.io/targetDestinationName";
+    pub const MISPLACED: &str = "kratix.io/misplaced";
+    pub const MANUAL_RECONCILIATION: &str = "kratix.io/manual-reconciliation";
+    pub const WORKFLOW_SUSPENDED: &str = "kratix.io/workflow-suspended";
+    pub const PAUSED: &str = "kratix.io/paused";
+    pub const PROMISE_VERSION: &str = "kratix.io/promise-version";
+}

@@ -1,0 +1,90 @@
+//! The untyped object every control-plane backend stores, and how objects are named.
+
+use std::fmt;
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+/// Any object: `apiVersion`, `kind`, Kubernetes `metadata`, and the rest (`spec`, `status`, `data`…)
+/// as JSON. Kubernetes' own unstructured type, so the embedded and Kubernetes backends share it.
+pub type Object = kube::core::DynamicObject;
+
+/// Identifies one object: its kind (by group and kind name), namespace and name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ObjectKey {
+    pub group: String,
+    pub kind: String,
+    /// `None` for cluster-scoped kinds.
+    pub namespace: Option<String>,
+    pub name: String,
+}
+
+impl ObjectKey {
+    pub fn new(group: &str, kind: &str, namespace: Option<&str>, name: &str) -> Self {
+        Self {
+            group: group.to_string(),
+            kind: kind.to_string(),
+            namespace: namespace.map(str::to_string),
+            name: name.to_string(),
+        }
+    }
+
+    /// The key of a stored object.
+    pub fn of(obj: &Object) -> Self {
+        let (group, kind) = group_kind(obj);
+        Self {
+            group,
+            kind,
+            namespace: obj.metadata.namespace.clone(),
+            name: obj.metadata.name.clone().unwrap_or_default(),
+        }
+    }
+}
+
+impl fmt::Display for ObjectKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.namespace {
+            Some(ns) => write!(f, "{} {}/{}", self.kind, ns, self.name),
+            None => write!(f, "{} {}", self.kind, self.name),
+        }
+    }
+}
+
+/// `(group, kind)` of an object from its `apiVersion` and `kind`.
+pub fn group_kind(obj: &Object) -> (String, String) {
+    let types = obj.types.clone().unwrap_or_default();
+    let group = match types.api_version.rsplit_once('/') {
+        Some((group, _version)) => group.to_string(),
+        None => String::new(),
+    };
+    (group, types.kind)
+}
+
+/// Parses an untyped object into a typed view (e.g. [`crate::api::Promise`]).
+pub fn to_typed<T: DeserializeOwned>(obj: &Object) -> Result<T, serde_json::Error> {
+    serde_json::from_value(serde_json::to_value(obj)?)
+}
+
+/// Turns a typed object back into the untyped form the control plane stores.
+pub fn from_typed<T: Serialize>(typed: &T) -> Result<Object, serde_json::Error> {
+    serde_json::from_value(serde_json::to_value(typed)?)
+}
+
+/// A field of the object's free-form part (`spec`, `status`, `data`, …).
+pub fn field<'a>(obj: &'a Object, name: &str) -> Option<&'a serde_json::Value> {
+    obj.data.get(name)
+}
+
+/// The object's labels (empty when it has none).
+pub fn labels(obj: &Object) -> std::collections::BTreeMap<String, String> {
+    obj.metadata.labels.clone().unwrap_or_default()
+}
+
+/// One label's value.
+pub fn label<'a>(obj: &'a Object, key: &str) -> Option<&'a str> {
+    obj.metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(key))
+        .map(String::as_str)
+}

@@ -1,0 +1,95 @@
+//! Promise: an API (a CRD), its workflows, its static dependencies and where its Works go.
+
+use std::collections::BTreeMap;
+
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::condition::Condition;
+
+#[derive(CustomResource, Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[kube(
+    group = "platform.kratix.io",
+    version = "v1alpha1",
+    kind = "Promise",
+    plural = "promises",
+    status = "PromiseStatus",
+    printcolumn = r#"{"name":"Status","type":"string","jsonPath":".status.status"}"#,
+    printcolumn = r#"{"name":"Kind","type":"string","jsonPath":".status.kind"}"#,
+    printcolumn = r#"{"name":"API Version","type":"string","jsonPath":".status.apiVersion"}"#,
+    printcolumn = r#"{"name":"Version","type":"string","jsonPath":".status.version"}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct PromiseSpec {
+    /// The CRD of the Promise's request kind, embedded as is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "super::schema::preserve_unknown_fields")]
+    pub api: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflows: Option<Workflows>,
+    /// Static manifests written to every matching Destination.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "super::schema::list_of_objects")]
+    pub dependencies: Vec<Value>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub destination_selectors: Vec<DestinationSelector>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "super::schema::list_of_objects")]
+    pub required_promises: Vec<Value>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DestinationSelector {
+    #[serde(default)]
+    pub match_labels: BTreeMap<String, String>,
+}
+
+/// `spec.workflows`: pipelines (kept as written, parsed by [`super::Pipeline`]) per type and action.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Workflows {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "super::schema::preserve_unknown_fields")]
+    pub config: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource: Option<WorkflowActions>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub promise: Option<WorkflowActions>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkflowActions {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "super::schema::list_of_objects")]
+    pub configure: Vec<Value>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "super::schema::list_of_objects")]
+    pub delete: Vec<Value>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PromiseStatus {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// Everything else the controllers or pipelines record.
+    #[serde(flatten)]
+    #[schemars(skip)]
+    pub extra: BTreeMap<String, Value>,
+}

@@ -1,0 +1,68 @@
+//! Work: the output of one pipeline run (or a Promise's static dependencies), in workload groups.
+
+use std::collections::BTreeMap;
+
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::destination::StatusWithConditions;
+
+#[derive(CustomResource, Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[kube(
+    group = "platform.kratix.io",
+    version = "v1alpha1",
+    kind = "Work",
+    plural = "works",
+    namespaced,
+    status = "StatusWithConditions",
+    printcolumn = r#"{"name":"Status","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].message"}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkSpec {
+    #[serde(default)]
+    pub promise_name: String,
+    /// Empty for dependency Works (promise workflows and static dependencies).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub resource_name: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub workload_groups: Vec<WorkloadGroup>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkloadGroup {
+    /// md5 hex of `directory` (`5058f1af8388633f609cadb75a75dc9d` for `.`).
+    pub id: String,
+    #[serde(default)]
+    pub directory: String,
+    #[serde(default)]
+    pub workloads: Vec<Workload>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub destination_selectors: Vec<WorkloadGroupSelector>,
+}
+
+/// One file: its path relative to the pipeline's `/kratix/output`, and base64(gzip(bytes)).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Workload {
+    pub filepath: String,
+    #[serde(default)]
+    pub content: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkloadGroupSelector {
+    #[serde(default)]
+    pub match_labels: BTreeMap<String, String>,
+    /// `promise`, `promise-workflow` or `resource-workflow`.
+    #[serde(default)]
+    pub source: String,
+}
+
+impl WorkSpec {
+    pub fn is_dependency(&self) -> bool {
+        self.resource_name.is_empty()
+    }
+}

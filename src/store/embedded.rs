@@ -1,0 +1,1 @@
+//! Embedded control plane: one SQLite database under the home folder.

@@ -1,0 +1,108 @@
+//! The control plane: where objects live. One trait, [`ControlPlane`], with an embedded (SQLite)
+//! backend and, later, a Kubernetes one. The trait is shaped after the Kubernetes API so that both
+//! implement it unchanged: optimistic concurrency by `resourceVersion`, no transaction spanning
+//! objects, status written on its own, and a watch-like change feed.
+
+pub mod embedded;
+pub mod selector;
+
+use std::fmt::Debug;
+
+use futures::stream::BoxStream;
+
+use crate::api::{KindInfo, Object, ObjectKey};
+pub use selector::Selector;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The object does not exist.
+    #[error("{key} not found")]
+    NotFound { key: ObjectKey },
+    /// `create` of an object that exists.
+    #[error("{key} already exists")]
+    AlreadyExists { key: ObjectKey },
+    /// The object changed since it was read (its `resourceVersion` differs).
+    #[error("{key} was modified by someone else (resourceVersion {expected} is stale)")]
+    Conflict { key: ObjectKey, expected: String },
+    /// The object is not acceptable to the store (missing name, wrong namespace scope, …).
+    #[error("{key}: {reason}")]
+    Invalid { key: ObjectKey, reason: String },
+    /// The backend failed (database, network).
+    #[error("control plane backend failed: {context}")]
+    Backend {
+        context: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What happened to an object, as seen on the change feed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChangeType {
+    Added,
+    Modified,
+    Deleted,
+}
+
+/// One entry of the change feed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    pub change_type: ChangeType,
+    pub key: ObjectKey,
+    /// The object's `resourceVersion` after the change; resume a watch from it.
+    pub resource_version: String,
+}
+
+/// Where objects are stored.
+///
+/// # Contract
+/// - Every write MUST bump `metadata.resourceVersion`. `update` and `update_status` of an object
+///   whose `resourceVersion` is set MUST fail with [`Error::Conflict`] when it is not the stored one.
+/// - `create` MUST assign `metadata.uid`, `metadata.creationTimestamp`, `metadata.generation = 1`.
+/// - `update` writes metadata (labels, annotations, finalizers, …) and everything but `status`; it
+///   MUST bump `metadata.generation` only when something other than metadata and status changed.
+///   The stored `status` is kept.
+/// - `update_status` writes only `status`; generation is unchanged.
+/// - `delete` of an object with finalizers MUST only set `metadata.deletionTimestamp` and return the
+///   object; an update that leaves such an object without finalizers MUST remove it. `delete` of an
+///   object without finalizers removes it and returns `None`.
+/// - `watch` MUST yield every change made after `since` (by this or any other process) in order.
+#[async_trait::async_trait]
+pub trait ControlPlane: Debug + Send + Sync + 'static {
+    async fn get(
+        &self,
+        kind: &KindInfo,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Option<Object>>;
+
+    /// Objects of `kind` (in `namespace`, or all namespaces when `None`) whose labels match,
+    /// sorted by namespace and name.
+    async fn list(
+        &self,
+        kind: &KindInfo,
+        namespace: Option<&str>,
+        selector: &Selector,
+    ) -> Result<Vec<Object>>;
+
+    async fn create(&self, kind: &KindInfo, obj: &Object) -> Result<Object>;
+
+    async fn update(&self, kind: &KindInfo, obj: &Object) -> Result<Object>;
+
+    async fn update_status(&self, kind: &KindInfo, obj: &Object) -> Result<Object>;
+
+    async fn delete(
+        &self,
+        kind: &KindInfo,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Option<Object>>;
+
+    /// The current position of the change feed, to start a watch from.
+    async fn current_resource_version(&self) -> Result<String>;
+
+    /// Changes to objects of any of `kinds` (all kinds when empty) after `since`.
+    fn watch(&self, kinds: &[KindInfo], since: &str) -> BoxStream<'static, Result<Change>>;
+}

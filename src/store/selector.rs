@@ -1,0 +1,207 @@
+//! Label selectors as `kubectl -l` writes them: `a=b`, `a==b`, `a!=b`, `a in (x,y)`,
+//! `a notin (x)`, `a`, `!a`, joined by commas.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Requirement {
+    Equals(String, String),
+    NotEquals(String, String),
+    In(String, Vec<String>),
+    NotIn(String, Vec<String>),
+    Exists(String),
+    NotExists(String),
+}
+
+/// A parsed label selector; the empty selector matches everything.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Selector {
+    requirements: Vec<Requirement>,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum Error {
+    /// The selector text is not a valid label selector.
+    #[error("invalid label selector {text:?}: {reason}")]
+    Invalid { text: String, reason: String },
+}
+
+impl Selector {
+    /// The selector that matches everything.
+    pub fn everything() -> Self {
+        Self::default()
+    }
+
+    /// A selector requiring every given label to equal its value.
+    pub fn from_labels<'a>(labels: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
+        Self {
+            requirements: labels
+                .into_iter()
+                .map(|(k, v)| Requirement::Equals(k.to_string(), v.to_string()))
+                .collect(),
+        }
+    }
+
+    pub fn parse(text: &str) -> Result<Self, Error> {
+        let invalid = |reason: &str| Error::Invalid {
+            text: text.to_string(),
+            reason: reason.to_string(),
+        };
+        let mut requirements = Vec::new();
+        for part in split_top_level(text) {
+            let part = part.trim();
+            if part.is_empty() {
+                continue;
+            }
+            let req = if let Some(key) = part.strip_prefix('!') {
+                Requirement::NotExists(valid_key(key.trim()).ok_or_else(|| invalid("bad key"))?)
+            } else if let Some((k, v)) = part.split_once("!=") {
+                Requirement::NotEquals(
+                    valid_key(k.trim()).ok_or_else(|| invalid("bad key"))?,
+                    v.trim().to_string(),
+                )
+            } else if let Some((k, v)) = part.split_once("==").or_else(|| part.split_once('=')) {
+                Requirement::Equals(
+                    valid_key(k.trim()).ok_or_else(|| invalid("bad key"))?,
+                    v.trim().to_string(),
+                )
+            } else if let Some((k, rest)) = split_set_op(part, " notin ") {
+                Requirement::NotIn(
+                    valid_key(k).ok_or_else(|| invalid("bad key"))?,
+                    parse_set(rest).ok_or_else(|| invalid("bad set"))?,
+                )
+            } else if let Some((k, rest)) = split_set_op(part, " in ") {
+                Requirement::In(
+                    valid_key(k).ok_or_else(|| invalid("bad key"))?,
+                    parse_set(rest).ok_or_else(|| invalid("bad set"))?,
+                )
+            } else {
+                Requirement::Exists(valid_key(part).ok_or_else(|| invalid("bad key"))?)
+            };
+            requirements.push(req);
+        }
+        Ok(Self { requirements })
+    }
+
+    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.requirements.iter().all(|r| match r {
+            Requirement::Equals(k, v) => labels.get(k) == Some(v),
+            Requirement::NotEquals(k, v) => labels.get(k) != Some(v),
+            Requirement::In(k, vs) => labels.get(k).is_some_and(|l| vs.contains(l)),
+            Requirement::NotIn(k, vs) => labels.get(k).is_none_or(|l| !vs.contains(l)),
+            Requirement::Exists(k) => labels.contains_key(k),
+            Requirement::NotExists(k) => !labels.contains_key(k),
+        })
+    }
+
+    pub fn is_everything(&self) -> bool {
+        self.requirements.is_empty()
+    }
+}
+
+impl fmt::Display for Selector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let parts: Vec<String> = self
+            .requirements
+            .iter()
+            .map(|r| match r {
+                Requirement::Equals(k, v) => format!("{k}={v}"),
+                Requirement::NotEquals(k, v) => format!("{k}!={v}"),
+                Requirement::In(k, vs) => format!("{k} in ({})", vs.join(",")),
+                Requirement::NotIn(k, vs) => format!("{k} notin ({})", vs.join(",")),
+                Requirement::Exists(k) => k.clone(),
+                Requirement::NotExists(k) => format!("!{k}"),
+            })
+            .collect();
+        write!(f, "{}", parts.join(","))
+    }
+}
+
+/// Splits on commas that are not inside parentheses.
+fn split_top_level(text: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let (mut depth, mut start) = (0i32, 0usize);
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(&text[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&text[start..]);
+    parts
+}
+
+fn split_set_op<'a>(part: &'a str, op: &str) -> Option<(&'a str, &'a str)> {
+    part.split_once(op).map(|(k, rest)| (k.trim(), rest.trim()))
+}
+
+fn parse_set(text: &str) -> Option<Vec<String>> {
+    let inner = text.strip_prefix('(')?.strip_suffix(')')?;
+    Some(
+        inner
+            .split(',')
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+            .collect(),
+    )
+}
+
+fn valid_key(key: &str) -> Option<String> {
+    let ok = !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'));
+    ok.then(|| key.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn selectors_match_as_kubectl_does() {
+        let l = labels(&[("env", "dev"), ("team", "a")]);
+        let cases: &[(&str, bool)] = &[
+            ("", true),
+            ("env=dev", true),
+            ("env==dev", true),
+            ("env=prod", false),
+            ("env!=prod", true),
+            ("env!=dev", false),
+            ("env in (dev,prod)", true),
+            ("env in (prod)", false),
+            ("env notin (prod)", true),
+            ("missing notin (prod)", true),
+            ("team", true),
+            ("!team", false),
+            ("!missing", true),
+            ("env=dev,team=a", true),
+            ("env=dev,team=b", false),
+            ("env in (dev, prod),team", true),
+        ];
+        for (text, want) in cases {
+            let sel = Selector::parse(text).expect(text);
+            assert_eq!(sel.matches(&l), *want, "{text}");
+        }
+    }
+
+    #[test]
+    fn bad_selectors_are_refused() {
+        for text in ["=dev", "env in dev", "e nv=x"] {
+            assert!(Selector::parse(text).is_err(), "{text}");
+        }
+    }
+}

@@ -1,0 +1,130 @@
+//! Where a platform's desired state is written: Git repositories, S3-compatible buckets, plain
+//! folders and memory, behind one trait, [`StateStore`].
+//!
+//! This crate knows nothing of Kratix or Kubernetes: it stores files at paths and reports what it
+//! changed. Which paths a caller owns, and what they should hold, is the caller's business.
+
+mod key;
+
+pub use key::{Key, KeyError};
+
+use bytes::Bytes;
+use std::fmt::Debug;
+
+/// An opaque identifier of what a store holds after a write: a commit SHA for Git, a content hash
+/// for buckets and folders.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Version(pub String);
+
+impl std::fmt::Display for Version {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// One change to make.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// Make `key` hold exactly these bytes.
+    Put(Key, Bytes),
+    /// Make `key` absent (no error when it already is).
+    Delete(Key),
+}
+
+impl Change {
+    pub fn key(&self) -> &Key {
+        match self {
+            Change::Put(k, _) | Change::Delete(k) => k,
+        }
+    }
+}
+
+/// Who writes, and why: becomes the commit's author and message in Git; informational elsewhere.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteInfo {
+    /// The whole message: a subject line, a blank line, then trailers.
+    pub message: String,
+    pub author_name: String,
+    pub author_email: String,
+}
+
+/// What a write did.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct WriteOutcome {
+    /// The version that holds the change, or `None` when the store already held exactly the
+    /// requested content (nothing was written).
+    pub version: Option<Version>,
+    /// Keys whose content was created or replaced.
+    pub written: Vec<Key>,
+    /// Keys that were present and were removed.
+    pub deleted: Vec<Key>,
+}
+
+impl WriteOutcome {
+    pub fn changed(&self) -> bool {
+        !self.written.is_empty() || !self.deleted.is_empty()
+    }
+}
+
+/// Errors every backend reports, by meaning.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The store refused our credentials.
+    #[error("{store}: access denied")]
+    Unauthorized {
+        store: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The store (server, bucket, repository) could not be reached or does not exist.
+    #[error("{store}: unreachable")]
+    Unreachable {
+        store: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// Someone else kept changing the store and our change could not be applied in the retries
+    /// we allow.
+    #[error("{store}: gave up after {attempts} attempts because the store kept changing")]
+    Contended { store: String, attempts: u32 },
+    /// The store's configuration is unusable (bad URL, missing credential field).
+    #[error("{store}: {reason}")]
+    Config { store: String, reason: String },
+    /// Anything else the backend reported.
+    #[error("{store}: {context}")]
+    Backend {
+        store: String,
+        context: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A place files are written to.
+///
+/// # Contract
+/// - `write` MUST apply all `changes` as one unit where the backend can (one commit for Git) and
+///   MUST write only what differs from what the store holds at the time of the write: a `Put` of
+///   identical content and a `Delete` of an absent key are no-ops. When nothing differs it MUST NOT
+///   write anything and returns `version: None`.
+/// - `write` MUST NOT touch keys that are not named in `changes`, and MUST NOT lose concurrent
+///   writes by others: when the store moved on meanwhile, the changes are re-applied on top of it.
+/// - The same key MUST NOT appear twice in one `write`.
+/// - `read` returns `None` for an absent key. `list` returns the keys under a prefix, sorted.
+/// - `check_access` verifies the store can be written to and leaves nothing behind.
+#[async_trait::async_trait]
+pub trait StateStore: Debug + Send + Sync + 'static {
+    /// `git`, `bucket`, `dir` or `memory`.
+    fn kind(&self) -> &'static str;
+
+    async fn write(&self, changes: &[Change], info: &WriteInfo) -> Result<WriteOutcome>;
+
+    async fn read(&self, key: &Key) -> Result<Option<Bytes>>;
+
+    async fn list(&self, prefix: &Key) -> Result<Vec<Key>>;
+
+    async fn check_access(&self) -> Result<()>;
+}
