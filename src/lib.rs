@@ -5,4 +5,12 @@
 //! decision parts of `writer` do no I/O.
 
 pub mod api;
+pub mod cli;
+pub mod controllers;
+pub mod pipeline;
+pub mod platform;
+pub mod scheduler;
 pub mod store;
+pub mod workflow;
+pub mod works;
+pub mod writer;

@@ -14,6 +14,7 @@ use super::condition::Condition;
     group = "platform.kratix.io",
     version = "v1alpha1",
     kind = "Destination",
+    doc = "A place in a state store that one cluster reads from.",
     plural = "destinations",
     shortname = "dest",
     status = "StatusWithConditions",
@@ -91,6 +92,8 @@ impl DestinationSpec {
 /// A status that is conditions plus whatever else controllers record.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+// `extra` is not in the schema, so the API server must keep unknown fields.
+#[schemars(extend("x-kubernetes-preserve-unknown-fields" = true))]
 pub struct StatusWithConditions {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,

@@ -4,15 +4,19 @@
 //! are views that controllers parse when they need them. Real Kratix YAML applies unchanged.
 
 pub mod condition;
+pub mod crds;
 pub mod destination;
+pub mod hash;
 pub mod kinds;
 pub mod object;
 pub mod pipeline;
 pub mod pipeline_run;
 pub mod promise;
+pub mod promise_api;
 pub mod schema;
 pub mod secret;
 pub mod state_store;
+pub mod validation;
 pub mod work;
 pub mod work_placement;
 

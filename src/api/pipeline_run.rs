@@ -12,6 +12,7 @@ use serde_json::Value;
     group = "platform.kratix.io",
     version = "v1alpha1",
     kind = "PipelineRun",
+    doc = "The record of one pipeline run.",
     plural = "pipelineruns",
     shortname = "pr",
     namespaced,
@@ -56,6 +57,8 @@ pub enum PipelineRunPhase {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+// `extra` is not in the schema, so the API server must keep unknown fields.
+#[schemars(extend("x-kubernetes-preserve-unknown-fields" = true))]
 pub struct PipelineRunStatus {
     #[serde(default)]
     pub phase: PipelineRunPhase,

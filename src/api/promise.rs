@@ -14,6 +14,7 @@ use super::condition::Condition;
     group = "platform.kratix.io",
     version = "v1alpha1",
     kind = "Promise",
+    doc = "A Promise: an API for a service, the workflows that fulfil its requests, and where their output goes.",
     plural = "promises",
     status = "PromiseStatus",
     printcolumn = r#"{"name":"Status","type":"string","jsonPath":".status.status"}"#,
@@ -73,6 +74,8 @@ pub struct WorkflowActions {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+// `extra` is not in the schema, so the API server must keep unknown fields.
+#[schemars(extend("x-kubernetes-preserve-unknown-fields" = true))]
 pub struct PromiseStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,

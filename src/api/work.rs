@@ -13,6 +13,7 @@ use super::destination::StatusWithConditions;
     group = "platform.kratix.io",
     version = "v1alpha1",
     kind = "Work",
+    doc = "The output of one pipeline run, or of a Promise's static dependencies, in workload groups.",
     plural = "works",
     namespaced,
     status = "StatusWithConditions",
@@ -27,6 +28,9 @@ pub struct WorkSpec {
     pub resource_name: String,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub workload_groups: Vec<WorkloadGroup>,
+    /// RFC 3339 time of the pipeline run that wrote this Work; changes on every run, as in Kratix.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_execution_timestamp: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -12,6 +12,7 @@ use super::work::Workload;
     group = "platform.kratix.io",
     version = "v1alpha1",
     kind = "WorkPlacement",
+    doc = "One workload group of a Work, scheduled onto one Destination.",
     plural = "workplacements",
     shortname = "wp",
     namespaced,

@@ -4,9 +4,20 @@
 //! This crate knows nothing of Kratix or Kubernetes: it stores files at paths and reports what it
 //! changed. Which paths a caller owns, and what they should hold, is the caller's business.
 
+mod bucket;
 mod key;
 
+#[cfg(any(test, feature = "conformance"))]
+pub mod conformance;
+mod dir;
+mod git;
+mod memory;
+
+pub use bucket::{Bucket, BucketAuth, BucketOptions};
+pub use dir::LocalDir;
+pub use git::{Git, GitCredentials, GitOptions};
 pub use key::{Key, KeyError};
+pub use memory::InMemory;
 
 use bytes::Bytes;
 use std::fmt::Debug;

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what the test suite needs on a fresh Debian machine: the git CLI (git://, http-backend,
+# verification clones), sshd and ssh (ssh transport tests), bubblewrap (sandboxed pipelines), and
+# pkg-config + OpenSSL headers (git2's https and ssh support). Idempotent: when everything is
+# already installed it prints nothing and touches nothing. Run as root.
+set -eu -o pipefail
+
+packages=(git openssh-server openssh-client bubblewrap pkg-config libssl-dev)
+
+is_installed() {
+    dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q '^install ok installed$'
+}
+
+missing=()
+for package in "${packages[@]}"; do
+    is_installed "$package" || missing+=("$package")
+done
+
+if [ "${#missing[@]}" -eq 0 ]; then
+    exit 0
+fi
+
+if [ "$(id -u)" -ne 0 ]; then
+    echo "test-deps.sh: must run as root to install: ${missing[*]}" >&2
+    exit 1
+fi
+
+echo "test-deps.sh: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

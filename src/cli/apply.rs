@@ -1,0 +1,458 @@
+//! `apply`: every document is validated before any is stored, so a bad document stores nothing.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use base64::Engine;
+use serde_json::{json, Value};
+
+use super::documents::Document;
+use crate::api::kinds::builtin_kinds;
+use crate::api::object::{from_typed, to_typed};
+use crate::api::pipeline::Pipeline;
+use crate::api::{promise_api, validation, KindInfo, Object, ObjectKey, Promise, GROUP};
+use crate::platform::Platform;
+use crate::store::{self, ControlPlane, Selector};
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A document failed validation; nothing was stored.
+    #[error("{document}: {reason}")]
+    Invalid { document: String, reason: String },
+    /// The same object appears twice in one apply.
+    #[error("{document}: {key} is also defined by {first}")]
+    Duplicate {
+        document: String,
+        first: String,
+        key: ObjectKey,
+    },
+    /// Reading the control plane failed.
+    #[error(transparent)]
+    Platform(#[from] crate::platform::Error),
+    /// Storing an object failed.
+    #[error("storing {key}")]
+    Store {
+        key: ObjectKey,
+        #[source]
+        source: store::Error,
+    },
+}
+
+/// A validated object ready to store.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub document: String,
+    pub kind: KindInfo,
+    pub object: Object,
+    /// Fields the request's schema does not declare, dropped as the API server would.
+    pub pruned: Vec<String>,
+}
+
+impl Prepared {
+    pub fn key(&self) -> ObjectKey {
+        ObjectKey::of(&self.object)
+    }
+}
+
+/// What apply needs to know about the stored platform to validate a batch.
+#[derive(Debug, Default, Clone)]
+pub struct Known {
+    pub promises: Vec<Object>,
+    /// `(kind, name)` of stored GitStateStores and BucketStateStores.
+    pub state_stores: BTreeSet<(String, String)>,
+    /// Filepath mode of stored Destinations, by name (the mode is immutable).
+    pub destination_modes: BTreeMap<String, String>,
+}
+
+impl Known {
+    pub async fn load(platform: &Platform) -> Result<Self, Error> {
+        let cp = platform.store.as_ref();
+        let everything = Selector::everything();
+        let mut known = Known {
+            promises: platform.promises().await?,
+            ..Known::default()
+        };
+        for kind in ["GitStateStore", "BucketStateStore"] {
+            let info = crate::platform::builtin(kind);
+            for obj in cp
+                .list(&info, None, &everything)
+                .await
+                .map_err(crate::platform::Error::from)?
+            {
+                known.state_stores.insert((
+                    kind.to_string(),
+                    obj.metadata.name.clone().unwrap_or_default(),
+                ));
+            }
+        }
+        for obj in cp
+            .list(&crate::platform::builtin("Destination"), None, &everything)
+            .await
+            .map_err(crate::platform::Error::from)?
+        {
+            let mode = obj
+                .data
+                .pointer("/spec/filepath/mode")
+                .and_then(Value::as_str)
+                .unwrap_or("nestedByMetadata")
+                .to_string();
+            known
+                .destination_modes
+                .insert(obj.metadata.name.clone().unwrap_or_default(), mode);
+        }
+        Ok(known)
+    }
+}
+
+/// Validates a batch as a whole: Promises in the batch define kinds usable by later documents,
+/// and references may point at objects of the same batch.
+pub fn prepare(docs: &[Document], known: &Known) -> Result<Vec<Prepared>, Error> {
+    let invalid = |doc: &Document, reason: String| Error::Invalid {
+        document: doc.to_string(),
+        reason,
+    };
+
+    // Promises of this batch replace stored ones of the same name for kind resolution.
+    let mut promises: BTreeMap<String, Object> = known
+        .promises
+        .iter()
+        .map(|p| (p.metadata.name.clone().unwrap_or_default(), p.clone()))
+        .collect();
+    for doc in docs.iter().filter(|d| d.kind() == "Promise") {
+        let obj: Object = serde_json::from_value(doc.value.clone())
+            .map_err(|e| invalid(doc, format!("not a valid object: {e}")))?;
+        promises.insert(doc.name().to_string(), obj);
+    }
+    let promise_list: Vec<Object> = promises.values().cloned().collect();
+    let mut kinds = builtin_kinds();
+    kinds.extend(promise_api::kinds_from_promises(&promise_list));
+
+    let mut state_stores = known.state_stores.clone();
+    for doc in docs {
+        if matches!(doc.kind(), "GitStateStore" | "BucketStateStore") {
+            state_stores.insert((doc.kind().to_string(), doc.name().to_string()));
+        }
+    }
+
+    let mut out: Vec<Prepared> = Vec::with_capacity(docs.len());
+    let mut seen: BTreeMap<ObjectKey, String> = BTreeMap::new();
+    for doc in docs {
+        let prepared = prepare_one(doc, &kinds, &promise_list, &state_stores, known)
+            .map_err(|reason| invalid(doc, reason))?;
+        let key = prepared.key();
+        if let Some(first) = seen.get(&key) {
+            return Err(Error::Duplicate {
+                document: doc.to_string(),
+                first: first.clone(),
+                key,
+            });
+        }
+        seen.insert(key, doc.to_string());
+        out.push(prepared);
+    }
+    Ok(out)
+}
+
+fn prepare_one(
+    doc: &Document,
+    kinds: &[KindInfo],
+    promises: &[Object],
+    state_stores: &BTreeSet<(String, String)>,
+    known: &Known,
+) -> Result<Prepared, String> {
+    let api_version = doc.api_version();
+    let kind_name = doc.kind();
+    if kind_name.is_empty() {
+        return Err("kind: required".into());
+    }
+    if api_version.is_empty() {
+        return Err("apiVersion: required".into());
+    }
+    let kind = kinds
+        .iter()
+        .find(|k| k.kind == kind_name && k.api_version() == api_version)
+        .cloned()
+        .ok_or_else(|| {
+            match kinds.iter().find(|k| k.kind == kind_name) {
+                Some(k) => format!(
+                    "apiVersion: {api_version:?} is not served for kind {kind_name} (use {:?})",
+                    k.api_version()
+                ),
+                None => format!(
+                    "kind: unknown kind {kind_name:?} in apiVersion {api_version:?} (apply the Promise that defines it first)"
+                ),
+            }
+        })?;
+    let name = doc.name();
+    if name.is_empty() {
+        return Err("metadata.name: required".into());
+    }
+    validate_name(name).map_err(|reason| format!("metadata.name: {name:?} {reason}"))?;
+
+    let mut value = doc.value.clone();
+    // Status is written by controllers only.
+    if let Some(map) = value.as_object_mut() {
+        map.remove("status");
+    }
+    let metadata = value
+        .get_mut("metadata")
+        .and_then(Value::as_object_mut)
+        .ok_or("metadata: must be a mapping")?;
+    for system_field in [
+        "uid",
+        "resourceVersion",
+        "generation",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "managedFields",
+    ] {
+        metadata.remove(system_field);
+    }
+    if kind.namespaced {
+        let ns = metadata
+            .get("namespace")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .unwrap_or("default")
+            .to_string();
+        validate_name(&ns).map_err(|reason| format!("metadata.namespace: {ns:?} {reason}"))?;
+        metadata.insert("namespace".into(), json!(ns));
+    } else {
+        metadata.remove("namespace");
+    }
+
+    let mut pruned = Vec::new();
+    match (kind.group.as_str(), kind.kind.as_str()) {
+        (GROUP, "Promise") => check_promise(&value)?,
+        (GROUP, "Destination") => check_destination(&value, state_stores, known)?,
+        (GROUP, "GitStateStore") => {
+            typed::<crate::api::GitStateStore>(&value)?;
+        }
+        (GROUP, "BucketStateStore") => {
+            typed::<crate::api::BucketStateStore>(&value)?;
+        }
+        (GROUP, "Work") => {
+            typed::<crate::api::Work>(&value)?;
+        }
+        (GROUP, "WorkPlacement") => {
+            typed::<crate::api::WorkPlacement>(&value)?;
+        }
+        (GROUP, "PipelineRun") => {
+            typed::<crate::api::PipelineRun>(&value)?;
+        }
+        ("", "Secret") => value = normalise_secret(value)?,
+        _ => {
+            let promise = promises
+                .iter()
+                .find(|p| {
+                    promise_api::kinds_from_promises(std::slice::from_ref(p))
+                        .iter()
+                        .any(|k| *k == kind)
+                })
+                .ok_or_else(|| format!("no Promise defines kind {}", kind.kind))?;
+            let typed_promise: Promise = to_typed(promise).map_err(|e| e.to_string())?;
+            let api = promise_api::request_kind(&typed_promise)
+                .map_err(|e| e.to_string())?
+                .ok_or_else(|| format!("no Promise defines kind {}", kind.kind))?;
+            if let Some(schema) = &api.schema {
+                let checked = validation::validate(schema, &value).map_err(|e| e.to_string())?;
+                value = checked.object;
+                pruned = checked.pruned;
+            }
+            let labels = value
+                .pointer_mut("/metadata")
+                .and_then(Value::as_object_mut)
+                .map(|m| m.entry("labels").or_insert_with(|| json!({})));
+            if let Some(Value::Object(labels)) = labels {
+                labels.insert(
+                    crate::api::labels::PROMISE_NAME.into(),
+                    json!(typed_promise.metadata.name.clone().unwrap_or_default()),
+                );
+            }
+        }
+    }
+    let object: Object =
+        serde_json::from_value(value).map_err(|e| format!("not a valid object: {e}"))?;
+    Ok(Prepared {
+        document: doc.to_string(),
+        kind,
+        object,
+        pruned,
+    })
+}
+
+fn typed<T: serde::de::DeserializeOwned>(value: &Value) -> Result<T, String> {
+    serde_json::from_value(value.clone()).map_err(|e| e.to_string())
+}
+
+/// Names must be DNS-1123 subdomains, as Kubernetes requires.
+fn validate_name(name: &str) -> Result<(), &'static str> {
+    let ok = name.len() <= 253
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
+        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && name.ends_with(|c: char| c.is_ascii_alphanumeric());
+    if ok {
+        Ok(())
+    } else {
+        Err("is not a valid name: lower-case letters, digits, '-' and '.', starting and ending with a letter or digit")
+    }
+}
+
+fn check_promise(value: &Value) -> Result<(), String> {
+    let promise: Promise = typed(value)?;
+    promise_api::request_kind(&promise).map_err(|e| e.to_string())?;
+    if let Some(workflows) = &promise.spec.workflows {
+        for (ty, actions) in [
+            ("resource", &workflows.resource),
+            ("promise", &workflows.promise),
+        ] {
+            let Some(actions) = actions else { continue };
+            for (action, list) in [
+                ("configure", &actions.configure),
+                ("delete", &actions.delete),
+            ] {
+                let path = format!("spec.workflows.{ty}.{action}");
+                let pipelines = Pipeline::parse_list(&path, list).map_err(|e| e.to_string())?;
+                for (i, p) in pipelines.iter().enumerate() {
+                    if p.spec.containers.is_empty() {
+                        return Err(format!(
+                            "{path}[{i}].spec.containers: a pipeline needs at least one container"
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_destination(
+    value: &Value,
+    state_stores: &BTreeSet<(String, String)>,
+    known: &Known,
+) -> Result<(), String> {
+    let dest: crate::api::Destination = typed(value)?;
+    let name = dest.metadata.name.clone().unwrap_or_default();
+    let store_ref = dest
+        .spec
+        .state_store_ref
+        .as_ref()
+        .ok_or("spec.stateStoreRef: required")?;
+    if !matches!(
+        store_ref.kind.as_str(),
+        "GitStateStore" | "BucketStateStore"
+    ) {
+        return Err(format!(
+            "spec.stateStoreRef.kind: {:?} must be GitStateStore or BucketStateStore",
+            store_ref.kind
+        ));
+    }
+    if !state_stores.contains(&(store_ref.kind.clone(), store_ref.name.clone())) {
+        return Err(format!(
+            "spec.stateStoreRef: {} {:?} does not exist",
+            store_ref.kind, store_ref.name
+        ));
+    }
+    let mode = value
+        .pointer("/spec/filepath/mode")
+        .and_then(Value::as_str)
+        .unwrap_or("nestedByMetadata");
+    if let Some(stored) = known.destination_modes.get(&name) {
+        if stored != mode {
+            return Err(format!(
+                "spec.filepath.mode: is immutable (stored {stored:?}, applied {mode:?})"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Folds `stringData` into `data` (base64), as the API server does on write.
+fn normalise_secret(mut value: Value) -> Result<Value, String> {
+    let secret: crate::api::Secret = typed(&value)?;
+    if let Some(string_data) = secret.string_data {
+        let map = value.as_object_mut().ok_or("a Secret must be a mapping")?;
+        map.remove("stringData");
+        let data = map
+            .entry("data")
+            .or_insert_with(|| json!({}))
+            .as_object_mut()
+            .ok_or("data: must be a mapping")?;
+        for (k, v) in string_data {
+            data.insert(
+                k,
+                json!(base64::engine::general_purpose::STANDARD.encode(v.as_bytes())),
+            );
+        }
+    }
+    Ok(value)
+}
+
+/// Stores every prepared object (create, or update keeping status and controller-owned metadata).
+pub async fn store_all(cp: &dyn ControlPlane, prepared: &[Prepared]) -> Result<Vec<Object>, Error> {
+    let mut stored = Vec::with_capacity(prepared.len());
+    for p in prepared {
+        stored.push(store_one(cp, p).await?);
+    }
+    Ok(stored)
+}
+
+async fn store_one(cp: &dyn ControlPlane, p: &Prepared) -> Result<Object, Error> {
+    let key = p.key();
+    let name = key.name.clone();
+    let ns = key.namespace.clone();
+    let store_err = |source| Error::Store {
+        key: key.clone(),
+        source,
+    };
+    // Retry on conflicts with controllers writing the same object meanwhile.
+    for _ in 0..20 {
+        let existing = cp
+            .get(&p.kind, ns.as_deref(), &name)
+            .await
+            .map_err(store_err)?;
+        let result = match existing {
+            None => cp.create(&p.kind, &p.object).await,
+            Some(current) => {
+                let merged = merge_for_update(&current, &p.object);
+                cp.update(&p.kind, &merged).await
+            }
+        };
+        match result {
+            Ok(obj) => return Ok(obj),
+            Err(store::Error::Conflict { .. }) | Err(store::Error::AlreadyExists { .. }) => {
+                continue
+            }
+            Err(e) => return Err(store_err(e)),
+        }
+    }
+    Err(store_err(store::Error::Conflict {
+        key: key.clone(),
+        expected: "latest".into(),
+    }))
+}
+
+/// The applied object replaces the user-owned parts of the stored one; identity, finalizers,
+/// owner references and labels the controllers set are kept.
+pub fn merge_for_update(current: &Object, applied: &Object) -> Object {
+    let mut merged = applied.clone();
+    merged.metadata.uid = current.metadata.uid.clone();
+    merged.metadata.resource_version = current.metadata.resource_version.clone();
+    merged.metadata.creation_timestamp = current.metadata.creation_timestamp.clone();
+    merged.metadata.generation = current.metadata.generation;
+    merged.metadata.finalizers = current.metadata.finalizers.clone();
+    merged.metadata.owner_references = current.metadata.owner_references.clone();
+    merged.metadata.deletion_timestamp = current.metadata.deletion_timestamp.clone();
+    if let Some(status) = current.data.get("status") {
+        if let Some(map) = merged.data.as_object_mut() {
+            map.insert("status".into(), status.clone());
+        }
+    }
+    merged
+}
+
+/// Converts a typed object for storing (used by controllers creating objects).
+pub fn untyped<T: serde::Serialize>(typed: &T) -> Result<Object, serde_json::Error> {
+    from_typed(typed)
+}

@@ -1,0 +1,112 @@
+//! `logs`: the output of an object's pipeline runs, oldest first.
+
+use crate::api::{labels, KindInfo, Object, GROUP, SYSTEM_NAMESPACE};
+use crate::platform::Platform;
+use crate::store::{ControlPlane, Selector};
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Platform(#[from] crate::platform::Error),
+    #[error("reading pipeline runs")]
+    Store(#[source] crate::store::Error),
+    /// The object has no runs (or none of the named pipeline).
+    #[error("{what} has no pipeline runs{pipeline}")]
+    NoRuns { what: String, pipeline: String },
+}
+
+/// Selector and namespace of the runs of an object: promise workflows run in the system namespace.
+pub fn runs_selector(kind: &KindInfo, name: &str) -> (String, Vec<(String, String)>) {
+    if kind.group == GROUP && kind.kind == "Promise" {
+        (
+            SYSTEM_NAMESPACE.to_string(),
+            vec![
+                (labels::PROMISE_NAME.into(), name.into()),
+                (labels::WORKFLOW_TYPE.into(), "promise".into()),
+            ],
+        )
+    } else {
+        (
+            String::new(),
+            vec![
+                (labels::RESOURCE_NAME.into(), name.into()),
+                (labels::WORKFLOW_TYPE.into(), "resource".into()),
+            ],
+        )
+    }
+}
+
+pub async fn run(
+    platform: &Platform,
+    kind_name: &str,
+    name: &str,
+    namespace: Option<&str>,
+    pipeline: Option<&str>,
+) -> Result<String, Error> {
+    let kind = platform.resolve_kind(kind_name).await?;
+    let (ns, mut selector) = runs_selector(&kind, name);
+    let ns = if ns.is_empty() {
+        namespace.unwrap_or("default").to_string()
+    } else {
+        ns
+    };
+    if let Some(p) = pipeline {
+        selector.push((labels::PIPELINE_NAME.into(), p.into()));
+    }
+    let sel = Selector::from_labels(selector.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    let mut runs: Vec<Object> = platform
+        .store
+        .list(&crate::platform::builtin("PipelineRun"), Some(&ns), &sel)
+        .await
+        .map_err(Error::Store)?;
+    if kind.group != GROUP {
+        let promise_of_kind: Vec<String> = platform
+            .promises()
+            .await?
+            .iter()
+            .filter(|p| {
+                crate::api::promise_api::kinds_from_promises(std::slice::from_ref(p))
+                    .iter()
+                    .any(|k| *k == kind)
+            })
+            .filter_map(|p| p.metadata.name.clone())
+            .collect();
+        runs.retain(|r| {
+            crate::api::object::label(r, labels::PROMISE_NAME)
+                .is_some_and(|p| promise_of_kind.iter().any(|n| n == p))
+        });
+    }
+    runs.sort_by_key(|r| {
+        r.data
+            .pointer("/spec/sequence")
+            .and_then(serde_json::Value::as_i64)
+            .unwrap_or_default()
+    });
+    if runs.is_empty() {
+        return Err(Error::NoRuns {
+            what: format!("{} {name}", kind.kind),
+            pipeline: pipeline
+                .map(|p| format!(" of pipeline {p:?}"))
+                .unwrap_or_default(),
+        });
+    }
+    let mut out = String::new();
+    for run in runs {
+        let run_name = run.metadata.name.clone().unwrap_or_default();
+        let phase = run
+            .data
+            .pointer("/status/phase")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("Pending");
+        out.push_str(&format!("=== {run_name} ({phase})\n"));
+        let path = crate::controllers::runs::logs_path(platform, &run);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => out.push_str(&text),
+            Err(_) => out.push_str("(no output yet)\n"),
+        }
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,127 @@
+//! The command-line contract of DESIGN.md section 4.
+
+pub mod apply;
+pub mod documents;
+pub mod get;
+pub mod logs;
+pub mod output;
+pub mod run;
+pub mod wait;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "kratix-rs",
+    version,
+    about = "Kratix, the platform framework: Promises, sequential pipelines, Git and bucket state stores"
+)]
+pub struct Cli {
+    /// The platform's home folder (embedded control plane, caches, pipeline runs).
+    #[arg(long, global = true, env = "KRATIX_HOME", default_value = "./.kratix")]
+    pub home: PathBuf,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create or update objects from YAML, then wait until they have settled.
+    Apply {
+        /// A file, a folder (every *.yaml / *.yml inside, recursively) or `-` for standard input.
+        #[arg(short = 'f', long = "filename", required = true)]
+        files: Vec<PathBuf>,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+    /// Delete objects (running their delete workflows and removing their files first).
+    Delete {
+        #[arg(short = 'f', long = "filename")]
+        files: Vec<PathBuf>,
+        /// KIND NAME
+        target: Vec<String>,
+        #[arg(short = 'n', long)]
+        namespace: Option<String>,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+    /// Show objects.
+    Get {
+        kind: String,
+        name: Option<String>,
+        #[arg(short = 'n', long)]
+        namespace: Option<String>,
+        /// Every namespace.
+        #[arg(short = 'A', long)]
+        all_namespaces: bool,
+        /// Label selector, e.g. `app=x,tier!=db`.
+        #[arg(short = 'l', long)]
+        selector: Option<String>,
+        #[arg(short = 'o', long, value_enum, default_value_t = OutputFormat::Table)]
+        output: OutputFormat,
+    },
+    /// Wait for a condition of an object (for its current generation), or for its deletion.
+    Wait {
+        kind: String,
+        name: String,
+        #[arg(short = 'n', long)]
+        namespace: Option<String>,
+        /// `condition=TYPE[=STATUS]` or `delete`.
+        #[arg(long = "for")]
+        for_: String,
+        #[arg(long, default_value_t = 300)]
+        timeout: u64,
+    },
+    /// Re-run an object's configure workflow from its first pipeline.
+    Reconcile {
+        kind: String,
+        name: String,
+        #[arg(short = 'n', long)]
+        namespace: Option<String>,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+    /// Show the output of an object's pipeline runs.
+    Logs {
+        kind: String,
+        name: String,
+        #[arg(short = 'n', long)]
+        namespace: Option<String>,
+        #[arg(long)]
+        pipeline: Option<String>,
+    },
+    /// Run every controller of the home until SIGINT or SIGTERM.
+    Serve,
+    /// Run the controllers against a Kubernetes API server.
+    Controller,
+    /// Print the CustomResourceDefinitions of Kratix's kinds.
+    Crds,
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct WaitArgs {
+    /// Store the change and return without waiting for it to settle.
+    #[arg(long)]
+    pub no_wait: bool,
+    /// Give up waiting after this many seconds.
+    #[arg(long, default_value_t = 600)]
+    pub timeout: u64,
+}
+
+impl WaitArgs {
+    pub fn timeout(&self) -> Duration {
+        Duration::from_secs(self.timeout)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    Table,
+    Wide,
+    Yaml,
+    Json,
+}

@@ -1,0 +1,416 @@
+//! Carries out one parsed command.
+
+use std::time::Duration;
+
+use crate::api::{labels, KindInfo, ObjectKey};
+use crate::controllers;
+use crate::platform::Platform;
+use crate::store::embedded::HomeLock;
+use crate::store::{self, ControlPlane};
+
+use super::{apply, documents, get, logs, wait, Cli, Command};
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Platform(#[from] crate::platform::Error),
+    #[error(transparent)]
+    Documents(#[from] documents::Error),
+    #[error(transparent)]
+    Apply(#[from] apply::Error),
+    #[error(transparent)]
+    Get(#[from] get::Error),
+    #[error(transparent)]
+    Logs(#[from] logs::Error),
+    #[error(transparent)]
+    Wait(#[from] wait::Error),
+    #[error(transparent)]
+    Controllers(#[from] controllers::Error),
+    /// A command's arguments don't fit together.
+    #[error("{0}")]
+    Usage(String),
+    /// The object named on the command line does not exist.
+    #[error("{key} not found")]
+    NotFound { key: ObjectKey },
+    #[error("updating {key}")]
+    Store {
+        key: ObjectKey,
+        #[source]
+        source: store::Error,
+    },
+    /// Another process already runs the controllers of this home.
+    #[error("another kratix-rs process is already serving {home}")]
+    AlreadyServing { home: String },
+    /// Kubernetes mode is a separate capability that this build does not have yet.
+    #[error("`controller` (Kubernetes mode) is not available yet in this build: use the embedded runtime (`serve`, or `apply` which reconciles in-process)")]
+    KubernetesModeUnavailable,
+}
+
+pub async fn run(cli: Cli) -> Result<(), Error> {
+    if let Command::Crds = cli.command {
+        print!("{}", crate::api::crds::crds_yaml());
+        return Ok(());
+    }
+    if let Command::Controller = cli.command {
+        return Err(Error::KubernetesModeUnavailable);
+    }
+    let platform = Platform::open(&cli.home)?;
+    match cli.command {
+        Command::Apply { files, wait: w } => {
+            let docs = documents::load(&files)?;
+            let known = apply::Known::load(&platform).await?;
+            let prepared = apply::prepare(&docs, &known)?;
+            for p in &prepared {
+                for field in &p.pruned {
+                    eprintln!("warning: {}: unknown field {field} dropped", p.document);
+                }
+            }
+            let cp = platform.control_plane();
+            let before = snapshot(cp.as_ref(), &prepared).await;
+            let stored = apply::store_all(cp.as_ref(), &prepared).await?;
+            for ((p, obj), old_rv) in prepared.iter().zip(&stored).zip(before) {
+                let verb = match old_rv {
+                    None => "created",
+                    Some(rv) if Some(&rv) == obj.metadata.resource_version.as_ref() => "unchanged",
+                    Some(_) => "configured",
+                };
+                println!(
+                    "{}/{} {verb}",
+                    p.kind.kind.to_ascii_lowercase(),
+                    p.key().name
+                );
+            }
+            if !w.no_wait {
+                let targets: Vec<(KindInfo, ObjectKey)> =
+                    prepared.iter().map(|p| (p.kind.clone(), p.key())).collect();
+                wait::settle(&platform, &targets, w.timeout()).await?;
+                println!("all {} objects settled", targets.len());
+                print_state_store_hints(&platform, &prepared).await;
+            }
+            Ok(())
+        }
+        Command::Delete {
+            files,
+            target,
+            namespace,
+            wait: w,
+        } => {
+            let targets = delete_targets(&platform, &files, &target, namespace.as_deref()).await?;
+            let cp = platform.control_plane();
+            for (kind, key) in &targets {
+                match cp.delete(kind, key.namespace.as_deref(), &key.name).await {
+                    Ok(_) => println!("{}/{} deleted", kind.kind.to_ascii_lowercase(), key.name),
+                    Err(store::Error::NotFound { .. }) => {
+                        return Err(Error::NotFound { key: key.clone() })
+                    }
+                    Err(source) => {
+                        return Err(Error::Store {
+                            key: key.clone(),
+                            source,
+                        })
+                    }
+                }
+            }
+            if !w.no_wait {
+                wait_gone(&platform, &targets, w.timeout()).await?;
+            }
+            Ok(())
+        }
+        Command::Get {
+            kind,
+            name,
+            namespace,
+            all_namespaces,
+            selector,
+            output,
+        } => {
+            let text = get::run(
+                &platform,
+                get::GetArgs {
+                    kind: &kind,
+                    name: name.as_deref(),
+                    namespace: namespace.as_deref(),
+                    all_namespaces,
+                    selector: selector.as_deref(),
+                    output,
+                },
+            )
+            .await?;
+            if text.is_empty() {
+                eprintln!("No resources found");
+            }
+            print!("{text}");
+            Ok(())
+        }
+        Command::Wait {
+            kind,
+            name,
+            namespace,
+            for_,
+            timeout,
+        } => {
+            let kind = platform.resolve_kind(&kind).await?;
+            let key = key_for(&kind, &name, namespace.as_deref());
+            let timeout = Duration::from_secs(timeout);
+            if for_ == "delete" {
+                return wait_gone(&platform, &[(kind, key)], timeout).await;
+            }
+            let spec = for_.strip_prefix("condition=").ok_or_else(|| {
+                Error::Usage(format!(
+                    "--for {for_:?}: expected condition=TYPE[=STATUS] or delete"
+                ))
+            })?;
+            let (type_, status) = spec.split_once('=').unwrap_or((spec, "True"));
+            let cp = platform.control_plane();
+            wait::drive_until(
+                &platform,
+                timeout,
+                &format!("{key} to have condition {type_}={status}"),
+                || {
+                    let (cp, kind, key) = (cp.clone(), kind.clone(), key.clone());
+                    async move {
+                        let obj = wait::get(cp.as_ref(), &kind, &key).await?;
+                        Ok(obj
+                            .filter(|o| wait::condition_met(o, type_, status))
+                            .map(|_| ()))
+                    }
+                },
+            )
+            .await?;
+            println!(
+                "{} {} condition met",
+                kind.kind.to_ascii_lowercase(),
+                key.name
+            );
+            Ok(())
+        }
+        Command::Reconcile {
+            kind,
+            name,
+            namespace,
+            wait: w,
+        } => {
+            let kind = platform.resolve_kind(&kind).await?;
+            let key = key_for(&kind, &name, namespace.as_deref());
+            request_manual_reconciliation(platform.control_plane().as_ref(), &kind, &key).await?;
+            println!(
+                "{} {} reconciliation requested",
+                kind.kind.to_ascii_lowercase(),
+                key.name
+            );
+            if w.no_wait {
+                return Ok(());
+            }
+            // The controller removes the label when it starts the re-run; only then do the
+            // conditions describe the re-run rather than the previous one.
+            let cp = platform.control_plane();
+            wait::drive_until(&platform, w.timeout(), "the re-run to start", || {
+                let (cp, kind, key) = (cp.clone(), kind.clone(), key.clone());
+                async move {
+                    let obj = wait::get(cp.as_ref(), &kind, &key).await?;
+                    Ok(match obj {
+                        None => Some(()),
+                        Some(o) => crate::api::object::label(&o, labels::MANUAL_RECONCILIATION)
+                            .is_none()
+                            .then_some(()),
+                    })
+                }
+            })
+            .await?;
+            wait::settle(&platform, &[(kind, key)], w.timeout()).await?;
+            println!("reconciled");
+            Ok(())
+        }
+        Command::Logs {
+            kind,
+            name,
+            namespace,
+            pipeline,
+        } => {
+            let text = logs::run(
+                &platform,
+                &kind,
+                &name,
+                namespace.as_deref(),
+                pipeline.as_deref(),
+            )
+            .await?;
+            print!("{text}");
+            Ok(())
+        }
+        Command::Serve => {
+            let lock = HomeLock::try_acquire(&platform.home)
+                .map_err(|e| Error::Controllers(controllers::Error::Store(e)))?
+                .ok_or_else(|| Error::AlreadyServing {
+                    home: platform.home.display().to_string(),
+                })?;
+            eprintln!("serving {}", platform.home.display());
+            let runtime = controllers::Runtime::new(platform.clone());
+            tokio::select! {
+                result = runtime.run(lock) => result?,
+                _ = shutdown_signal() => eprintln!("stopping"),
+            }
+            Ok(())
+        }
+        Command::Controller | Command::Crds => Ok(()),
+    }
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+        }
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}
+
+fn key_for(kind: &KindInfo, name: &str, namespace: Option<&str>) -> ObjectKey {
+    let ns = kind
+        .namespaced
+        .then(|| namespace.unwrap_or("default").to_string());
+    ObjectKey::new(&kind.group, &kind.kind, ns.as_deref(), name)
+}
+
+async fn snapshot(cp: &dyn ControlPlane, prepared: &[apply::Prepared]) -> Vec<Option<String>> {
+    let mut out = Vec::with_capacity(prepared.len());
+    for p in prepared {
+        let key = p.key();
+        let rv = cp
+            .get(&p.kind, key.namespace.as_deref(), &key.name)
+            .await
+            .ok()
+            .flatten()
+            .and_then(|o| o.metadata.resource_version);
+        out.push(rv);
+    }
+    out
+}
+
+async fn delete_targets(
+    platform: &Platform,
+    files: &[std::path::PathBuf],
+    target: &[String],
+    namespace: Option<&str>,
+) -> Result<Vec<(KindInfo, ObjectKey)>, Error> {
+    match (files.is_empty(), target) {
+        (false, []) => {
+            let docs = documents::load(files)?;
+            let kinds = platform.kinds().await?;
+            let mut out = Vec::new();
+            for doc in &docs {
+                let kind = kinds
+                    .iter()
+                    .find(|k| k.kind == doc.kind() && k.api_version() == doc.api_version())
+                    .cloned()
+                    .ok_or_else(|| {
+                        Error::Usage(format!("{doc}: kind {:?} is not known", doc.kind()))
+                    })?;
+                let ns = doc
+                    .value
+                    .pointer("/metadata/namespace")
+                    .and_then(serde_json::Value::as_str)
+                    .or(namespace);
+                out.push((kind.clone(), key_for(&kind, doc.name(), ns)));
+            }
+            // Requests before Promises, so each request's delete workflow runs with its Promise.
+            out.reverse();
+            Ok(out)
+        }
+        (true, [kind, name]) => {
+            let kind = platform.resolve_kind(kind).await?;
+            let key = key_for(&kind, name, namespace);
+            Ok(vec![(kind, key)])
+        }
+        _ => Err(Error::Usage(
+            "delete needs either -f PATH or KIND NAME".into(),
+        )),
+    }
+}
+
+async fn wait_gone(
+    platform: &Platform,
+    targets: &[(KindInfo, ObjectKey)],
+    timeout: Duration,
+) -> Result<(), Error> {
+    let cp = platform.control_plane();
+    wait::drive_until(platform, timeout, "deletion", || {
+        let cp = cp.clone();
+        async move {
+            for (kind, key) in targets {
+                if wait::get(cp.as_ref(), kind, key).await?.is_some() {
+                    return Ok(None);
+                }
+            }
+            Ok(Some(()))
+        }
+    })
+    .await?;
+    Ok(())
+}
+
+async fn request_manual_reconciliation(
+    cp: &dyn ControlPlane,
+    kind: &KindInfo,
+    key: &ObjectKey,
+) -> Result<(), Error> {
+    for _ in 0..20 {
+        let mut obj = cp
+            .get(kind, key.namespace.as_deref(), &key.name)
+            .await
+            .map_err(|source| Error::Store {
+                key: key.clone(),
+                source,
+            })?
+            .ok_or_else(|| Error::NotFound { key: key.clone() })?;
+        obj.metadata
+            .labels
+            .get_or_insert_with(Default::default)
+            .insert(labels::MANUAL_RECONCILIATION.into(), "true".into());
+        match cp.update(kind, &obj).await {
+            Ok(_) => return Ok(()),
+            Err(store::Error::Conflict { .. }) => continue,
+            Err(source) => {
+                return Err(Error::Store {
+                    key: key.clone(),
+                    source,
+                })
+            }
+        }
+    }
+    Err(Error::Store {
+        key: key.clone(),
+        source: store::Error::Conflict {
+            key: key.clone(),
+            expected: "latest".into(),
+        },
+    })
+}
+
+/// After a successful apply, says where local Git state stores are and how to look at them.
+async fn print_state_store_hints(platform: &Platform, prepared: &[apply::Prepared]) {
+    for p in prepared.iter().filter(|p| p.kind.kind == "GitStateStore") {
+        let Some(url) = p
+            .object
+            .data
+            .pointer("/spec/url")
+            .and_then(serde_json::Value::as_str)
+        else {
+            continue;
+        };
+        if let Some(path) = controllers::state_stores::local_repository_path(&platform.home, url) {
+            println!(
+                "Git state store {:?} is at {}\n  look at it with: git --git-dir {} log --stat",
+                p.key().name,
+                path.display(),
+                path.display()
+            );
+        }
+    }
+}

@@ -1,0 +1,295 @@
+//! Waiting for objects to settle. When no `serve` holds the home, the waiting command runs the
+//! controllers itself meanwhile; otherwise it only watches.
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::api::{KindInfo, Object, ObjectKey, GROUP};
+use crate::controllers;
+use crate::platform::Platform;
+use crate::store::embedded::HomeLock;
+use crate::store::ControlPlane;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// An object reached a failed state.
+    #[error("{key} failed: {reason}")]
+    Failed { key: ObjectKey, reason: String },
+    /// The timeout passed first.
+    #[error("timed out after {seconds}s waiting for {what}")]
+    Timeout { seconds: u64, what: String },
+    /// The control plane could not be read.
+    #[error("reading {key}")]
+    Store {
+        key: ObjectKey,
+        #[source]
+        source: crate::store::Error,
+    },
+    /// The controllers stopped with an error.
+    #[error("controllers stopped")]
+    Controllers(#[source] controllers::Error),
+    /// The home lock could not be checked.
+    #[error("checking the home lock")]
+    Lock(#[source] crate::store::Error),
+}
+
+/// Where an object stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Settlement {
+    Settled,
+    Pending(String),
+    Failed(String),
+}
+
+fn condition<'a>(obj: &'a Object, type_: &str) -> Option<&'a Value> {
+    obj.data
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .and_then(|cs| {
+            cs.iter()
+                .find(|c| c.get("type").and_then(Value::as_str) == Some(type_))
+        })
+}
+
+fn cond_str(c: Option<&Value>, field: &str) -> String {
+    c.and_then(|c| c.get(field))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Has the controller looked at the object's current generation?
+pub fn observed_current_generation(obj: &Object) -> bool {
+    let observed = obj
+        .data
+        .pointer("/status/observedGeneration")
+        .and_then(Value::as_i64);
+    observed.is_some() && observed == obj.metadata.generation
+}
+
+/// Whether an applied object has settled: workflows finished and works written for Promises and
+/// requests; Ready for Destinations and state stores; at once for everything else.
+pub fn settlement(kind: &KindInfo, obj: &Object) -> Settlement {
+    if obj.metadata.deletion_timestamp.is_some() {
+        return Settlement::Pending("being deleted".into());
+    }
+    let is_request = kind.group != GROUP && !kind.group.is_empty();
+    let kratix_kind = kind.group == GROUP;
+    match kind.kind.as_str() {
+        "Promise" if kratix_kind => workflow_settlement(obj),
+        "Destination" | "GitStateStore" | "BucketStateStore" if kratix_kind => {
+            let ready = condition(obj, "Ready");
+            if !observed_current_generation(obj) {
+                return Settlement::Pending("not reconciled yet".into());
+            }
+            match cond_str(ready, "status").as_str() {
+                "True" => Settlement::Settled,
+                _ => Settlement::Pending(format!(
+                    "Ready: {} {}",
+                    cond_str(ready, "reason"),
+                    cond_str(ready, "message")
+                )),
+            }
+        }
+        _ if is_request => workflow_settlement(obj),
+        _ => Settlement::Settled,
+    }
+}
+
+fn workflow_settlement(obj: &Object) -> Settlement {
+    if !observed_current_generation(obj) {
+        return Settlement::Pending("not reconciled yet".into());
+    }
+    let configure = condition(obj, "ConfigureWorkflowCompleted");
+    if cond_str(configure, "status") == "False"
+        && cond_str(configure, "reason") == "ConfigureWorkflowFailed"
+    {
+        return Settlement::Failed(cond_str(configure, "message"));
+    }
+    let reconciled = condition(obj, "Reconciled");
+    match cond_str(reconciled, "status").as_str() {
+        "True" => Settlement::Settled,
+        _ => {
+            let works = condition(obj, "WorksSucceeded");
+            let mut reason = format!("Reconciled: {}", cond_str(reconciled, "message"));
+            if cond_str(works, "status") == "False" {
+                reason = format!("WorksSucceeded: {}", cond_str(works, "message"));
+            }
+            Settlement::Pending(reason)
+        }
+    }
+}
+
+/// Runs `check` every few hundred milliseconds until it returns `Some`, running the controllers
+/// in this process meanwhile when no other process holds the home.
+pub async fn drive_until<T, F, Fut>(
+    platform: &Platform,
+    timeout: Duration,
+    what: &str,
+    mut check: F,
+) -> Result<T, Error>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<Option<T>, Error>>,
+{
+    let lock = HomeLock::try_acquire(&platform.home).map_err(Error::Lock)?;
+    let deadline = Instant::now() + timeout;
+    let poll = async {
+        loop {
+            if let Some(result) = check().await? {
+                return Ok(result);
+            }
+            if Instant::now() >= deadline {
+                return Err(Error::Timeout {
+                    seconds: timeout.as_secs(),
+                    what: what.to_string(),
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    };
+    match lock {
+        Some(lock) => {
+            let runtime = controllers::Runtime::new(platform.clone());
+            tokio::select! {
+                result = poll => result,
+                stopped = runtime.run(lock) => match stopped {
+                    Ok(()) => Err(Error::Timeout { seconds: timeout.as_secs(), what: what.to_string() }),
+                    Err(e) => Err(Error::Controllers(e)),
+                },
+            }
+        }
+        None => poll.await,
+    }
+}
+
+/// Waits until every object has settled; fails as soon as one has failed.
+pub async fn settle(
+    platform: &Platform,
+    objects: &[(KindInfo, ObjectKey)],
+    timeout: Duration,
+) -> Result<(), Error> {
+    let cp = platform.control_plane();
+    let last_pending = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let result = drive_until(platform, timeout, "objects to settle", || {
+        let cp = cp.clone();
+        let last = last_pending.clone();
+        async move {
+            for (kind, key) in objects {
+                let obj = get(cp.as_ref(), kind, key).await?;
+                let Some(obj) = obj else {
+                    continue;
+                };
+                match settlement(kind, &obj) {
+                    Settlement::Settled => {}
+                    Settlement::Failed(reason) => {
+                        return Err(Error::Failed {
+                            key: key.clone(),
+                            reason,
+                        })
+                    }
+                    Settlement::Pending(reason) => {
+                        if let Ok(mut last) = last.lock() {
+                            *last = format!("{key}: {reason}");
+                        }
+                        return Ok(None);
+                    }
+                }
+            }
+            Ok(Some(()))
+        }
+    })
+    .await;
+    match result {
+        Err(Error::Timeout { seconds, .. }) => Err(Error::Timeout {
+            seconds,
+            what: last_pending.lock().map(|l| l.clone()).unwrap_or_default(),
+        }),
+        other => other,
+    }
+}
+
+pub async fn get(
+    cp: &dyn ControlPlane,
+    kind: &KindInfo,
+    key: &ObjectKey,
+) -> Result<Option<Object>, Error> {
+    cp.get(kind, key.namespace.as_deref(), &key.name)
+        .await
+        .map_err(|source| Error::Store {
+            key: key.clone(),
+            source,
+        })
+}
+
+/// `--for condition=TYPE[=STATUS]`: has the condition that status for the current generation?
+pub fn condition_met(obj: &Object, type_: &str, status: &str) -> bool {
+    observed_current_generation(obj)
+        && condition(obj, type_)
+            .and_then(|c| c.get("status"))
+            .and_then(Value::as_str)
+            .is_some_and(|s| s.eq_ignore_ascii_case(status))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn request(generation: i64, status: Value) -> Object {
+        serde_json::from_value(json!({
+            "apiVersion": "example.com/v1", "kind": "Redis",
+            "metadata": {"name": "r", "namespace": "default", "generation": generation},
+            "status": status,
+        }))
+        .expect("valid object")
+    }
+
+    fn request_kind() -> KindInfo {
+        KindInfo {
+            group: "example.com".into(),
+            version: "v1".into(),
+            kind: "Redis".into(),
+            plural: "redises".into(),
+            singular: "redis".into(),
+            short_names: vec![],
+            namespaced: true,
+        }
+    }
+
+    #[test]
+    fn settlement_follows_conditions_of_the_current_generation() {
+        let cases = [
+            ("no status", json!({}), 1, "pending"),
+            (
+                "reconciled for an older generation",
+                json!({"observedGeneration": 1, "conditions": [{"type": "Reconciled", "status": "True"}]}),
+                2,
+                "pending",
+            ),
+            (
+                "reconciled",
+                json!({"observedGeneration": 2, "conditions": [{"type": "Reconciled", "status": "True"}]}),
+                2,
+                "settled",
+            ),
+            (
+                "pipeline failed",
+                json!({"observedGeneration": 2, "conditions": [
+                    {"type": "ConfigureWorkflowCompleted", "status": "False", "reason": "ConfigureWorkflowFailed", "message": "A Configure Pipeline has failed: b"}]}),
+                2,
+                "failed",
+            ),
+        ];
+        for (name, status, generation, want) in cases {
+            let got = match settlement(&request_kind(), &request(generation, status)) {
+                Settlement::Settled => "settled",
+                Settlement::Pending(_) => "pending",
+                Settlement::Failed(_) => "failed",
+            };
+            assert_eq!(got, want, "{name}");
+        }
+    }
+}

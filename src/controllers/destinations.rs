@@ -1,0 +1,238 @@
+//! Destinations: canary files at registration, `Ready` from the state store, and on
+//! deregistration the removal of every placement's files before the Destination goes.
+
+use bytes::Bytes;
+use serde_json::{json, Value};
+use statestores::{Change, Key, WriteInfo};
+
+use crate::api::{labels, Condition, ConditionStatus, Destination, Object, ObjectKey};
+use crate::store::Selector;
+use crate::writer::layout;
+
+use super::{status, works, Error, ErrorChain, Next, Runtime};
+
+pub const FINALIZER: &str = "kratix.io/destination-cleanup";
+
+/// Destinations writing to a state store.
+pub async fn using_store(rt: &Runtime, kind: &str, name: &str) -> Result<Vec<ObjectKey>, Error> {
+    Ok(rt
+        .cp
+        .list(&rt.kind("Destination"), None, &Selector::everything())
+        .await?
+        .iter()
+        .filter(|d| {
+            d.data
+                .pointer("/spec/stateStoreRef/kind")
+                .and_then(Value::as_str)
+                == Some(kind)
+                && d.data
+                    .pointer("/spec/stateStoreRef/name")
+                    .and_then(Value::as_str)
+                    == Some(name)
+        })
+        .map(ObjectKey::of)
+        .collect())
+}
+
+fn typed(obj: &Object) -> Result<Destination, Error> {
+    crate::api::object::to_typed(obj).map_err(|e| Error::Malformed {
+        key: ObjectKey::of(obj),
+        kind: "Destination".into(),
+        reason: e.to_string(),
+    })
+}
+
+fn canary_changes(
+    dest: &Destination,
+    store_path: Option<&str>,
+    put: bool,
+) -> Result<Vec<Change>, Error> {
+    layout::canary_files(&dest.spec.path, store_path, dest.spec.filepath_mode())
+        .into_iter()
+        .map(|(path, bytes)| {
+            let key = Key::parse(&path).map_err(|e| Error::Malformed {
+                key: ObjectKey::new(
+                    crate::api::GROUP,
+                    "Destination",
+                    None,
+                    dest.metadata.name.as_deref().unwrap_or_default(),
+                ),
+                kind: "Destination".into(),
+                reason: e.to_string(),
+            })?;
+            Ok(if put {
+                Change::Put(key, Bytes::from(bytes))
+            } else {
+                Change::Delete(key)
+            })
+        })
+        .collect()
+}
+
+fn canary_info(dest_name: &str, subject: &str, author: (&str, &str)) -> WriteInfo {
+    WriteInfo {
+        message: format!("{subject}: kratix-canary\n\nKratix-Destination: {dest_name}\n"),
+        author_name: author.0.to_string(),
+        author_email: author.1.to_string(),
+    }
+}
+
+pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
+    let kind = rt.kind("Destination");
+    let dest = typed(&obj)?;
+    let key = ObjectKey::of(&obj);
+    let name = key.name.clone();
+    let Some(store_ref) = dest.spec.state_store_ref.clone() else {
+        return Ok(Next::Done);
+    };
+    if obj.metadata.deletion_timestamp.is_some() {
+        return deregister(rt, &obj, &dest).await;
+    }
+    if status::condition_status(&obj, "Ready").is_some_and(|(s, _, _)| s == "True")
+        && obj
+            .data
+            .pointer("/status/observedGeneration")
+            .and_then(Value::as_i64)
+            == obj.metadata.generation
+        && status::has_finalizer(&obj, FINALIZER)
+    {
+        return Ok(Next::Done);
+    }
+    let Some(obj) = status::add_finalizer(rt.cp.as_ref(), &kind, &obj, FINALIZER).await? else {
+        return Ok(Next::Done);
+    };
+    let generation = obj.metadata.generation;
+    let (ready, next) = match rt
+        .state_stores
+        .get(rt, &store_ref.kind, &store_ref.name)
+        .await?
+    {
+        Err(not_ready) => (
+            Condition::new(
+                "Ready",
+                ConditionStatus::False,
+                if not_ready.reason == "StateStoreNotFound" {
+                    "StateStoreNotFound"
+                } else {
+                    "StateStoreNotReady"
+                },
+                &not_ready.message,
+            ),
+            Next::After(std::time::Duration::from_secs(5)),
+        ),
+        Ok(handle) => {
+            let enabled = dest.spec.init_workloads_enabled();
+            let changes = canary_changes(&dest, handle.path.as_deref(), enabled)?;
+            let info = canary_info(
+                &name,
+                if enabled {
+                    "Update from"
+                } else {
+                    "Delete from"
+                },
+                (&handle.author_name, &handle.author_email),
+            );
+            match handle.store.write(&changes, &info).await {
+                Ok(_) if enabled => (
+                    Condition::new(
+                        "Ready",
+                        ConditionStatus::True,
+                        "TestDocumentsWritten",
+                        "Test documents written to State Store",
+                    ),
+                    Next::Done,
+                ),
+                Ok(_) => (
+                    Condition::new("Ready", ConditionStatus::True, "DestinationReady", "Ready"),
+                    Next::Done,
+                ),
+                Err(e) => (
+                    Condition::new(
+                        "Ready",
+                        ConditionStatus::False,
+                        "StateStoreWriteFailed",
+                        &ErrorChain(&e).to_string(),
+                    ),
+                    Next::After(std::time::Duration::from_secs(5)),
+                ),
+            }
+        }
+    };
+    status::update_status(rt.cp.as_ref(), &kind, &key, |_, s| {
+        status::set_conditions(s, [ready.clone()]);
+        status::set_field(s, "observedGeneration", json!(generation));
+    })
+    .await?;
+    Ok(next)
+}
+
+/// Removes every placement on the Destination (their finalizers delete their files), then the
+/// canary files, then lets the Destination go. With `cleanup: none` files are left in place.
+async fn deregister(rt: &Runtime, obj: &Object, dest: &Destination) -> Result<Next, Error> {
+    let kind = rt.kind("Destination");
+    let name = obj.metadata.name.clone().unwrap_or_default();
+    let keep_files = dest.spec.cleanup.as_deref() == Some("none");
+    let wp_kind = rt.kind("WorkPlacement");
+    let placements = rt
+        .cp
+        .list(
+            &wp_kind,
+            None,
+            &Selector::from_labels([(labels::TARGET_DESTINATION, name.as_str())]),
+        )
+        .await?;
+    if !placements.is_empty() {
+        for wp in &placements {
+            let wp_key = ObjectKey::of(wp);
+            if keep_files {
+                status::remove_finalizer(
+                    rt.cp.as_ref(),
+                    &wp_kind,
+                    wp,
+                    super::placements::FINALIZER,
+                )
+                .await?;
+            }
+            if wp.metadata.deletion_timestamp.is_none() {
+                status::update_object(rt.cp.as_ref(), &wp_kind, &wp_key, |o| {
+                    o.metadata
+                        .annotations
+                        .get_or_insert_with(Default::default)
+                        .insert(works::REMOVAL_REASON.into(), "delete".into());
+                })
+                .await?;
+                match rt
+                    .cp
+                    .delete(&wp_kind, wp_key.namespace.as_deref(), &wp_key.name)
+                    .await
+                {
+                    Ok(_) | Err(crate::store::Error::NotFound { .. }) => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        }
+        return Ok(Next::After(std::time::Duration::from_millis(500)));
+    }
+    if !keep_files && dest.spec.init_workloads_enabled() {
+        if let Some(store_ref) = &dest.spec.state_store_ref {
+            if let Ok(handle) = rt
+                .state_stores
+                .get(rt, &store_ref.kind, &store_ref.name)
+                .await?
+            {
+                let changes = canary_changes(dest, handle.path.as_deref(), false)?;
+                let info = canary_info(
+                    &name,
+                    "Delete from",
+                    (&handle.author_name, &handle.author_email),
+                );
+                if let Err(e) = handle.store.write(&changes, &info).await {
+                    tracing::warn!(destination = %name, error = %ErrorChain(&e), "removing canary files failed; retrying");
+                    return Ok(Next::After(std::time::Duration::from_secs(5)));
+                }
+            }
+        }
+    }
+    status::remove_finalizer(rt.cp.as_ref(), &kind, obj, FINALIZER).await?;
+    Ok(Next::Done)
+}

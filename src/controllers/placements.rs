@@ -1,0 +1,461 @@
+//! The writer: puts WorkPlacements' files into their Destination's state store. All pending
+//! placements of one Work on one Destination go into one write (one commit in Git). Ownership is
+//! recorded on each placement (`status.files`), and only owned files are ever deleted.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use bytes::Bytes;
+use serde_json::{json, Value};
+use statestores::{Change, Key, WriteInfo};
+
+use crate::api::object::label;
+use crate::api::{
+    labels, Condition, ConditionStatus, Destination, FilepathMode, Object, ObjectKey,
+};
+use crate::store::Selector;
+use crate::writer::layout::{self, PlacementContext, PlacementFiles};
+use crate::writer::plan;
+
+use super::state_stores::StoreHandle;
+use super::{status, works, Error, ErrorChain, Next, Runtime};
+
+pub const FINALIZER: &str = "finalizers.workplacement.kratix.io/repo-cleanup";
+const RETRY_WRITE: Duration = Duration::from_secs(5);
+
+fn text<'a>(obj: &'a Object, pointer: &str) -> &'a str {
+    obj.data
+        .pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+/// Written for its current generation: nothing to do until it changes.
+fn written_current(wp: &Object) -> bool {
+    wp.data
+        .pointer("/status/observedGeneration")
+        .and_then(Value::as_i64)
+        == wp.metadata.generation
+        && status::condition_status(wp, "WriteSucceeded").is_some_and(|(s, _, _)| s == "True")
+}
+
+fn owned_paths(wp: &Object) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for field in ["/status/files", "/status/pendingFiles"] {
+        if let Some(list) = wp.data.pointer(field).and_then(Value::as_array) {
+            out.extend(list.iter().filter_map(Value::as_str).map(str::to_string));
+        }
+    }
+    out
+}
+
+pub async fn reconcile(rt: &Runtime, wp: Object) -> Result<Next, Error> {
+    let deleting = wp.metadata.deletion_timestamp.is_some();
+    if !deleting && written_current(&wp) {
+        return Ok(Next::Done);
+    }
+    let wp_kind = rt.kind("WorkPlacement");
+    let namespace = wp.metadata.namespace.clone().unwrap_or_default();
+    let dest_name = text(&wp, "/spec/targetDestinationName").to_string();
+    let Some(dest_obj) = rt.cp.get(&rt.kind("Destination"), None, &dest_name).await? else {
+        if deleting {
+            // The Destination is gone, and with it any way to reach its files.
+            status::remove_finalizer(rt.cp.as_ref(), &wp_kind, &wp, FINALIZER).await?;
+        } else {
+            mark_failed(
+                rt,
+                std::slice::from_ref(&wp),
+                "DestinationNotFound",
+                &format!("Destination {dest_name:?} not found"),
+            )
+            .await?;
+        }
+        return Ok(Next::Done);
+    };
+    let dest: Destination =
+        crate::api::object::to_typed(&dest_obj).map_err(|e| Error::Malformed {
+            key: ObjectKey::of(&dest_obj),
+            kind: "Destination".into(),
+            reason: e.to_string(),
+        })?;
+    let Some(store_ref) = dest.spec.state_store_ref.clone() else {
+        return Ok(Next::Done);
+    };
+    let work_name = label(&wp, labels::WORK).unwrap_or_default().to_string();
+    let batch: Vec<Object> = rt
+        .cp
+        .list(
+            &wp_kind,
+            Some(&namespace),
+            &Selector::from_labels([
+                (labels::WORK, work_name.as_str()),
+                (labels::TARGET_DESTINATION, dest_name.as_str()),
+            ]),
+        )
+        .await?
+        .into_iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_some() || !written_current(p))
+        .collect();
+    if batch.is_empty() {
+        return Ok(Next::Done);
+    }
+    let handle = match rt
+        .state_stores
+        .get(rt, &store_ref.kind, &store_ref.name)
+        .await?
+    {
+        Ok(h) => h,
+        Err(not_ready) => {
+            mark_failed(rt, &batch, "StateStoreNotReady", &not_ready.message).await?;
+            return Ok(Next::After(RETRY_WRITE));
+        }
+    };
+    let work = rt
+        .cp
+        .get(&rt.kind("Work"), Some(&namespace), &work_name)
+        .await?;
+    match write_batch(rt, &handle, &dest, &dest_obj, work.as_ref(), &batch).await {
+        Ok(()) => Ok(Next::Done),
+        Err(WriteError::Store(e)) => {
+            mark_failed(
+                rt,
+                &batch,
+                "WorkloadsFailedWrite",
+                &ErrorChain(&e).to_string(),
+            )
+            .await?;
+            Ok(Next::After(RETRY_WRITE))
+        }
+        Err(WriteError::Invalid(reason)) => {
+            mark_failed(rt, &batch, "InvalidWorkloads", &reason).await?;
+            Ok(Next::Done)
+        }
+        Err(WriteError::Controller(e)) => Err(e),
+    }
+}
+
+enum WriteError {
+    Store(statestores::Error),
+    Invalid(String),
+    Controller(Error),
+}
+
+impl From<Error> for WriteError {
+    fn from(e: Error) -> Self {
+        Self::Controller(e)
+    }
+}
+
+fn context(
+    dest: &Destination,
+    handle: &StoreHandle,
+    wp: &Object,
+    work: Option<&Object>,
+) -> PlacementContext {
+    let is_static = work.and_then(|w| label(w, labels::WORK_TYPE)) == Some("static-dependency");
+    let pipeline = label(wp, labels::PIPELINE_NAME).filter(|p| !p.is_empty() && !is_static);
+    let resource = text(wp, "/spec/resourceName");
+    PlacementContext {
+        store_path: handle.path.clone(),
+        destination_path: dest.spec.path.clone(),
+        mode: dest.spec.filepath_mode(),
+        aggregated_filename: dest.spec.filepath.as_ref().and_then(|f| f.filename.clone()),
+        namespace: wp.metadata.namespace.clone().unwrap_or_default(),
+        promise: text(wp, "/spec/promiseName").to_string(),
+        resource: (!resource.is_empty()).then(|| resource.to_string()),
+        pipeline: pipeline.map(str::to_string),
+        group_id: text(wp, "/spec/id").to_string(),
+    }
+}
+
+fn decode(wp: &Object) -> Result<PlacementFiles, WriteError> {
+    let workloads: Vec<crate::api::Workload> = serde_json::from_value(
+        wp.data
+            .pointer("/spec/workloads")
+            .cloned()
+            .unwrap_or(json!([])),
+    )
+    .map_err(|e| WriteError::Invalid(e.to_string()))?;
+    PlacementFiles::decode(&workloads).map_err(|e| WriteError::Invalid(ErrorChain(&e).to_string()))
+}
+
+/// The files one placement should have in the store (none when it is being deleted).
+fn desired_files(
+    ctx: &PlacementContext,
+    wp: &Object,
+) -> Result<Vec<(String, Vec<u8>)>, WriteError> {
+    if wp.metadata.deletion_timestamp.is_some() {
+        return Ok(vec![]);
+    }
+    let files = decode(wp)?;
+    let mut desired = layout::file_paths(ctx, &files);
+    if ctx.mode == FilepathMode::None {
+        let filepaths: Vec<String> = files.workloads.iter().map(|(p, _)| p.clone()).collect();
+        let state = layout::none_mode_state_file(
+            ctx,
+            &ctx.namespace,
+            wp.metadata.name.as_deref().unwrap_or_default(),
+            &filepaths,
+        )
+        .map_err(|e| WriteError::Invalid(ErrorChain(&e).to_string()))?;
+        desired.push(state);
+    }
+    Ok(desired)
+}
+
+async fn write_batch(
+    rt: &Runtime,
+    handle: &StoreHandle,
+    dest: &Destination,
+    dest_obj: &Object,
+    work: Option<&Object>,
+    batch: &[Object],
+) -> Result<(), WriteError> {
+    let wp_kind = rt.kind("WorkPlacement");
+    let mut per_wp: Vec<(Object, Vec<(String, Vec<u8>)>)> = Vec::new();
+    let mut desired_all: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut owned_all: BTreeSet<String> = BTreeSet::new();
+    for wp in batch {
+        let ctx = context(dest, handle, wp, work);
+        let desired = desired_files(&ctx, wp)?;
+        owned_all.extend(owned_paths(wp));
+        desired_all.extend(desired.iter().cloned());
+        per_wp.push((wp.clone(), desired));
+    }
+    if dest.spec.filepath_mode() == FilepathMode::AggregatedYaml {
+        let (path, content) = aggregated(rt, handle, dest, dest_obj).await?;
+        match content {
+            Some(bytes) => desired_all.push((path, bytes)),
+            None => {
+                owned_all.insert(path);
+            }
+        }
+    }
+    let collisions: BTreeMap<&str, usize> =
+        desired_all.iter().fold(BTreeMap::new(), |mut m, (p, _)| {
+            *m.entry(p.as_str()).or_insert(0) += 1;
+            m
+        });
+    if let Some((path, _)) = collisions.iter().find(|(_, n)| **n > 1) {
+        return Err(WriteError::Invalid(format!(
+            "two placements write {path:?} on Destination {:?}",
+            dest.metadata.name.clone().unwrap_or_default()
+        )));
+    }
+    let owned_list: Vec<String> = owned_all.into_iter().collect();
+    let planned = plan::plan(&desired_all, &owned_list);
+
+    // Record what we are about to write before writing, so a crash in between never leaves a
+    // file of ours that no record claims.
+    for (wp, desired) in &per_wp {
+        let owned = owned_paths(wp);
+        if desired.iter().any(|(p, _)| !owned.contains(p)) {
+            let pending: Vec<String> = owned
+                .iter()
+                .cloned()
+                .chain(desired.iter().map(|(p, _)| p.clone()))
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            status::update_status(rt.cp.as_ref(), &wp_kind, &ObjectKey::of(wp), |_, s| {
+                status::set_field(s, "pendingFiles", json!(pending));
+            })
+            .await?;
+        }
+    }
+
+    let mut changes = Vec::with_capacity(planned.puts.len() + planned.deletes.len());
+    for (path, bytes) in &planned.puts {
+        let key = Key::parse(path).map_err(|e| WriteError::Invalid(e.to_string()))?;
+        changes.push(Change::Put(key, Bytes::from(bytes.clone())));
+    }
+    for path in &planned.deletes {
+        let key = Key::parse(path).map_err(|e| WriteError::Invalid(e.to_string()))?;
+        changes.push(Change::Delete(key));
+    }
+    let info = write_info(handle, dest, work, &batch[0], !planned.puts.is_empty());
+    let outcome = if changes.is_empty() {
+        statestores::WriteOutcome::default()
+    } else {
+        handle
+            .store
+            .write(&changes, &info)
+            .await
+            .map_err(WriteError::Store)?
+    };
+    let version = outcome.version.map(|v| v.0);
+    for (wp, desired) in per_wp {
+        let key = ObjectKey::of(&wp);
+        if wp.metadata.deletion_timestamp.is_some() {
+            status::remove_finalizer(rt.cp.as_ref(), &wp_kind, &wp, FINALIZER).await?;
+            continue;
+        }
+        let files: Vec<String> = desired.iter().map(|(p, _)| p.clone()).collect();
+        let generation = wp.metadata.generation;
+        let misplaced = label(&wp, labels::MISPLACED) == Some("true");
+        let version = version.clone();
+        status::update_status(rt.cp.as_ref(), &wp_kind, &key, |_, s| {
+            status::set_field(s, "files", json!(files));
+            if let Some(map) = s.as_object_mut() {
+                map.remove("pendingFiles");
+            }
+            if let Some(v) = &version {
+                status::set_field(s, "versionID", json!(v));
+            }
+            status::set_field(s, "observedGeneration", json!(generation));
+            let ready = if misplaced {
+                Condition::new(
+                    "Ready",
+                    ConditionStatus::False,
+                    "DestinationSelectorMismatch",
+                    "Misplaced",
+                )
+            } else {
+                Condition::new(
+                    "Ready",
+                    ConditionStatus::True,
+                    "WorkloadsWrittenToTargetDestination",
+                    "Ready",
+                )
+            };
+            status::set_conditions(
+                s,
+                [
+                    Condition::new(
+                        "WriteSucceeded",
+                        ConditionStatus::True,
+                        "WorkloadsWrittenToStateStore",
+                        "Workloads written to State Store",
+                    ),
+                    ready,
+                ],
+            );
+        })
+        .await?;
+    }
+    Ok(())
+}
+
+/// Mode `aggregatedYAML`: the Destination's one file, from every live placement on it; `None`
+/// when no placement is left (the file is then deleted).
+async fn aggregated(
+    rt: &Runtime,
+    handle: &StoreHandle,
+    dest: &Destination,
+    dest_obj: &Object,
+) -> Result<(String, Option<Vec<u8>>), WriteError> {
+    let name = dest_obj.metadata.name.clone().unwrap_or_default();
+    let path = layout::aggregated_file_path(
+        handle.path.as_deref(),
+        &dest.spec.path,
+        dest.spec
+            .filepath
+            .as_ref()
+            .and_then(|f| f.filename.as_deref()),
+    );
+    let all = rt
+        .cp
+        .list(
+            &rt.kind("WorkPlacement"),
+            None,
+            &Selector::from_labels([(labels::TARGET_DESTINATION, name.as_str())]),
+        )
+        .await
+        .map_err(|e| WriteError::Controller(e.into()))?;
+    let mut placements = Vec::new();
+    for wp in all
+        .iter()
+        .filter(|w| w.metadata.deletion_timestamp.is_none())
+    {
+        placements.push((
+            wp.metadata.name.clone().unwrap_or_default(),
+            decode(wp)?.workloads,
+        ));
+    }
+    if placements.is_empty() {
+        return Ok((path, None));
+    }
+    Ok((path, Some(layout::aggregated_yaml(&placements))))
+}
+
+/// `Update from: <work>` (or `Delete from:` when nothing is written), then the trailers.
+fn write_info(
+    handle: &StoreHandle,
+    dest: &Destination,
+    work: Option<&Object>,
+    wp: &Object,
+    puts: bool,
+) -> WriteInfo {
+    let work_name = label(wp, labels::WORK).unwrap_or_default();
+    let promise = text(wp, "/spec/promiseName");
+    let resource = text(wp, "/spec/resourceName");
+    let work_type = work
+        .and_then(|w| label(w, labels::WORK_TYPE))
+        .map(|t| {
+            if t == "resource" {
+                "resource"
+            } else {
+                "promise"
+            }
+        })
+        .unwrap_or(if resource.is_empty() {
+            "promise"
+        } else {
+            "resource"
+        });
+    let removal = wp
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(works::REMOVAL_REASON))
+        .map(String::as_str);
+    let action = if removal == Some("delete") {
+        "delete"
+    } else {
+        "configure"
+    };
+    let mut message = format!(
+        "{} from: {work_name}\n\nKratix-Promise: {promise}\n",
+        if puts { "Update" } else { "Delete" }
+    );
+    if !resource.is_empty() {
+        message.push_str(&format!(
+            "Kratix-Resource: {}/{resource}\n",
+            wp.metadata.namespace.clone().unwrap_or_default()
+        ));
+    }
+    if let Some(pipeline) = label(wp, labels::PIPELINE_NAME).filter(|p| !p.is_empty()) {
+        message.push_str(&format!("Kratix-Pipeline: {pipeline}\n"));
+    }
+    message.push_str(&format!(
+        "Kratix-Destination: {}\nKratix-Workflow: {work_type}/{action}\n",
+        dest.metadata.name.clone().unwrap_or_default()
+    ));
+    WriteInfo {
+        message,
+        author_name: handle.author_name.clone(),
+        author_email: handle.author_email.clone(),
+    }
+}
+
+async fn mark_failed(
+    rt: &Runtime,
+    placements: &[Object],
+    reason: &str,
+    message: &str,
+) -> Result<(), Error> {
+    let wp_kind = rt.kind("WorkPlacement");
+    for wp in placements {
+        status::update_status(rt.cp.as_ref(), &wp_kind, &ObjectKey::of(wp), |_, s| {
+            status::set_conditions(
+                s,
+                [
+                    Condition::new("WriteSucceeded", ConditionStatus::False, reason, message),
+                    Condition::new("Ready", ConditionStatus::False, reason, "Failing"),
+                ],
+            );
+        })
+        .await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,173 @@
+//! The controller of every Promise-defined request kind: runs the request's configure workflow
+//! once its Promise is available, reports where each pipeline's files landed, and on deletion
+//! runs the delete workflow and removes the request's files before letting it go.
+
+use serde_json::{json, Value};
+
+use crate::api::hash::{resource_hash, spec_hash};
+use crate::api::object::label;
+use crate::api::{
+    labels, promise_api, Condition, ConditionStatus, KindInfo, Object, ObjectKey, Promise,
+};
+use crate::workflow::{self, Action, Step, WorkflowType};
+
+use super::workflows::{self, Subject};
+use super::{promises, status, works, Error, Next, Runtime};
+
+pub const FINALIZER: &str = "kratix.io/workflows-cleanup";
+
+/// The Promise that defines a request kind.
+async fn promise_for(rt: &Runtime, kind: &KindInfo, obj: &Object) -> Result<Option<Object>, Error> {
+    if let Some(name) = label(obj, labels::PROMISE_NAME) {
+        if let Some(p) = promises::get(rt, name).await? {
+            return Ok(Some(p));
+        }
+    }
+    for p in rt.platform.promises().await? {
+        if promise_api::kinds_from_promises(std::slice::from_ref(&p))
+            .iter()
+            .any(|k| k == kind)
+        {
+            return Ok(Some(p));
+        }
+    }
+    Ok(None)
+}
+
+pub async fn reconcile(rt: &Runtime, kind: &KindInfo, obj: Object) -> Result<Next, Error> {
+    let key = ObjectKey::of(&obj);
+    let Some(promise_obj) = promise_for(rt, kind, &obj).await? else {
+        // A request whose Promise is gone can only be let go.
+        if obj.metadata.deletion_timestamp.is_some() {
+            status::remove_finalizer(rt.cp.as_ref(), kind, &obj, FINALIZER).await?;
+        }
+        return Ok(Next::Done);
+    };
+    let promise: Promise =
+        crate::api::object::to_typed(&promise_obj).map_err(|e| Error::Malformed {
+            key: ObjectKey::of(&promise_obj),
+            kind: "Promise".into(),
+            reason: e.to_string(),
+        })?;
+    let promise_name = promise_obj.metadata.name.clone().unwrap_or_default();
+    let subject = Subject {
+        kind: kind.clone(),
+        promise_name: promise_name.clone(),
+        workflow_type: WorkflowType::Resource,
+        hash: resource_hash(&spec_hash(&promise_obj.data), &spec_hash(&obj.data)),
+        object: obj.clone(),
+    };
+    if obj.metadata.deletion_timestamp.is_some() {
+        return teardown(rt, &subject, &promise).await;
+    }
+    let Some(obj) = status::add_finalizer(rt.cp.as_ref(), kind, &obj, FINALIZER).await? else {
+        return Ok(Next::Done);
+    };
+    let subject = Subject {
+        object: obj.clone(),
+        ..subject
+    };
+    let generation = obj.metadata.generation;
+
+    let promise_available = status::condition_status(&promise_obj, "Available")
+        .is_some_and(|(s, _, _)| s == "True")
+        && promise_obj.metadata.deletion_timestamp.is_none();
+    if !promise_available {
+        status::update_status(rt.cp.as_ref(), kind, &key, |_, s| {
+            status::set_conditions(
+                s,
+                [Condition::new(
+                    "PromiseAvailable",
+                    ConditionStatus::False,
+                    "PromiseNotAvailable",
+                    &format!("Promise {promise_name} is not available yet"),
+                )],
+            );
+            status::set_field(s, "message", json!("Pending"));
+        })
+        .await?;
+        return Ok(Next::Done);
+    }
+
+    let configure = promises::pipelines(&promise, WorkflowType::Resource, Action::Configure)?;
+    let (step, records) = workflows::drive(rt, &subject, Action::Configure, &configure).await?;
+    let runs = workflows::runs_of(rt, &subject).await?;
+    let mut request_works = works::works_of(rt, &subject).await?;
+    if let Step::Completed { .. } = step {
+        if works::delete_obsolete(rt, &request_works, &configure).await? {
+            request_works = works::works_of(rt, &subject).await?;
+        }
+    }
+    let works_state = works::works_state(&request_works);
+    let exit_reason = workflows::failure_reason(&runs, &step);
+    let mut conditions = workflow::configure_conditions(&step, &exit_reason, works_state);
+    conditions.push(Condition::new(
+        "PromiseAvailable",
+        ConditionStatus::True,
+        "PromiseAvailable",
+        "Promise is available",
+    ));
+    let workflow_done = matches!(step, Step::Completed { .. } | Step::NothingToRun);
+    if workflow_done {
+        conditions.push(works::works_succeeded_condition(works_state));
+    }
+    let mut pipelines_status =
+        workflows::pipelines_status(Action::Configure, &configure, &records, &subject.hash);
+    let landed = works::where_files_landed(rt, &request_works).await?;
+    if let Value::Array(list) = &mut pipelines_status {
+        for entry in list.iter_mut() {
+            let name = entry
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            if let Some(dests) = landed.get(&name) {
+                entry["destinations"] = dests.clone();
+            }
+        }
+    }
+    status::update_status(rt.cp.as_ref(), kind, &key, |_, s| {
+        status::set_conditions(s, conditions.clone());
+        status::set_field(s, "observedGeneration", json!(generation));
+        status::set_field(s, "pipelines", pipelines_status.clone());
+        status::set_field(s, "workflows", json!(configure.len()));
+        if matches!(step, Step::Completed { .. }) {
+            let message = s
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("Pending");
+            if message == "Pending" {
+                status::set_field(s, "message", json!("Resource requested"));
+            }
+        } else if matches!(step, Step::Start { .. } | Step::Wait) && s.get("message").is_none() {
+            status::set_field(s, "message", json!("Pending"));
+        }
+    })
+    .await?;
+    Ok(workflows::wake_after(&step).map_or(Next::Done, Next::After))
+}
+
+/// Delete workflow, then the request's Works (their files leave the stores), then its runs and
+/// finally the finalizer.
+async fn teardown(rt: &Runtime, subject: &Subject, promise: &Promise) -> Result<Next, Error> {
+    let delete = promises::pipelines(promise, WorkflowType::Resource, Action::Delete)?;
+    let (step, _) = workflows::drive(rt, subject, Action::Delete, &delete).await?;
+    let runs = workflows::runs_of(rt, subject).await?;
+    let condition = workflow::delete_condition(&step, &workflows::failure_reason(&runs, &step));
+    status::update_status(rt.cp.as_ref(), &subject.kind, &subject.key(), |_, s| {
+        status::set_conditions(s, [condition.clone()]);
+    })
+    .await?;
+    match step {
+        Step::Completed { .. } | Step::NothingToRun => {}
+        other => return Ok(workflows::wake_after(&other).map_or(Next::Done, Next::After)),
+    }
+    let request_works = works::works_of(rt, subject).await?;
+    if !request_works.is_empty() {
+        works::delete_works(rt, &request_works, "delete").await?;
+        return Ok(Next::Done);
+    }
+    works::delete_runs(rt, subject).await?;
+    status::remove_finalizer(rt.cp.as_ref(), &subject.kind, &subject.object, FINALIZER).await?;
+    Ok(Next::Done)
+}

@@ -1,0 +1,352 @@
+//! GitStateStore and BucketStateStore: opens each store's backend (with credentials from its
+//! Secret), checks it can be written, reports `Ready`, and hands the backend to the writers.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use statestores::{Bucket, BucketAuth, BucketOptions, Git, GitCredentials, GitOptions, StateStore};
+use tokio::sync::Mutex;
+
+use crate::api::secret;
+use crate::api::{Condition, ConditionStatus, KindInfo, Object, ObjectKey};
+use crate::store::Selector;
+
+use super::{status, Error, ErrorChain, Next, Runtime};
+
+/// How soon a store that is not ready is checked again.
+const RETRY_NOT_READY: Duration = Duration::from_secs(5);
+
+/// An opened state store and what writers need to know about it.
+#[derive(Debug, Clone)]
+pub struct StoreHandle {
+    pub store: Arc<dyn StateStore>,
+    /// The store's `spec.path`, prefixed to every key.
+    pub path: Option<String>,
+    pub author_name: String,
+    pub author_email: String,
+    /// Changes whenever the store's spec or Secret changes.
+    fingerprint: String,
+}
+
+/// Opened stores by `(kind, name)`, reopened when their spec or Secret changes.
+#[derive(Debug)]
+pub struct Cache {
+    cache_dir: PathBuf,
+    home: PathBuf,
+    entries: Mutex<HashMap<(String, String), StoreHandle>>,
+}
+
+/// Why a store cannot be opened; becomes the `Ready` condition's reason.
+#[derive(Debug)]
+pub struct NotReady {
+    pub reason: &'static str,
+    pub message: String,
+}
+
+impl Cache {
+    pub fn new(cache_dir: PathBuf, home: PathBuf) -> Self {
+        Self {
+            cache_dir,
+            home,
+            entries: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The backend of a store, opened (or reopened after a change) as needed.
+    pub async fn get(
+        &self,
+        rt: &Runtime,
+        kind: &str,
+        name: &str,
+    ) -> Result<Result<StoreHandle, NotReady>, Error> {
+        let Some(obj) = rt.cp.get(&rt.kind(kind), None, name).await? else {
+            return Ok(Err(NotReady {
+                reason: "StateStoreNotFound",
+                message: format!("{kind} {name:?} not found"),
+            }));
+        };
+        let secret = match secret_of(rt, &obj).await? {
+            Ok(s) => s,
+            Err(not_ready) => return Ok(Err(not_ready)),
+        };
+        let fingerprint = format!(
+            "{}/{}",
+            obj.metadata.generation.unwrap_or(0),
+            secret
+                .as_ref()
+                .and_then(|s| s.metadata.resource_version.clone())
+                .unwrap_or_default()
+        );
+        let mut entries = self.entries.lock().await;
+        let cache_key = (kind.to_string(), name.to_string());
+        if let Some(handle) = entries.get(&cache_key) {
+            if handle.fingerprint == fingerprint {
+                return Ok(Ok(handle.clone()));
+            }
+        }
+        let values = secret.as_ref().map(secret::values).unwrap_or_default();
+        let opened = match kind {
+            "GitStateStore" => self.open_git(&obj, &values),
+            _ => open_bucket(&obj, &values),
+        };
+        match opened {
+            Ok(mut handle) => {
+                handle.fingerprint = fingerprint;
+                entries.insert(cache_key, handle.clone());
+                Ok(Ok(handle))
+            }
+            Err(not_ready) => {
+                entries.remove(&cache_key);
+                Ok(Err(not_ready))
+            }
+        }
+    }
+
+    fn open_git(
+        &self,
+        obj: &Object,
+        secret: &std::collections::BTreeMap<String, Vec<u8>>,
+    ) -> Result<StoreHandle, NotReady> {
+        let spec: crate::api::state_store::GitStateStoreSpec = serde_json::from_value(
+            obj.data.get("spec").cloned().unwrap_or_default(),
+        )
+        .map_err(|e| NotReady {
+            reason: "ErrorInitialisingWriter",
+            message: e.to_string(),
+        })?;
+        let name = obj.metadata.name.clone().unwrap_or_default();
+        let text = |k: &str| {
+            secret
+                .get(k)
+                .map(|v| String::from_utf8_lossy(v).to_string())
+        };
+        let credentials = match spec.auth_method.as_deref().unwrap_or("basicAuth") {
+            "ssh" => GitCredentials::Ssh {
+                private_key: text("sshPrivateKey").ok_or_else(|| NotReady {
+                    reason: "SecretNotFound",
+                    message: "the Secret has no sshPrivateKey".into(),
+                })?,
+                known_hosts: text("knownHosts"),
+                username: None,
+            },
+            "basicAuth" => match (text("username"), text("password")) {
+                (Some(username), Some(password)) => GitCredentials::Basic { username, password },
+                _ => GitCredentials::None,
+            },
+            other => {
+                return Err(NotReady {
+                    reason: "ErrorInitialisingWriter",
+                    message: format!(
+                        "authMethod {other:?} is not supported (use basicAuth or ssh)"
+                    ),
+                })
+            }
+        };
+        let url = match local_repository_path(&self.home, &spec.url) {
+            Some(path) if !spec.url.starts_with("file://") => path.display().to_string(),
+            _ => spec.url.clone(),
+        };
+        let mut options = GitOptions::new(url, spec.branch());
+        options.cache_dir = Some(self.cache_dir.join("git").join(&name));
+        options.credentials = credentials;
+        let git = Git::open(options).map_err(|e| NotReady {
+            reason: "ErrorInitialisingWriter",
+            message: ErrorChain(&e).to_string(),
+        })?;
+        let author = spec.git_author.clone().unwrap_or_default();
+        Ok(StoreHandle {
+            store: Arc::new(git),
+            path: spec.path.clone(),
+            author_name: author
+                .name
+                .filter(|n| !n.is_empty())
+                .unwrap_or_else(|| "kratix".into()),
+            author_email: author.email.unwrap_or_default(),
+            fingerprint: String::new(),
+        })
+    }
+}
+
+fn open_bucket(
+    obj: &Object,
+    secret: &std::collections::BTreeMap<String, Vec<u8>>,
+) -> Result<StoreHandle, NotReady> {
+    let spec: crate::api::state_store::BucketStateStoreSpec =
+        serde_json::from_value(obj.data.get("spec").cloned().unwrap_or_default()).map_err(|e| {
+            NotReady {
+                reason: "ErrorInitialisingWriter",
+                message: e.to_string(),
+            }
+        })?;
+    let text = |k: &str| {
+        secret
+            .get(k)
+            .map(|v| String::from_utf8_lossy(v).trim().to_string())
+    };
+    let auth = match spec.auth_method.as_deref().unwrap_or("accessKey") {
+        "IAM" => BucketAuth::Iam,
+        _ => BucketAuth::AccessKey {
+            access_key_id: text("accessKeyID").ok_or_else(|| NotReady {
+                reason: "SecretNotFound",
+                message: "the Secret has no accessKeyID".into(),
+            })?,
+            secret_access_key: text("secretAccessKey").ok_or_else(|| NotReady {
+                reason: "SecretNotFound",
+                message: "the Secret has no secretAccessKey".into(),
+            })?,
+        },
+    };
+    let bucket = Bucket::open(BucketOptions {
+        endpoint: spec.endpoint.clone(),
+        bucket_name: spec.bucket_name.clone(),
+        path_prefix: None,
+        insecure: spec.insecure,
+        auth,
+        region: None,
+    })
+    .map_err(|e| NotReady {
+        reason: "ErrorInitialisingWriter",
+        message: ErrorChain(&e).to_string(),
+    })?;
+    Ok(StoreHandle {
+        store: Arc::new(bucket),
+        path: spec.path.clone(),
+        author_name: "kratix".into(),
+        author_email: String::new(),
+        fingerprint: String::new(),
+    })
+}
+
+/// The Secret a store references (namespace defaults to `default`).
+async fn secret_of(
+    rt: &Runtime,
+    obj: &Object,
+) -> Result<Result<Option<secret::Secret>, NotReady>, Error> {
+    let Some(secret_ref) = obj.data.pointer("/spec/secretRef") else {
+        return Ok(Ok(None));
+    };
+    let name = secret_ref
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let ns = secret_ref
+        .get("namespace")
+        .and_then(Value::as_str)
+        .unwrap_or("default");
+    let Some(secret_obj) = rt.cp.get(&rt.kind("Secret"), Some(ns), name).await? else {
+        return Ok(Err(NotReady {
+            reason: "SecretNotFound",
+            message: format!("Secret {ns}/{name} not found"),
+        }));
+    };
+    match crate::api::object::to_typed::<secret::Secret>(&secret_obj) {
+        Ok(s) => Ok(Ok(Some(s))),
+        Err(e) => Ok(Err(NotReady {
+            reason: "SecretNotFound",
+            message: format!("Secret {ns}/{name} is not valid: {e}"),
+        })),
+    }
+}
+
+/// A repository given as a local path: absolute, `file://`, or relative — relative paths are
+/// inside the home folder, so a platform's own store travels with its home.
+pub fn local_repository_path(home: &Path, url: &str) -> Option<PathBuf> {
+    if let Some(path) = url.strip_prefix("file://") {
+        return Some(PathBuf::from(path));
+    }
+    if url.contains("://") {
+        return None;
+    }
+    // scp-style `user@host:path` (a colon before any slash) is remote.
+    let colon = url.find(':');
+    let slash = url.find('/');
+    if let Some(c) = colon {
+        if slash.is_none_or(|s| c < s) {
+            return None;
+        }
+    }
+    let path = Path::new(url);
+    Some(if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        let home = std::path::absolute(home).unwrap_or_else(|_| home.to_path_buf());
+        home.join(path)
+    })
+}
+
+/// Stores whose `secretRef` names this Secret.
+pub async fn stores_using_secret(
+    rt: &Runtime,
+    secret: &ObjectKey,
+) -> Result<Vec<ObjectKey>, Error> {
+    let mut out = Vec::new();
+    for kind in ["GitStateStore", "BucketStateStore"] {
+        for store in rt
+            .cp
+            .list(&rt.kind(kind), None, &Selector::everything())
+            .await?
+        {
+            let r = store.data.pointer("/spec/secretRef");
+            let name = r.and_then(|r| r.get("name")).and_then(Value::as_str);
+            let ns = r
+                .and_then(|r| r.get("namespace"))
+                .and_then(Value::as_str)
+                .unwrap_or("default");
+            if name == Some(secret.name.as_str()) && Some(ns) == secret.namespace.as_deref() {
+                out.push(ObjectKey::of(&store));
+            }
+        }
+    }
+    Ok(out)
+}
+
+pub async fn reconcile(rt: &Runtime, kind: &KindInfo, obj: Object) -> Result<Next, Error> {
+    let key = ObjectKey::of(&obj);
+    let generation = obj.metadata.generation;
+    let (ready, next) = match rt.state_stores.get(rt, &kind.kind, &key.name).await? {
+        Err(not_ready) => (
+            Condition::new(
+                "Ready",
+                ConditionStatus::False,
+                not_ready.reason,
+                &not_ready.message,
+            ),
+            Next::After(RETRY_NOT_READY),
+        ),
+        Ok(handle) => match handle.store.check_access().await {
+            Ok(()) => (
+                Condition::new(
+                    "Ready",
+                    ConditionStatus::True,
+                    "StateStoreReady",
+                    "State store is ready",
+                ),
+                Next::After(rt.settings.resync),
+            ),
+            Err(e) => (
+                Condition::new(
+                    "Ready",
+                    ConditionStatus::False,
+                    "ErrorValidatingPermissions",
+                    &format!("write permission validation failed: {}", ErrorChain(&e)),
+                ),
+                Next::After(RETRY_NOT_READY),
+            ),
+        },
+    };
+    let is_ready = ready.status == ConditionStatus::True;
+    status::update_status(rt.cp.as_ref(), kind, &key, |_, s| {
+        status::set_conditions(s, [ready.clone()]);
+        status::set_field(
+            s,
+            "status",
+            json!(if is_ready { "Ready" } else { "NotReady" }),
+        );
+        status::set_field(s, "observedGeneration", json!(generation));
+    })
+    .await?;
+    Ok(next)
+}

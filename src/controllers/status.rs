@@ -1,0 +1,158 @@
+//! Read-modify-write helpers: re-read the object, change it, write it back, and retry when
+//! someone else wrote in between (optimistic concurrency).
+
+use serde_json::{json, Value};
+
+use crate::api::condition::{set_condition, Condition};
+use crate::api::{KindInfo, Object, ObjectKey};
+use crate::store::{self, ControlPlane};
+
+use super::{now_rfc3339, Error};
+
+const ATTEMPTS: usize = 20;
+
+/// Applies `change` to the object's `status` and writes it if anything changed. Returns the
+/// object as stored afterwards, or `None` if it is gone.
+pub async fn update_status(
+    cp: &dyn ControlPlane,
+    kind: &KindInfo,
+    key: &ObjectKey,
+    mut change: impl FnMut(&Object, &mut Value),
+) -> Result<Option<Object>, Error> {
+    for _ in 0..ATTEMPTS {
+        let Some(mut obj) = cp.get(kind, key.namespace.as_deref(), &key.name).await? else {
+            return Ok(None);
+        };
+        let before = obj.data.get("status").cloned().unwrap_or_else(|| json!({}));
+        let mut status = before.clone();
+        if !status.is_object() {
+            status = json!({});
+        }
+        change(&obj, &mut status);
+        if status == before {
+            return Ok(Some(obj));
+        }
+        if let Some(map) = obj.data.as_object_mut() {
+            map.insert("status".into(), status);
+        }
+        match cp.update_status(kind, &obj).await {
+            Ok(stored) => return Ok(Some(stored)),
+            Err(store::Error::Conflict { .. }) => continue,
+            Err(store::Error::NotFound { .. }) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(store::Error::Conflict {
+        key: key.clone(),
+        expected: "latest".into(),
+    }
+    .into())
+}
+
+/// Applies `change` to the object (metadata or spec) and writes it if anything changed.
+pub async fn update_object(
+    cp: &dyn ControlPlane,
+    kind: &KindInfo,
+    key: &ObjectKey,
+    mut change: impl FnMut(&mut Object),
+) -> Result<Option<Object>, Error> {
+    for _ in 0..ATTEMPTS {
+        let Some(obj) = cp.get(kind, key.namespace.as_deref(), &key.name).await? else {
+            return Ok(None);
+        };
+        let mut changed = obj.clone();
+        change(&mut changed);
+        if serde_json::to_value(&changed).ok() == serde_json::to_value(&obj).ok() {
+            return Ok(Some(obj));
+        }
+        match cp.update(kind, &changed).await {
+            Ok(stored) => return Ok(Some(stored)),
+            Err(store::Error::Conflict { .. }) => continue,
+            Err(store::Error::NotFound { .. }) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(store::Error::Conflict {
+        key: key.clone(),
+        expected: "latest".into(),
+    }
+    .into())
+}
+
+pub fn has_finalizer(obj: &Object, finalizer: &str) -> bool {
+    obj.metadata
+        .finalizers
+        .as_ref()
+        .is_some_and(|f| f.iter().any(|x| x == finalizer))
+}
+
+/// Adds a finalizer; returns the stored object.
+pub async fn add_finalizer(
+    cp: &dyn ControlPlane,
+    kind: &KindInfo,
+    obj: &Object,
+    finalizer: &str,
+) -> Result<Option<Object>, Error> {
+    if has_finalizer(obj, finalizer) {
+        return Ok(Some(obj.clone()));
+    }
+    update_object(cp, kind, &ObjectKey::of(obj), |o| {
+        let f = o.metadata.finalizers.get_or_insert_with(Vec::new);
+        if !f.iter().any(|x| x == finalizer) {
+            f.push(finalizer.to_string());
+        }
+    })
+    .await
+}
+
+/// Removes a finalizer; an object being deleted that has none left disappears.
+pub async fn remove_finalizer(
+    cp: &dyn ControlPlane,
+    kind: &KindInfo,
+    obj: &Object,
+    finalizer: &str,
+) -> Result<(), Error> {
+    update_object(cp, kind, &ObjectKey::of(obj), |o| {
+        if let Some(f) = o.metadata.finalizers.as_mut() {
+            f.retain(|x| x != finalizer);
+        }
+    })
+    .await?;
+    Ok(())
+}
+
+/// The conditions in a status value.
+pub fn conditions(status: &Value) -> Vec<Condition> {
+    status
+        .get("conditions")
+        .cloned()
+        .and_then(|c| serde_json::from_value(c).ok())
+        .unwrap_or_default()
+}
+
+/// Sets conditions in a status value, keeping transition times of unchanged ones.
+pub fn set_conditions(status: &mut Value, new: impl IntoIterator<Item = Condition>) {
+    let mut conds = conditions(status);
+    let now = now_rfc3339();
+    for c in new {
+        set_condition(&mut conds, c, &now);
+    }
+    if let (Some(map), Ok(value)) = (status.as_object_mut(), serde_json::to_value(conds)) {
+        map.insert("conditions".into(), value);
+    }
+}
+
+/// Sets one top-level status field.
+pub fn set_field(status: &mut Value, field: &str, value: Value) {
+    if let Some(map) = status.as_object_mut() {
+        map.insert(field.to_string(), value);
+    }
+}
+
+pub fn condition_status(obj: &Object, type_: &str) -> Option<(String, String, String)> {
+    let status = obj.data.get("status")?;
+    conditions(status)
+        .into_iter()
+        .find(|c| c.type_ == type_)
+        .map(|c| (c.status.as_str().to_string(), c.reason, c.message))
+}

@@ -1,0 +1,325 @@
+//! Drives one object's workflow: reads its run records, asks [`crate::workflow::next_step`] what
+//! to do, and starts the next pipeline run when told to.
+
+use serde_json::{json, Value};
+
+use crate::api::object::label;
+use crate::api::pipeline::Pipeline;
+use crate::api::{labels, KindInfo, Object, ObjectKey, SYSTEM_NAMESPACE};
+use crate::store::Selector;
+use crate::workflow::{
+    self, Action, Observed, RunPhase, RunRecord, Step, Suspension, WorkflowType,
+};
+
+use super::kube_time::parse_ms;
+use super::{now_ms, status, Error, Runtime};
+
+/// Runs kept per pipeline once a workflow has completed (Kratix's `numberOfJobsToKeep`).
+const RUNS_TO_KEEP: usize = 5;
+
+/// The object a workflow runs for.
+#[derive(Debug, Clone)]
+pub struct Subject {
+    pub kind: KindInfo,
+    pub object: Object,
+    pub promise_name: String,
+    pub workflow_type: WorkflowType,
+    /// `kratix.io/hash`: md5 of the Promise spec (promise workflows), or of both specs (resources).
+    pub hash: String,
+}
+
+impl Subject {
+    pub fn key(&self) -> ObjectKey {
+        ObjectKey::of(&self.object)
+    }
+
+    pub fn name(&self) -> String {
+        self.object.metadata.name.clone().unwrap_or_default()
+    }
+
+    /// Promise workflows run in the system namespace, resource workflows in the request's.
+    pub fn run_namespace(&self) -> String {
+        match self.workflow_type {
+            WorkflowType::Promise => SYSTEM_NAMESPACE.to_string(),
+            WorkflowType::Resource => self
+                .object
+                .metadata
+                .namespace
+                .clone()
+                .unwrap_or_else(|| "default".into()),
+        }
+    }
+
+    /// Labels that find every run (and Work) of this object.
+    pub fn selector_labels(&self) -> Vec<(String, String)> {
+        let mut l = vec![
+            (labels::PROMISE_NAME.to_string(), self.promise_name.clone()),
+            (
+                labels::WORKFLOW_TYPE.to_string(),
+                self.workflow_type.as_str().to_string(),
+            ),
+        ];
+        if self.workflow_type == WorkflowType::Resource {
+            l.push((labels::RESOURCE_NAME.to_string(), self.name()));
+        }
+        l
+    }
+
+    pub fn manual_reconcile(&self) -> bool {
+        label(&self.object, labels::MANUAL_RECONCILIATION) == Some("true")
+    }
+}
+
+/// A run record read back from a stored PipelineRun.
+pub fn run_record(run: &Object) -> Option<RunRecord> {
+    let spec = run.data.get("spec")?;
+    let status = run.data.get("status");
+    let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or_default().to_string();
+    let phase = match status.and_then(|s| s.get("phase")).and_then(Value::as_str) {
+        Some("Running") => RunPhase::Running,
+        Some("Succeeded") => RunPhase::Succeeded,
+        Some("Failed") => RunPhase::Failed,
+        _ => RunPhase::Pending,
+    };
+    let control = status.and_then(|s| s.get("workflowControl"));
+    let suspend = control
+        .filter(|c| c.get("suspend").and_then(Value::as_bool) == Some(true))
+        .map(|c| Suspension {
+            retry_after_ms: c.get("retryAfterMs").and_then(Value::as_i64),
+            message: text(c.get("message")),
+        });
+    Some(RunRecord {
+        sequence: spec.get("sequence").and_then(Value::as_i64)?,
+        pipeline_name: text(spec.get("pipelineName")),
+        pipeline_index: usize::try_from(spec.get("pipelineIndex").and_then(Value::as_i64)?).ok()?,
+        action: text(spec.get("workflowAction")).parse().ok()?,
+        hash: text(spec.get("hash")),
+        phase,
+        completion_time_ms: status
+            .and_then(|s| s.get("completionTime"))
+            .and_then(Value::as_str)
+            .and_then(parse_ms),
+        suspend,
+    })
+}
+
+/// Every stored run of the subject's workflow type, with its record.
+pub async fn runs_of(rt: &Runtime, subject: &Subject) -> Result<Vec<(Object, RunRecord)>, Error> {
+    let sel_labels = subject.selector_labels();
+    let selector = Selector::from_labels(sel_labels.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    let runs = rt
+        .cp
+        .list(
+            &rt.kind("PipelineRun"),
+            Some(&subject.run_namespace()),
+            &selector,
+        )
+        .await?;
+    Ok(runs
+        .into_iter()
+        .filter_map(|r| run_record(&r).map(|rec| (r, rec)))
+        .collect())
+}
+
+/// Decides and acts for one workflow action. Returns the step as decided, and the records.
+pub async fn drive(
+    rt: &Runtime,
+    subject: &Subject,
+    action: Action,
+    pipelines: &[Pipeline],
+) -> Result<(Step, Vec<RunRecord>), Error> {
+    let runs = runs_of(rt, subject).await?;
+    let records: Vec<RunRecord> = runs.iter().map(|(_, r)| r.clone()).collect();
+    let names: Vec<String> = pipelines.iter().map(|p| p.name().to_string()).collect();
+    let manual = subject.manual_reconcile() && action == Action::Configure;
+    let step = workflow::next_step(&Observed {
+        action,
+        pipelines: &names,
+        hash: &subject.hash,
+        runs: &records,
+        manual_reconcile: manual,
+        now_ms: now_ms(),
+    });
+    if let Step::Start { index, .. } = &step {
+        let pipeline = &pipelines[*index];
+        start_run(
+            rt,
+            subject,
+            action,
+            pipeline,
+            *index,
+            *index + 1 == pipelines.len(),
+        )
+        .await?;
+        if manual {
+            status::update_object(rt.cp.as_ref(), &subject.kind, &subject.key(), |o| {
+                if let Some(l) = o.metadata.labels.as_mut() {
+                    l.remove(labels::MANUAL_RECONCILIATION);
+                }
+            })
+            .await?;
+        }
+    } else if manual && matches!(step, Step::NothingToRun) {
+        status::update_object(rt.cp.as_ref(), &subject.kind, &subject.key(), |o| {
+            if let Some(l) = o.metadata.labels.as_mut() {
+                l.remove(labels::MANUAL_RECONCILIATION);
+            }
+        })
+        .await?;
+    }
+    if matches!(step, Step::Completed { .. } | Step::Failed { .. }) {
+        prune_runs(rt, &runs).await?;
+    }
+    Ok((step, records))
+}
+
+async fn start_run(
+    rt: &Runtime,
+    subject: &Subject,
+    action: Action,
+    pipeline: &Pipeline,
+    index: usize,
+    last: bool,
+) -> Result<(), Error> {
+    let sequence = rt.platform.store.next_sequence("pipelinerun")?;
+    let mut run_labels = serde_json::Map::new();
+    for (k, v) in subject.selector_labels() {
+        run_labels.insert(k, json!(v));
+    }
+    run_labels.insert(labels::PIPELINE_NAME.into(), json!(pipeline.name()));
+    run_labels.insert(labels::WORKFLOW_ACTION.into(), json!(action.as_str()));
+    run_labels.insert(labels::HASH.into(), json!(subject.hash));
+    let prefix = match subject.workflow_type {
+        WorkflowType::Promise => subject.promise_name.clone(),
+        WorkflowType::Resource => format!("{}-{}", subject.promise_name, subject.name()),
+    };
+    let name = run_name(&prefix, action, pipeline.name(), sequence);
+    let run: Object = serde_json::from_value(json!({
+        "apiVersion": crate::api::API_VERSION,
+        "kind": "PipelineRun",
+        "metadata": {
+            "name": name,
+            "namespace": subject.run_namespace(),
+            "labels": run_labels,
+        },
+        "spec": {
+            "sequence": sequence,
+            "promiseName": subject.promise_name,
+            "resourceName": if subject.workflow_type == WorkflowType::Resource { subject.name() } else { String::new() },
+            "resourceNamespace": if subject.workflow_type == WorkflowType::Resource { subject.run_namespace() } else { String::new() },
+            "pipelineName": pipeline.name(),
+            "pipelineIndex": index,
+            "workflowType": subject.workflow_type.as_str(),
+            "workflowAction": action.as_str(),
+            "hash": subject.hash,
+            "pipeline": serde_json::to_value(pipeline).map_err(|e| Error::Run { run: name.clone(), reason: e.to_string() })?,
+            "last": last,
+        },
+        "status": { "phase": "Pending" },
+    }))
+    .map_err(|e| Error::Run {
+        run: name.clone(),
+        reason: e.to_string(),
+    })?;
+    rt.cp.create(&rt.kind("PipelineRun"), &run).await?;
+    tracing::info!(run = %name, object = %subject.key(), "pipeline run created");
+    Ok(())
+}
+
+/// `<object>-<action?>-<pipeline>-<sequence>`, cut to fit a Kubernetes name.
+pub fn run_name(prefix: &str, action: Action, pipeline: &str, sequence: i64) -> String {
+    let action_part = match action {
+        Action::Configure => String::new(),
+        Action::Delete => "delete-".into(),
+    };
+    let suffix = format!("-{action_part}{pipeline}-{sequence}");
+    let room = 253usize.saturating_sub(suffix.len());
+    let prefix: String = prefix.chars().take(room).collect();
+    format!("{prefix}{suffix}")
+}
+
+/// Keeps the newest runs of each pipeline and deletes older ones with their files.
+async fn prune_runs(rt: &Runtime, runs: &[(Object, RunRecord)]) -> Result<(), Error> {
+    let mut by_pipeline: std::collections::BTreeMap<
+        (String, &'static str),
+        Vec<&(Object, RunRecord)>,
+    > = Default::default();
+    for r in runs {
+        by_pipeline
+            .entry((r.1.pipeline_name.clone(), r.1.action.as_str()))
+            .or_default()
+            .push(r);
+    }
+    let kind = rt.kind("PipelineRun");
+    for (_, mut list) in by_pipeline {
+        list.sort_by_key(|(_, rec)| std::cmp::Reverse(rec.sequence));
+        for (obj, rec) in list.into_iter().skip(RUNS_TO_KEEP) {
+            if rec.phase.is_active() {
+                continue;
+            }
+            let dir = super::runs::run_dir(&rt.platform, obj);
+            let _ = std::fs::remove_dir_all(dir);
+            let key = ObjectKey::of(obj);
+            match rt
+                .cp
+                .delete(&kind, key.namespace.as_deref(), &key.name)
+                .await
+            {
+                Ok(_) | Err(crate::store::Error::NotFound { .. }) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The exit reason of the newest failed run, for condition messages (e.g. `exit code 3`).
+pub fn failure_reason(runs: &[(Object, RunRecord)], step: &Step) -> String {
+    let Step::Failed { pipeline, .. } = step else {
+        return String::new();
+    };
+    runs.iter()
+        .filter(|(_, r)| &r.pipeline_name == pipeline && r.phase == RunPhase::Failed)
+        .max_by_key(|(_, r)| r.sequence)
+        .and_then(|(o, _)| o.data.pointer("/status/message").and_then(Value::as_str))
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// `status.pipelines`-style summary of the current attempt, for the object's status.
+pub fn pipelines_status(
+    action: Action,
+    pipelines: &[Pipeline],
+    records: &[RunRecord],
+    hash: &str,
+) -> Value {
+    let names: Vec<String> = pipelines.iter().map(|p| p.name().to_string()).collect();
+    let statuses = workflow::pipeline_statuses(action, &names, records, hash);
+    Value::Array(
+        statuses
+            .into_iter()
+            .map(|s| {
+                let mut v =
+                    json!({ "name": s.name, "phase": s.phase.as_str(), "attempts": s.attempts });
+                if let Some(m) = s.message {
+                    v["message"] = json!(m);
+                }
+                if let Some(at) = s.next_retry_at_ms {
+                    if let Some(t) = chrono::DateTime::from_timestamp_millis(at) {
+                        v["nextRetryAt"] =
+                            json!(t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
+                    }
+                }
+                v
+            })
+            .collect(),
+    )
+}
+
+/// How long until the step wants another look without any change.
+pub fn wake_after(step: &Step) -> Option<std::time::Duration> {
+    step.wake_at_ms().map(|at| {
+        let ms = (at - now_ms()).clamp(0, 24 * 3600 * 1000);
+        std::time::Duration::from_millis(u64::try_from(ms).unwrap_or(0) + 50)
+    })
+}

@@ -1,0 +1,449 @@
+//! The files a pipeline leaves in `/kratix/metadata`: `status.yaml`, `destination-selectors.yaml`
+//! and `workflow-control.yaml` (reference 4.3, 4.4).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+pub const STATUS_FILE: &str = "status.yaml";
+// NB: Kratix's contract.md says `destination_selectors.yaml`, but its work-creator reads the
+// hyphenated name; pipelines in the wild use the hyphenated one.
+pub const DESTINATION_SELECTORS_FILE: &str = "destination-selectors.yaml";
+pub const WORKFLOW_CONTROL_FILE: &str = "workflow-control.yaml";
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A metadata file exists but cannot be read (or is not UTF-8).
+    #[error("cannot read metadata/{file}")]
+    Read {
+        file: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A metadata file is not valid YAML of the expected shape.
+    #[error("metadata/{file} is not valid")]
+    Parse {
+        file: &'static str,
+        #[source]
+        source: serde_yaml::Error,
+    },
+    /// `status.yaml` is not a mapping.
+    #[error("metadata/{STATUS_FILE} must be a mapping")]
+    StatusNotMapping,
+    /// `status.yaml` tries to set Kratix's own bookkeeping.
+    #[error("metadata/{STATUS_FILE} must not set the reserved top-level key \"kratix\"")]
+    StatusReservedKey,
+    /// A destination selector without labels would match every destination by accident.
+    #[error("metadata/{DESTINATION_SELECTORS_FILE}: entry {index} has no matchLabels")]
+    SelectorWithoutLabels { index: usize },
+    /// A directory that is not one path element below the output folder.
+    #[error("metadata/{DESTINATION_SELECTORS_FILE}: entry {index}: directory {directory:?} must be a single folder name")]
+    SelectorDirectory { index: usize, directory: String },
+    /// Two entries for the same directory.
+    #[error("metadata/{DESTINATION_SELECTORS_FILE}: entry {index}: directory {directory:?} is listed twice")]
+    SelectorDuplicate { index: usize, directory: String },
+    /// `retryAfter` is not a duration like `30s`, `5m` or `1h30m`.
+    #[error("metadata/{WORKFLOW_CONTROL_FILE}: retryAfter {value:?} is not a duration like 30s, 5m or 1h30m")]
+    RetryAfter { value: String },
+}
+
+/// What a pipeline run wrote to its metadata folder.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Metadata {
+    /// `status.yaml`, a mapping to merge into the object's status; `None` when absent or empty.
+    pub status: Option<Value>,
+    pub destination_selectors: Vec<DestinationSelectorEntry>,
+    pub workflow_control: WorkflowControl,
+}
+
+/// One entry of `destination-selectors.yaml`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DestinationSelectorEntry {
+    /// Never empty.
+    pub match_labels: BTreeMap<String, String>,
+    /// A single folder name below the output folder; `None` for the root (`.` or unset).
+    pub directory: Option<String>,
+}
+
+/// `workflow-control.yaml`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WorkflowControl {
+    pub suspend: bool,
+    pub retry_after: Option<Duration>,
+    pub message: Option<String>,
+}
+
+/// Parses `status.yaml`: a mapping (or nothing), never setting `kratix`.
+pub fn parse_status(text: &str) -> Result<Option<Value>, Error> {
+    let value: Value = serde_yaml::from_str(text).map_err(|source| Error::Parse {
+        file: STATUS_FILE,
+        source,
+    })?;
+    match value {
+        Value::Null => Ok(None),
+        Value::Object(map) if map.contains_key("kratix") => Err(Error::StatusReservedKey),
+        Value::Object(map) => Ok(Some(Value::Object(map))),
+        _ => Err(Error::StatusNotMapping),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawSelector {
+    #[serde(default)]
+    match_labels: BTreeMap<String, String>,
+    #[serde(default)]
+    directory: Option<String>,
+}
+
+/// Parses `destination-selectors.yaml`: labels required, directories cleaned (`./a/` is `a`,
+/// `.` is the root), one path element each, each at most once.
+pub fn parse_destination_selectors(text: &str) -> Result<Vec<DestinationSelectorEntry>, Error> {
+    let raw: Option<Vec<RawSelector>> =
+        serde_yaml::from_str(text).map_err(|source| Error::Parse {
+            file: DESTINATION_SELECTORS_FILE,
+            source,
+        })?;
+    let mut entries: Vec<DestinationSelectorEntry> = Vec::new();
+    for (index, raw) in raw.unwrap_or_default().into_iter().enumerate() {
+        if raw.match_labels.is_empty() {
+            return Err(Error::SelectorWithoutLabels { index });
+        }
+        let directory = match raw.directory.as_deref() {
+            None => None,
+            Some(dir) => clean_directory(dir).map_err(|()| Error::SelectorDirectory {
+                index,
+                directory: dir.to_string(),
+            })?,
+        };
+        if entries.iter().any(|e| e.directory == directory) {
+            return Err(Error::SelectorDuplicate {
+                index,
+                directory: directory.unwrap_or_else(|| ".".into()),
+            });
+        }
+        entries.push(DestinationSelectorEntry {
+            match_labels: raw.match_labels,
+            directory,
+        });
+    }
+    Ok(entries)
+}
+
+/// `Ok(None)` for the root, `Ok(Some(name))` for one folder name, `Err` for anything deeper,
+/// absolute or climbing.
+fn clean_directory(dir: &str) -> Result<Option<String>, ()> {
+    let parts: Vec<&str> = dir
+        .split('/')
+        .filter(|p| !p.is_empty() && *p != ".")
+        .collect();
+    if dir.starts_with('/') {
+        return Err(());
+    }
+    match parts.as_slice() {
+        [] => Ok(None),
+        [".."] => Err(()),
+        [one] => Ok(Some((*one).to_string())),
+        _ => Err(()),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawWorkflowControl {
+    #[serde(default)]
+    suspend: bool,
+    #[serde(default)]
+    retry_after: Option<String>,
+    #[serde(default)]
+    message: Option<String>,
+}
+
+/// Parses `workflow-control.yaml`.
+pub fn parse_workflow_control(text: &str) -> Result<WorkflowControl, Error> {
+    let raw: Option<RawWorkflowControl> =
+        serde_yaml::from_str(text).map_err(|source| Error::Parse {
+            file: WORKFLOW_CONTROL_FILE,
+            source,
+        })?;
+    let Some(raw) = raw else {
+        return Ok(WorkflowControl::default());
+    };
+    let retry_after = match raw.retry_after.as_deref().map(str::trim) {
+        None | Some("") => None,
+        Some(value) => Some(parse_duration(value).ok_or_else(|| Error::RetryAfter {
+            value: value.to_string(),
+        })?),
+    };
+    Ok(WorkflowControl {
+        suspend: raw.suspend,
+        retry_after,
+        message: raw.message.filter(|m| !m.is_empty()),
+    })
+}
+
+/// A Go duration (`time.ParseDuration`, which Kratix uses): a sequence of decimal numbers with
+/// units `ns`, `us`/`µs`, `ms`, `s`, `m`, `h`, such as `30s`, `1.5h` or `1h30m`; `0` alone is
+/// allowed. Negative durations make no sense for a retry and are refused.
+pub fn parse_duration(text: &str) -> Option<Duration> {
+    if text == "0" {
+        return Some(Duration::ZERO);
+    }
+    let mut rest = text.strip_prefix('+').unwrap_or(text);
+    if rest.is_empty() {
+        return None;
+    }
+    let mut total_nanos: f64 = 0.0;
+    while !rest.is_empty() {
+        let number_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let (number, after) = rest.split_at(number_len);
+        if number.is_empty() || number == "." {
+            return None;
+        }
+        let value: f64 = number.parse().ok()?;
+        let unit_len = after
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(after.len());
+        let (unit, after) = after.split_at(unit_len);
+        let nanos_per_unit = match unit {
+            "ns" => 1.0,
+            "us" | "µs" | "μs" => 1e3,
+            "ms" => 1e6,
+            "s" => 1e9,
+            "m" => 60e9,
+            "h" => 3600e9,
+            _ => return None,
+        };
+        total_nanos += value * nanos_per_unit;
+        rest = after;
+    }
+    // Go's limit: about 290 years.
+    if !total_nanos.is_finite() || total_nanos > i64::MAX as f64 {
+        return None;
+    }
+    Some(Duration::from_nanos(total_nanos.round() as u64))
+}
+
+/// Reads the three files from `dir`; a missing file means "nothing said".
+pub fn read_metadata(dir: &Path) -> Result<Metadata, Error> {
+    let status = read_optional(dir, STATUS_FILE)?
+        .map(|t| parse_status(&t))
+        .transpose()?
+        .flatten();
+    let destination_selectors = read_optional(dir, DESTINATION_SELECTORS_FILE)?
+        .map(|t| parse_destination_selectors(&t))
+        .transpose()?
+        .unwrap_or_default();
+    let workflow_control = read_optional(dir, WORKFLOW_CONTROL_FILE)?
+        .map(|t| parse_workflow_control(&t))
+        .transpose()?
+        .unwrap_or_default();
+    Ok(Metadata {
+        status,
+        destination_selectors,
+        workflow_control,
+    })
+}
+
+fn read_optional(dir: &Path, file: &'static str) -> Result<Option<String>, Error> {
+    match std::fs::read_to_string(dir.join(file)) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(Error::Read { file, source }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn status_files() {
+        let cases: Vec<(&str, Result<Option<Value>, &str>)> = vec![
+            ("", Ok(None)),
+            ("# nothing\n", Ok(None)),
+            (
+                "message: hi\nurl: x\n",
+                Ok(Some(json!({"message": "hi", "url": "x"}))),
+            ),
+            (
+                "conditions:\n- type: Ready\n  status: \"True\"\n",
+                Ok(Some(
+                    json!({"conditions": [{"type": "Ready", "status": "True"}]}),
+                )),
+            ),
+            (
+                "kratix:\n  workflows: {}\n",
+                Err("reserved top-level key \"kratix\""),
+            ),
+            ("- a\n", Err("metadata/status.yaml must be a mapping")),
+            (
+                "message: [unclosed\n",
+                Err("metadata/status.yaml is not valid"),
+            ),
+        ];
+        for (text, want) in cases {
+            match (parse_status(text), want) {
+                (Ok(got), Ok(want)) => assert_eq!(got, want, "{text:?}"),
+                (Err(got), Err(want)) => assert!(got.to_string().contains(want), "{text:?}: {got}"),
+                (got, want) => panic!("{text:?}: got {got:?}, want {want:?}"),
+            }
+        }
+    }
+
+    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn destination_selector_files() {
+        let entry = |dir: Option<&str>, l: &[(&str, &str)]| DestinationSelectorEntry {
+            match_labels: labels(l),
+            directory: dir.map(String::from),
+        };
+        let cases: Vec<(&str, Result<Vec<DestinationSelectorEntry>, &str>)> = vec![
+            ("", Ok(vec![])),
+            ("[]", Ok(vec![])),
+            (
+                "- matchLabels: {env: dev}\n",
+                Ok(vec![entry(None, &[("env", "dev")])]),
+            ),
+            (
+                "- matchLabels: {env: dev}\n  directory: .\n- matchLabels: {a: b}\n  directory: ./db/\n",
+                Ok(vec![entry(None, &[("env", "dev")]), entry(Some("db"), &[("a", "b")])]),
+            ),
+            ("- directory: db\n", Err("entry 0 has no matchLabels")),
+            ("- matchLabels: {}\n", Err("entry 0 has no matchLabels")),
+            (
+                "- matchLabels: {a: b}\n  directory: a/b\n",
+                Err("directory \"a/b\" must be a single folder name"),
+            ),
+            (
+                "- matchLabels: {a: b}\n  directory: ..\n",
+                Err("directory \"..\" must be a single folder name"),
+            ),
+            (
+                "- matchLabels: {a: b}\n  directory: /etc\n",
+                Err("directory \"/etc\" must be a single folder name"),
+            ),
+            (
+                "- matchLabels: {a: b}\n  directory: db\n- matchLabels: {c: d}\n  directory: db/\n",
+                Err("entry 1: directory \"db\" is listed twice"),
+            ),
+            (
+                "- matchLabels: {a: b}\n- matchLabels: {c: d}\n  directory: .\n",
+                Err("entry 1: directory \".\" is listed twice"),
+            ),
+            ("matchLabels: {a: b}\n", Err("destination-selectors.yaml is not valid")),
+        ];
+        for (text, want) in cases {
+            match (parse_destination_selectors(text), want) {
+                (Ok(got), Ok(want)) => assert_eq!(got, want, "{text:?}"),
+                (Err(got), Err(want)) => assert!(got.to_string().contains(want), "{text:?}: {got}"),
+                (got, want) => panic!("{text:?}: got {got:?}, want {want:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn workflow_control_files() {
+        let cases: Vec<(&str, Result<WorkflowControl, &str>)> = vec![
+            ("", Ok(WorkflowControl::default())),
+            (
+                "suspend: true\nmessage: waiting for approval\n",
+                Ok(WorkflowControl {
+                    suspend: true,
+                    retry_after: None,
+                    message: Some("waiting for approval".into()),
+                }),
+            ),
+            (
+                "retryAfter: 5m\n",
+                Ok(WorkflowControl {
+                    retry_after: Some(Duration::from_secs(300)),
+                    ..WorkflowControl::default()
+                }),
+            ),
+            (
+                "retryAfter: soon\n",
+                Err("retryAfter \"soon\" is not a duration"),
+            ),
+            (
+                "suspend: maybe\n",
+                Err("workflow-control.yaml is not valid"),
+            ),
+        ];
+        for (text, want) in cases {
+            match (parse_workflow_control(text), want) {
+                (Ok(got), Ok(want)) => assert_eq!(got, want, "{text:?}"),
+                (Err(got), Err(want)) => assert!(got.to_string().contains(want), "{text:?}: {got}"),
+                (got, want) => panic!("{text:?}: got {got:?}, want {want:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn go_durations() {
+        let cases = [
+            ("0", Some(Duration::ZERO)),
+            ("30s", Some(Duration::from_secs(30))),
+            ("5m", Some(Duration::from_secs(300))),
+            ("1h", Some(Duration::from_secs(3600))),
+            ("1h30m", Some(Duration::from_secs(5400))),
+            ("1.5h", Some(Duration::from_secs(5400))),
+            ("300ms", Some(Duration::from_millis(300))),
+            ("2us", Some(Duration::from_micros(2))),
+            ("10ns", Some(Duration::from_nanos(10))),
+            ("+10s", Some(Duration::from_secs(10))),
+            ("", None),
+            ("5", None),
+            ("-5m", None),
+            ("5 m", None),
+            ("m", None),
+            ("5d", None),
+            (".s", None),
+        ];
+        for (text, want) in cases {
+            assert_eq!(parse_duration(text), want, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn reads_the_folder_and_names_the_broken_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        assert_eq!(
+            read_metadata(dir.path()).expect("empty"),
+            Metadata::default()
+        );
+        std::fs::write(dir.path().join(STATUS_FILE), "message: done\n").expect("write");
+        std::fs::write(
+            dir.path().join(DESTINATION_SELECTORS_FILE),
+            "- matchLabels: {env: prod}\n",
+        )
+        .expect("write");
+        std::fs::write(dir.path().join(WORKFLOW_CONTROL_FILE), "retryAfter: 30s\n").expect("write");
+        let meta = read_metadata(dir.path()).expect("valid");
+        assert_eq!(meta.status, Some(json!({"message": "done"})));
+        assert_eq!(meta.destination_selectors.len(), 1);
+        assert_eq!(
+            meta.workflow_control.retry_after,
+            Some(Duration::from_secs(30))
+        );
+
+        std::fs::write(dir.path().join(WORKFLOW_CONTROL_FILE), "suspend: [\n").expect("write");
+        let err = read_metadata(dir.path()).expect_err("broken");
+        assert!(
+            err.to_string().contains("metadata/workflow-control.yaml"),
+            "{err}"
+        );
+    }
+}

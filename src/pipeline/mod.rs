@@ -1,0 +1,464 @@
+//! Runs one pipeline on this machine: its containers in order, in a bubblewrap sandbox or as
+//! plain processes, then checks what they wrote (DESIGN.md section 6).
+//!
+//! [`run`] is the I/O shell; the decisions (command lines, environment, sandbox arguments,
+//! output and metadata checks) are pure functions in the submodules.
+
+pub mod contract;
+mod exec;
+pub mod images;
+pub mod isolation;
+pub mod metadata;
+pub mod output;
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use tokio::sync::OnceCell;
+use tokio::time::Instant;
+
+use crate::api::pipeline::{Container, Pipeline};
+
+pub use contract::{
+    kratix_env, ResourceObject, Subject, WorkflowAction, WorkflowEnv, WorkflowType,
+};
+pub use images::ImageMap;
+pub use isolation::Isolation;
+pub use metadata::{DestinationSelectorEntry, Metadata, WorkflowControl};
+pub use output::Output;
+
+/// Default limit for a whole pipeline run.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+
+/// Names under which checks done after the containers report a failure; they are the Kratix
+/// containers that make the same checks.
+pub const WORK_WRITER: &str = "work-writer";
+pub const STATUS_WRITER: &str = "status-writer";
+
+/// Where the run's combined logs are saved inside the work folder.
+pub const LOGS_FILE: &str = "logs.txt";
+
+const SANDBOX_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A folder of the run could not be created.
+    #[error("cannot create {path}")]
+    CreateDir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// `input/object.yaml` or `logs.txt` could not be written.
+    #[error("cannot write {path}")]
+    WriteFile {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Sandbox isolation was asked for, but bubblewrap cannot run here.
+    #[error("bubblewrap (bwrap) is missing or cannot create a sandbox on this machine ({detail}); install bubblewrap, or set KRATIX_ISOLATION=process to run pipeline containers as plain processes without isolation")]
+    BubblewrapUnavailable { detail: String },
+    /// The host's `/` could not be listed to build the sandbox.
+    #[error("cannot list / to build the sandbox")]
+    ListRoot(#[source] std::io::Error),
+    /// Running a container failed for a reason that is not the container's.
+    #[error("cannot run container {container:?} of {run}")]
+    Exec {
+        run: String,
+        container: String,
+        #[source]
+        source: exec::Error,
+    },
+}
+
+/// One pipeline run to execute.
+#[derive(Debug, Clone)]
+pub struct RunRequest {
+    /// Names the run in messages.
+    pub run_name: String,
+    pub pipeline: Pipeline,
+    /// Written to `input/object.yaml`.
+    pub object_yaml: String,
+    /// The `KRATIX_*` variables (see [`contract::kratix_env`]).
+    pub env: Vec<(String, String)>,
+    /// A fresh folder: `input/`, `output/`, `metadata/` and `tmp/` are created inside.
+    pub work_dir: PathBuf,
+    /// For the whole run, all containers together.
+    pub timeout: Duration,
+    /// Local commands for containers that name only an image.
+    pub images: ImageMap,
+    pub isolation: Isolation,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunResult {
+    Succeeded,
+    /// A container exited non-zero, could not start, or the output/metadata checks refused what
+    /// the containers wrote (then `container` is [`WORK_WRITER`] or [`STATUS_WRITER`]).
+    Failed {
+        container: String,
+        exit_code: Option<i32>,
+        reason: String,
+    },
+    TimedOut {
+        container: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunOutcome {
+    pub result: RunResult,
+    /// Every container's stdout and stderr, each headed `== container <name> ==`; also saved to
+    /// `<work_dir>/logs.txt`.
+    pub logs: String,
+    /// The checked output; `Some` only on success.
+    pub output: Option<Output>,
+    /// What the pipeline wrote to its metadata folder; default unless the run succeeded.
+    pub metadata: Metadata,
+    /// How the containers were actually isolated.
+    pub isolation_used: Isolation,
+}
+
+/// The folders of one run on the host.
+#[derive(Debug, Clone)]
+struct RunDirs {
+    input: PathBuf,
+    output: PathBuf,
+    metadata: PathBuf,
+    tmp: PathBuf,
+}
+
+impl RunDirs {
+    fn create(work_dir: &Path) -> Result<Self, Error> {
+        let dirs = RunDirs {
+            input: work_dir.join("input"),
+            output: work_dir.join("output"),
+            metadata: work_dir.join("metadata"),
+            tmp: work_dir.join("tmp"),
+        };
+        for dir in [&dirs.input, &dirs.output, &dirs.metadata, &dirs.tmp] {
+            std::fs::create_dir_all(dir).map_err(|source| Error::CreateDir {
+                path: dir.clone(),
+                source,
+            })?;
+        }
+        Ok(dirs)
+    }
+}
+
+/// A container ready to start: its command line and its own variables.
+#[derive(Debug, Clone)]
+struct Prepared {
+    name: String,
+    command: Vec<String>,
+    env: Vec<(String, String)>,
+}
+
+/// Resolves every container before any runs, so a pipeline that cannot start has no side effects.
+fn prepare(
+    containers: &[Container],
+    images: &ImageMap,
+) -> Result<Vec<Prepared>, (String, images::Refusal)> {
+    containers
+        .iter()
+        .map(|c| {
+            let command = images::resolve_command(c, images).map_err(|r| (c.name.clone(), r))?;
+            let env = images::container_env(c).map_err(|r| (c.name.clone(), r))?;
+            Ok(Prepared {
+                name: c.name.clone(),
+                command,
+                env,
+            })
+        })
+        .collect()
+}
+
+/// The environment of a container: minimal base, folder locations, `KRATIX_*`, then the
+/// container's own `env` (which, as in Kubernetes, wins on a clash).
+fn container_environment(
+    base: &[(&str, String)],
+    kratix: &[(String, String)],
+    own: &[(String, String)],
+) -> Vec<(OsString, OsString)> {
+    base.iter()
+        .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+        .chain(kratix.iter().chain(own).map(|(k, v)| (k.into(), v.into())))
+        .collect()
+}
+
+/// Runs the pipeline. `Err` only when the executor itself cannot work (folders, bubblewrap);
+/// everything the pipeline got wrong is a [`RunResult::Failed`] with its reason.
+#[tracing::instrument(skip_all, fields(run = %req.run_name, isolation))]
+pub async fn run(req: RunRequest) -> Result<RunOutcome, Error> {
+    let dirs = RunDirs::create(&req.work_dir)?;
+    let object_path = dirs.input.join("object.yaml");
+    std::fs::write(&object_path, &req.object_yaml).map_err(|source| Error::WriteFile {
+        path: object_path,
+        source,
+    })?;
+    let isolation = choose_isolation(req.isolation, &dirs).await?;
+    tracing::Span::current().record("isolation", tracing::field::debug(isolation));
+    let deadline = Instant::now() + req.timeout;
+
+    let mut logs: Vec<u8> = Vec::new();
+    let mut outcome = RunOutcome {
+        result: RunResult::Succeeded,
+        logs: String::new(),
+        output: None,
+        metadata: Metadata::default(),
+        isolation_used: isolation,
+    };
+    let root = match isolation {
+        Isolation::Sandbox => isolation::host_root_entries().map_err(Error::ListRoot)?,
+        _ => Vec::new(),
+    };
+    match prepare(&req.pipeline.spec.containers, &req.images) {
+        Err((container, refusal)) => {
+            let reason = refusal.to_string();
+            logs.extend_from_slice(format!("{reason}\n").as_bytes());
+            outcome.result = RunResult::Failed {
+                container,
+                exit_code: None,
+                reason,
+            };
+        }
+        Ok(prepared) => {
+            for (index, container) in prepared.iter().enumerate() {
+                logs.extend_from_slice(format!("== container {} ==\n", container.name).as_bytes());
+                let tmp = dirs.tmp.join(index.to_string());
+                std::fs::create_dir_all(&tmp).map_err(|source| Error::CreateDir {
+                    path: tmp.clone(),
+                    source,
+                })?;
+                let invocation = invocation(isolation, &root, &dirs, &tmp, &req.env, container);
+                let exit = exec::run(invocation, deadline, &mut logs)
+                    .await
+                    .map_err(|source| Error::Exec {
+                        run: req.run_name.clone(),
+                        container: container.name.clone(),
+                        source,
+                    })?;
+                if !logs.ends_with(b"\n") {
+                    logs.push(b'\n');
+                }
+                if let Some(result) = container_failure(&container.name, &container.command, exit) {
+                    if let RunResult::Failed { reason, .. } = &result {
+                        logs.extend_from_slice(format!("{reason}\n").as_bytes());
+                    }
+                    outcome.result = result;
+                    break;
+                }
+            }
+        }
+    }
+    if outcome.result == RunResult::Succeeded {
+        check_results(&dirs, &mut outcome, &mut logs);
+    }
+    outcome.logs = String::from_utf8_lossy(&logs).into_owned();
+    let logs_path = req.work_dir.join(LOGS_FILE);
+    std::fs::write(&logs_path, &outcome.logs).map_err(|source| Error::WriteFile {
+        path: logs_path,
+        source,
+    })?;
+    Ok(outcome)
+}
+
+/// Reads and checks output and metadata once every container has succeeded.
+fn check_results(dirs: &RunDirs, outcome: &mut RunOutcome, logs: &mut Vec<u8>) {
+    let mut fail = |container: &str, reason: String| {
+        logs.extend_from_slice(format!("== {container} ==\n{reason}\n").as_bytes());
+        RunResult::Failed {
+            container: container.to_string(),
+            exit_code: None,
+            reason,
+        }
+    };
+    let output = match output::read_output(&dirs.output) {
+        Ok(output) => output,
+        Err(e) => {
+            outcome.result = fail(WORK_WRITER, error_chain(&e));
+            return;
+        }
+    };
+    match metadata::read_metadata(&dirs.metadata) {
+        Ok(metadata) => {
+            outcome.output = Some(output);
+            outcome.metadata = metadata;
+        }
+        Err(e) => {
+            let checker = match &e {
+                metadata::Error::SelectorWithoutLabels { .. }
+                | metadata::Error::SelectorDirectory { .. }
+                | metadata::Error::SelectorDuplicate { .. } => WORK_WRITER,
+                metadata::Error::Parse { file, .. } | metadata::Error::Read { file, .. }
+                    if *file == metadata::DESTINATION_SELECTORS_FILE =>
+                {
+                    WORK_WRITER
+                }
+                _ => STATUS_WRITER,
+            };
+            outcome.result = fail(checker, error_chain(&e));
+        }
+    }
+}
+
+/// `None` when the container succeeded, else how the run ends.
+fn container_failure(name: &str, command: &[String], exit: exec::Exit) -> Option<RunResult> {
+    let failed = |exit_code: Option<i32>, reason: String| {
+        Some(RunResult::Failed {
+            container: name.to_string(),
+            exit_code,
+            reason,
+        })
+    };
+    match exit {
+        exec::Exit::Code(0) => None,
+        exec::Exit::Code(code) => failed(
+            Some(code),
+            format!("container {name:?} exited with code {code}"),
+        ),
+        exec::Exit::Signal(signal) => failed(
+            None,
+            format!("container {name:?} was killed by signal {signal}"),
+        ),
+        exec::Exit::NotStarted(e) => failed(
+            None,
+            format!(
+                "container {name:?} could not start {:?}: {e}",
+                command.first().map(String::as_str).unwrap_or_default()
+            ),
+        ),
+        exec::Exit::TimedOut => Some(RunResult::TimedOut {
+            container: name.to_string(),
+        }),
+    }
+}
+
+fn invocation(
+    isolation: Isolation,
+    root: &[isolation::RootEntry],
+    dirs: &RunDirs,
+    tmp: &Path,
+    kratix: &[(String, String)],
+    container: &Prepared,
+) -> exec::Invocation {
+    if isolation == Isolation::Sandbox {
+        let base = [
+            ("PATH", SANDBOX_PATH.to_string()),
+            ("HOME", "/tmp".to_string()),
+            ("TMPDIR", "/tmp".to_string()),
+            ("KRATIX_INPUT_DIR", isolation::SANDBOX_INPUT.to_string()),
+            ("KRATIX_OUTPUT_DIR", isolation::SANDBOX_OUTPUT.to_string()),
+            (
+                "KRATIX_METADATA_DIR",
+                isolation::SANDBOX_METADATA.to_string(),
+            ),
+        ];
+        let mounts = isolation::SandboxMounts {
+            input: &dirs.input,
+            output: &dirs.output,
+            metadata: &dirs.metadata,
+        };
+        exec::Invocation {
+            program: isolation::BWRAP.into(),
+            args: isolation::sandbox_args(root, &mounts, &container.command),
+            env: container_environment(&base, kratix, &container.env),
+            cwd: tmp.to_path_buf(),
+        }
+    } else {
+        let path_var = std::env::var("PATH").unwrap_or_else(|_| SANDBOX_PATH.to_string());
+        let shown = |p: &Path| p.display().to_string();
+        let base = [
+            ("PATH", path_var),
+            ("HOME", shown(tmp)),
+            ("TMPDIR", shown(tmp)),
+            ("KRATIX_INPUT_DIR", shown(&dirs.input)),
+            ("KRATIX_OUTPUT_DIR", shown(&dirs.output)),
+            ("KRATIX_METADATA_DIR", shown(&dirs.metadata)),
+        ];
+        let (program, args) = match container.command.split_first() {
+            Some((program, args)) => (program.into(), args.iter().map(OsString::from).collect()),
+            None => (OsString::new(), Vec::new()),
+        };
+        exec::Invocation {
+            program,
+            args,
+            env: container_environment(&base, kratix, &container.env),
+            cwd: tmp.to_path_buf(),
+        }
+    }
+}
+
+static BUBBLEWRAP: OnceCell<Result<(), String>> = OnceCell::const_new();
+static FALLBACK_WARNED: AtomicBool = AtomicBool::new(false);
+
+/// Sandbox or process for this run; `Auto` probes bubblewrap once per process.
+async fn choose_isolation(wanted: Isolation, dirs: &RunDirs) -> Result<Isolation, Error> {
+    if wanted == Isolation::Process {
+        return Ok(Isolation::Process);
+    }
+    let probe = BUBBLEWRAP
+        .get_or_init(|| probe_bubblewrap(isolation::BWRAP.as_ref(), dirs))
+        .await;
+    match (probe, wanted) {
+        (Ok(()), _) => Ok(Isolation::Sandbox),
+        (Err(detail), Isolation::Sandbox) => Err(Error::BubblewrapUnavailable {
+            detail: detail.clone(),
+        }),
+        (Err(detail), _) => {
+            if !FALLBACK_WARNED.swap(true, Ordering::Relaxed) {
+                tracing::warn!(
+                    %detail,
+                    "bubblewrap cannot run here: pipeline containers run as plain processes, without isolation (set KRATIX_ISOLATION=process to silence this)"
+                );
+            }
+            Ok(Isolation::Process)
+        }
+    }
+}
+
+/// Starts `true` in exactly the sandbox a container would get.
+async fn probe_bubblewrap(program: &Path, dirs: &RunDirs) -> Result<(), String> {
+    let root = isolation::host_root_entries().map_err(|e| format!("cannot list /: {e}"))?;
+    let mounts = isolation::SandboxMounts {
+        input: &dirs.input,
+        output: &dirs.output,
+        metadata: &dirs.metadata,
+    };
+    let args = isolation::sandbox_args(&root, &mounts, &["true".to_string()]);
+    let result = tokio::process::Command::new(program)
+        .args(&args)
+        .env_clear()
+        .env("PATH", SANDBOX_PATH)
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    match tokio::time::timeout(Duration::from_secs(30), result).await {
+        Err(_) => Err(format!("{} did not finish within 30s", program.display())),
+        Ok(Err(e)) => Err(format!("cannot start {}: {e}", program.display())),
+        Ok(Ok(out)) if out.status.success() => Ok(()),
+        Ok(Ok(out)) => Err(format!(
+            "{} failed: {}",
+            program.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )),
+    }
+}
+
+/// An error and its sources, `: `-separated, for messages shown to users.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests;

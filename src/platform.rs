@@ -1,0 +1,96 @@
+//! One platform: a home folder, its control plane, and the kinds it knows (Kratix's own plus the
+//! request kinds its Promises define). Shared by the commands and the controllers.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::api::kinds::builtin_kinds;
+use crate::api::promise_api;
+use crate::api::{KindInfo, Object};
+use crate::store::embedded::EmbeddedStore;
+use crate::store::{self, ControlPlane, Selector};
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The home's control plane could not be opened or read.
+    #[error(transparent)]
+    Store(#[from] store::Error),
+    /// A name given on the command line names no kind.
+    #[error("unknown kind {name:?}: not a Kratix kind, a core kind, or a kind defined by an applied Promise")]
+    UnknownKind { name: String },
+}
+
+#[derive(Debug, Clone)]
+pub struct Platform {
+    pub home: PathBuf,
+    pub store: Arc<EmbeddedStore>,
+}
+
+impl Platform {
+    pub fn open(home: &Path) -> Result<Self, Error> {
+        let store = EmbeddedStore::open(home)?;
+        Ok(Self {
+            home: home.to_path_buf(),
+            store: Arc::new(store),
+        })
+    }
+
+    pub fn control_plane(&self) -> Arc<dyn ControlPlane> {
+        self.store.clone()
+    }
+
+    /// Kind of the Promise objects themselves.
+    pub fn promise_kind() -> KindInfo {
+        builtin("Promise")
+    }
+
+    /// Every kind: built-in ones first, then those of stored Promises.
+    pub async fn kinds(&self) -> Result<Vec<KindInfo>, Error> {
+        let promises = self.promises().await?;
+        let mut kinds = builtin_kinds();
+        kinds.extend(promise_api::kinds_from_promises(&promises));
+        Ok(kinds)
+    }
+
+    pub async fn promises(&self) -> Result<Vec<Object>, Error> {
+        Ok(self
+            .store
+            .list(&Self::promise_kind(), None, &Selector::everything())
+            .await?)
+    }
+
+    /// Resolves a kind as `kubectl` does: kind, plural, singular or short name, any case.
+    pub async fn resolve_kind(&self, name: &str) -> Result<KindInfo, Error> {
+        let kinds = self.kinds().await?;
+        promise_api::resolve_kind(name, &kinds).ok_or_else(|| Error::UnknownKind {
+            name: name.to_string(),
+        })
+    }
+
+    /// The kind of a stored object, given its group and kind name.
+    pub async fn kind_of(&self, group: &str, kind: &str) -> Result<Option<KindInfo>, Error> {
+        Ok(self
+            .kinds()
+            .await?
+            .into_iter()
+            .find(|k| k.group == group && k.kind == kind))
+    }
+
+    /// Folder where pipeline runs keep their files and logs.
+    pub fn runs_dir(&self) -> PathBuf {
+        self.home.join("runs")
+    }
+
+    /// Folder where state-store backends keep caches (Git's bare repositories).
+    pub fn cache_dir(&self) -> PathBuf {
+        self.home.join("cache")
+    }
+}
+
+/// A built-in Kratix kind by its kind name.
+pub fn builtin(kind: &str) -> KindInfo {
+    builtin_kinds()
+        .into_iter()
+        .find(|k| k.kind == kind)
+        .unwrap_or_else(|| panic!("{kind} is a built-in kind"))
+}

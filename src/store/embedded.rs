@@ -1,1 +1,0 @@
-//! Embedded control plane: one SQLite database under the home folder.

@@ -1,0 +1,112 @@
+//! "What runs next": the sequencing decision for one object's workflow.
+
+use super::history::{read_history, History, Staleness};
+use super::model::{Observed, RunPhase, StartReason, Step};
+
+/// Delay before the first retry of a failed pipeline.
+pub const RETRY_BACKOFF_BASE_MS: i64 = 5_000;
+/// Longest delay between retries of a failed pipeline.
+pub const RETRY_BACKOFF_MAX_MS: i64 = 300_000;
+
+/// Delay before retrying a pipeline that failed `attempts` times in a row:
+/// 5 s, 10 s, 20 s, … doubling up to 5 minutes. `attempts` 0 is treated as 1.
+pub fn retry_backoff_ms(attempts: u32) -> i64 {
+    let doublings = attempts.saturating_sub(1);
+    // 2^6 * 5 s already exceeds the cap; larger shifts would only overflow.
+    if doublings >= 6 {
+        return RETRY_BACKOFF_MAX_MS;
+    }
+    (RETRY_BACKOFF_BASE_MS << doublings).min(RETRY_BACKOFF_MAX_MS)
+}
+
+/// Decides what the controller does next for one object's workflow.
+///
+/// Precedence, highest first:
+/// 1. any pending or running run of the object (any action, pipeline or hash) ⇒ [`Step::Wait`]:
+///    never two runs at once, even for a spec change, a manual reconciliation, or a workflow
+///    whose pipelines were all removed (the in-flight run's output must land before cleanup);
+/// 2. no pipelines ⇒ [`Step::NothingToRun`];
+/// 3. manual reconciliation ⇒ start pipeline 0;
+/// 4. otherwise the newest run of this action decides, provided it continues an attempt for the
+///    current hash whose earlier pipelines all succeeded in order (see `history`); if not,
+///    the workflow starts again from pipeline 0.
+///
+/// Pipelines appended with an unchanged hash (impossible in practice: the Promise spec is part of
+/// every hash) continue the attempt: the new pipeline runs after the old last one, since every
+/// pipeline before it has succeeded, in order, for this hash. Removed, renamed or reordered
+/// pipelines restart from 0.
+pub fn next_step(o: &Observed) -> Step {
+    if o.runs.iter().any(|run| run.phase.is_active()) {
+        return Step::Wait;
+    }
+    if o.pipelines.is_empty() {
+        return Step::NothingToRun;
+    }
+    if o.manual_reconcile {
+        return start_over(StartReason::Manual);
+    }
+    let attempt = match read_history(o.action, o.pipelines, o.hash, o.runs) {
+        History::Empty => return start_over(StartReason::FirstRun),
+        History::Stale(staleness) => return start_over(restart_reason(staleness)),
+        History::Current(attempt) => attempt,
+    };
+
+    let latest = attempt.latest();
+    let index = attempt.index();
+    match latest.phase {
+        RunPhase::Succeeded => match &latest.suspend {
+            None if index + 1 < o.pipelines.len() => Step::Start {
+                index: index + 1,
+                reason: StartReason::Next,
+            },
+            None => Step::Completed {
+                last_run_sequence: latest.sequence,
+            },
+            Some(suspension) => {
+                let retry_at_ms = latest.resume_at_ms();
+                match retry_at_ms {
+                    Some(at) if o.now_ms >= at => Step::Start {
+                        index,
+                        reason: StartReason::Resume,
+                    },
+                    _ => Step::Suspended {
+                        index,
+                        retry_at_ms,
+                        message: suspension.message.clone(),
+                    },
+                }
+            }
+        },
+        RunPhase::Failed => {
+            let attempts = attempt.tail_failures();
+            let retry_at_ms = latest.retry_at_ms(attempts);
+            if o.now_ms >= retry_at_ms {
+                Step::Start {
+                    index,
+                    reason: StartReason::Retry,
+                }
+            } else {
+                Step::Failed {
+                    index,
+                    pipeline: latest.pipeline_name.clone(),
+                    attempts,
+                    retry_at_ms,
+                }
+            }
+        }
+        // Unreachable after the active check above; waiting is the safe answer regardless.
+        RunPhase::Pending | RunPhase::Running => Step::Wait,
+    }
+}
+
+fn start_over(reason: StartReason) -> Step {
+    Step::Start { index: 0, reason }
+}
+
+fn restart_reason(staleness: Staleness) -> StartReason {
+    match staleness {
+        Staleness::SpecChanged => StartReason::SpecChanged,
+        Staleness::PipelinesChanged => StartReason::PipelinesChanged,
+        Staleness::HistoryMissing => StartReason::HistoryMissing,
+    }
+}

@@ -1,0 +1,234 @@
+//! How to reach a bucket: endpoint, name, credentials. Pure: nothing here does I/O.
+
+use std::fmt;
+
+/// The region signed into requests when neither the options nor the environment name one: the
+/// one AWS itself assumes.
+pub(crate) const DEFAULT_REGION: &str = "us-east-1";
+
+/// Where a [`Bucket`](super::Bucket) lives and how to sign in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BucketOptions {
+    /// `host[:port]` as Kratix takes it (`minio.example.svc:9000`); a full `http(s)://` URL is
+    /// accepted too.
+    pub endpoint: String,
+    pub bucket_name: String,
+    /// A folder inside the bucket under which every key lives.
+    pub path_prefix: Option<String>,
+    /// Plain HTTP is allowed (Kratix's `insecure`): a bare endpoint gets `http://`, not `https://`.
+    pub insecure: bool,
+    pub auth: BucketAuth,
+    /// The region requests are signed for. `None`: `AWS_REGION`, then `AWS_DEFAULT_REGION`, then
+    /// `us-east-1`. Servers such as Garage check it against their own (`s3_region`).
+    pub region: Option<String>,
+}
+
+/// How requests are signed.
+#[derive(Clone, PartialEq, Eq)]
+pub enum BucketAuth {
+    /// A static key pair (Kratix `authMethod: accessKey`).
+    AccessKey {
+        access_key_id: String,
+        secret_access_key: String,
+    },
+    /// The default AWS credential chain of the environment: `AWS_*` variables, web identity,
+    /// container or instance metadata (Kratix `authMethod: IAM`).
+    Iam,
+}
+
+impl fmt::Debug for BucketAuth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BucketAuth::AccessKey { access_key_id, .. } => f
+                .debug_struct("AccessKey")
+                .field("access_key_id", access_key_id)
+                .field("secret_access_key", &"<redacted>")
+                .finish(),
+            BucketAuth::Iam => f.write_str("Iam"),
+        }
+    }
+}
+
+/// Why options cannot be used.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum Error {
+    #[error("the endpoint is empty")]
+    EmptyEndpoint,
+    #[error("endpoint {endpoint:?} has scheme {scheme:?}; only http and https are supported")]
+    UnsupportedScheme { endpoint: String, scheme: String },
+    #[error("endpoint {endpoint:?} uses plain http but the store is not marked insecure")]
+    HttpNotAllowed { endpoint: String },
+    #[error("the bucket name is empty")]
+    EmptyBucketName,
+    #[error("the access key id or the secret access key is empty")]
+    EmptyAccessKey,
+}
+
+impl BucketOptions {
+    /// The endpoint as a URL: Kratix's bare `host[:port]` gets `http://` when insecure and
+    /// `https://` otherwise.
+    pub(crate) fn endpoint_url(&self) -> Result<String, Error> {
+        let endpoint = self.endpoint.trim().trim_end_matches('/');
+        if endpoint.is_empty() {
+            return Err(Error::EmptyEndpoint);
+        }
+        match endpoint.split_once("://") {
+            None => {
+                let scheme = if self.insecure { "http" } else { "https" };
+                Ok(format!("{scheme}://{endpoint}"))
+            }
+            Some((scheme, _)) if scheme.eq_ignore_ascii_case("https") => Ok(endpoint.to_string()),
+            Some((scheme, _)) if scheme.eq_ignore_ascii_case("http") => {
+                if self.insecure {
+                    Ok(endpoint.to_string())
+                } else {
+                    Err(Error::HttpNotAllowed {
+                        endpoint: endpoint.to_string(),
+                    })
+                }
+            }
+            Some((scheme, _)) => Err(Error::UnsupportedScheme {
+                endpoint: endpoint.to_string(),
+                scheme: scheme.to_string(),
+            }),
+        }
+    }
+
+    /// The region to sign for, given the environment's `AWS_REGION` and `AWS_DEFAULT_REGION`.
+    pub(crate) fn region(
+        &self,
+        aws_region: Option<&str>,
+        aws_default_region: Option<&str>,
+    ) -> String {
+        [self.region.as_deref(), aws_region, aws_default_region]
+            .into_iter()
+            .flatten()
+            .map(str::trim)
+            .find(|r| !r.is_empty())
+            .unwrap_or(DEFAULT_REGION)
+            .to_string()
+    }
+
+    /// Checks what the S3 client would only notice at the first request.
+    pub(crate) fn validate(&self) -> Result<(), Error> {
+        if self.bucket_name.trim().is_empty() {
+            return Err(Error::EmptyBucketName);
+        }
+        if let BucketAuth::AccessKey {
+            access_key_id,
+            secret_access_key,
+        } = &self.auth
+        {
+            if access_key_id.is_empty() || secret_access_key.is_empty() {
+                return Err(Error::EmptyAccessKey);
+            }
+        }
+        self.endpoint_url().map(|_| ())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(endpoint: &str, insecure: bool) -> BucketOptions {
+        BucketOptions {
+            endpoint: endpoint.to_string(),
+            bucket_name: "kratix".to_string(),
+            path_prefix: None,
+            insecure,
+            auth: BucketAuth::AccessKey {
+                access_key_id: "GK123".to_string(),
+                secret_access_key: "very-secret".to_string(),
+            },
+            region: None,
+        }
+    }
+
+    #[test]
+    fn endpoint_gets_a_scheme_from_insecure() {
+        let cases: &[(&str, bool, Result<&str, &str>)] = &[
+            ("127.0.0.1:3900", true, Ok("http://127.0.0.1:3900")),
+            ("127.0.0.1:3900", false, Ok("https://127.0.0.1:3900")),
+            ("s3.example.com/", false, Ok("https://s3.example.com")),
+            ("http://127.0.0.1:3900", true, Ok("http://127.0.0.1:3900")),
+            ("HTTP://127.0.0.1:3900", true, Ok("HTTP://127.0.0.1:3900")),
+            ("https://s3.example.com", true, Ok("https://s3.example.com")),
+            (
+                "https://s3.example.com",
+                false,
+                Ok("https://s3.example.com"),
+            ),
+            ("http://127.0.0.1:3900", false, Err("plain http")),
+            ("ftp://example.com", true, Err("only http and https")),
+            ("  ", true, Err("empty")),
+        ];
+        for (endpoint, insecure, want) in cases {
+            let got = options(endpoint, *insecure).endpoint_url();
+            match (want, &got) {
+                (Ok(want), Ok(got)) => assert_eq!(got, want, "{endpoint} insecure={insecure}"),
+                (Err(want), Err(got)) => {
+                    assert!(got.to_string().contains(want), "{endpoint}: {got}")
+                }
+                _ => panic!("{endpoint} insecure={insecure}: got {got:?}, want {want:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn region_comes_from_options_then_environment_then_default() {
+        let cases: &[(Option<&str>, Option<&str>, Option<&str>, &str)] = &[
+            (
+                Some("garage"),
+                Some("eu-west-1"),
+                Some("eu-west-2"),
+                "garage",
+            ),
+            (None, Some("eu-west-1"), Some("eu-west-2"), "eu-west-1"),
+            (None, None, Some("eu-west-2"), "eu-west-2"),
+            (None, Some(""), None, "us-east-1"),
+            (Some(" "), None, None, "us-east-1"),
+            (None, None, None, "us-east-1"),
+        ];
+        for (option, env, default_env, want) in cases {
+            let mut o = options("h", true);
+            o.region = option.map(str::to_string);
+            assert_eq!(
+                o.region(*env, *default_env),
+                *want,
+                "{option:?} {env:?} {default_env:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn validation_refuses_what_cannot_work() {
+        let mut empty_bucket = options("h:1", true);
+        empty_bucket.bucket_name = String::new();
+        let mut empty_secret = options("h:1", true);
+        empty_secret.auth = BucketAuth::AccessKey {
+            access_key_id: "GK1".to_string(),
+            secret_access_key: String::new(),
+        };
+        let mut iam = options("h:1", true);
+        iam.auth = BucketAuth::Iam;
+        let cases = [
+            (options("h:1", true), None),
+            (iam, None),
+            (empty_bucket, Some(Error::EmptyBucketName)),
+            (empty_secret, Some(Error::EmptyAccessKey)),
+            (options("", true), Some(Error::EmptyEndpoint)),
+        ];
+        for (o, want) in cases {
+            assert_eq!(o.validate().err(), want, "{o:?}");
+        }
+    }
+
+    #[test]
+    fn debug_redacts_the_secret() {
+        let shown = format!("{:?}", options("h", true));
+        assert!(!shown.contains("very-secret"), "{shown}");
+        assert!(shown.contains("GK123"), "{shown}");
+        assert!(shown.contains("<redacted>"), "{shown}");
+    }
+}

@@ -1,0 +1,263 @@
+//! Fetching from and pushing to a repository behind a transport, with libgit2, into the
+//! handle's cached bare repository.
+
+use super::error::GitError;
+use super::known_hosts::{self, Verdict};
+use super::url::Remote;
+use super::{GitCredentials, Publish};
+use git2::{
+    AutotagOption, CertificateCheckStatus, Cred, CredentialType, Direction, ErrorClass, ErrorCode,
+    FetchOptions, PushOptions, RemoteCallbacks, Repository,
+};
+use std::cell::{Cell, RefCell};
+use std::io::Write;
+use std::path::Path;
+
+/// Everything a connection needs to authenticate; lives as long as one operation.
+struct Auth<'a> {
+    credentials: &'a GitCredentials,
+    remote: &'a Remote,
+    /// Offers of a secret so far: a second offer means the first was refused.
+    offers: Cell<u32>,
+    /// Only when libssh2 cannot take the key from memory; removed when dropped.
+    key_file: RefCell<Option<tempfile::NamedTempFile>>,
+}
+
+impl<'a> Auth<'a> {
+    fn new(credentials: &'a GitCredentials, remote: &'a Remote) -> Self {
+        Self {
+            credentials,
+            remote,
+            offers: Cell::new(0),
+            key_file: RefCell::new(None),
+        }
+    }
+
+    fn refused(message: &str) -> git2::Error {
+        git2::Error::new(ErrorCode::Auth, ErrorClass::Callback, message)
+    }
+
+    fn credential(
+        &self,
+        user_from_url: Option<&str>,
+        allowed: CredentialType,
+    ) -> Result<Cred, git2::Error> {
+        match self.credentials {
+            GitCredentials::None => Err(Self::refused(
+                "the server asks for credentials and none are configured",
+            )),
+            GitCredentials::Basic { username, password } => {
+                if !allowed.contains(CredentialType::USER_PASS_PLAINTEXT) {
+                    return Err(Self::refused("the server does not accept a password"));
+                }
+                self.offer()?;
+                Cred::userpass_plaintext(username, password)
+            }
+            GitCredentials::Ssh {
+                private_key,
+                username,
+                ..
+            } => {
+                let user = username
+                    .as_deref()
+                    .or(user_from_url)
+                    .unwrap_or(super::DEFAULT_SSH_USER);
+                if allowed.contains(CredentialType::USERNAME) {
+                    return Cred::username(user);
+                }
+                if !allowed.intersects(CredentialType::SSH_KEY | CredentialType::SSH_MEMORY) {
+                    return Err(Self::refused("the server does not accept an SSH key"));
+                }
+                self.offer()?;
+                if allowed.contains(CredentialType::SSH_MEMORY) {
+                    if let Ok(cred) = Cred::ssh_key_from_memory(user, None, private_key, None) {
+                        return Ok(cred);
+                    }
+                }
+                self.key_from_file(user, private_key)
+            }
+        }
+    }
+
+    fn offer(&self) -> Result<(), git2::Error> {
+        let offers = self.offers.get() + 1;
+        self.offers.set(offers);
+        if offers > 1 {
+            return Err(Self::refused("the server refused the credentials"));
+        }
+        Ok(())
+    }
+
+    /// NB: the temporary file is created with mode 0600 by `tempfile`, and removed when this
+    /// operation ends.
+    fn key_from_file(&self, user: &str, private_key: &str) -> Result<Cred, git2::Error> {
+        let io = |e: std::io::Error| {
+            git2::Error::new(
+                ErrorCode::GenericError,
+                ErrorClass::Ssh,
+                format!(
+                    "could not write the SSH key to a private file: {}",
+                    e.kind()
+                ),
+            )
+        };
+        let mut file = tempfile::NamedTempFile::new().map_err(io)?;
+        file.write_all(private_key.as_bytes()).map_err(io)?;
+        if !private_key.ends_with('\n') {
+            file.write_all(b"\n").map_err(io)?;
+        }
+        file.flush().map_err(io)?;
+        let cred = Cred::ssh_key(user, None, file.path(), None);
+        *self.key_file.borrow_mut() = Some(file);
+        cred
+    }
+
+    fn check_certificate(
+        &self,
+        cert: &git2::cert::Cert<'_>,
+    ) -> Result<CertificateCheckStatus, git2::Error> {
+        let Some(host_key) = cert.as_hostkey() else {
+            // TLS: let libgit2 verify the chain as usual.
+            return Ok(CertificateCheckStatus::CertificatePassthrough);
+        };
+        let GitCredentials::Ssh {
+            known_hosts: Some(known_hosts),
+            ..
+        } = self.credentials
+        else {
+            // Without known_hosts there is nothing to check against: accept, as configured.
+            return Ok(CertificateCheckStatus::CertificateOk);
+        };
+        let untrusted = |why: &str| {
+            git2::Error::new(
+                ErrorCode::Certificate,
+                ErrorClass::Ssh,
+                format!("host key {why}"),
+            )
+        };
+        let (Some(at), Some(key)) = (&self.remote.ssh_host, host_key.hostkey()) else {
+            return Err(untrusted(
+                "could not be read to check it against known_hosts",
+            ));
+        };
+        match known_hosts::verify(known_hosts, at, key) {
+            Verdict::Trusted => Ok(CertificateCheckStatus::CertificateOk),
+            Verdict::Untrusted => Err(untrusted(&format!(
+                "of {}:{} is not listed in known_hosts",
+                at.host, at.port
+            ))),
+        }
+    }
+
+    fn callbacks(&self) -> RemoteCallbacks<'_> {
+        let mut callbacks = RemoteCallbacks::new();
+        callbacks.credentials(|_url, user, allowed| self.credential(user, allowed));
+        callbacks.certificate_check(|cert, _host| self.check_certificate(cert));
+        callbacks
+    }
+}
+
+fn open(cache: &Path) -> Result<Repository, GitError> {
+    Repository::open_bare(cache).map_err(|source| GitError::OpenRepository {
+        path: cache.to_path_buf(),
+        source: Box::new(source),
+    })
+}
+
+fn tracking_ref(branch: &str) -> String {
+    format!("refs/remotes/origin/{branch}")
+}
+
+/// Fetches `branch` into the cache and returns its tip on the remote, `None` when the branch
+/// (or any commit at all) does not exist there yet.
+pub(crate) fn fetch(
+    cache: &Path,
+    remote: &Remote,
+    branch: &str,
+    credentials: &GitCredentials,
+) -> Result<Option<git2::Oid>, GitError> {
+    let repo = open(cache)?;
+    let mut connection = repo
+        .remote_anonymous(&remote.url)
+        .map_err(GitError::Fetch)?;
+    let auth = Auth::new(credentials, remote);
+    let mut options = FetchOptions::new();
+    options
+        .remote_callbacks(auth.callbacks())
+        .download_tags(AutotagOption::None)
+        .update_fetchhead(false);
+    let head = format!("refs/heads/{branch}");
+    // The tracking ref keeps what we have reachable and tells the server what not to send.
+    let refspec = format!("+{head}:{}", tracking_ref(branch));
+    connection
+        .fetch(&[refspec.as_str()], Some(&mut options), None)
+        .map_err(GitError::Fetch)?;
+    // NB: libgit2 keeps the advertised refs after the fetch disconnects; they are the truth
+    // about the remote, where the tracking ref may be stale (a deleted branch is not pruned).
+    let tip = connection
+        .list()
+        .map_err(GitError::Fetch)?
+        .iter()
+        .find(|advertised| advertised.name() == head)
+        .map(git2::RemoteHead::oid);
+    Ok(tip)
+}
+
+/// Pushes `commit` to `branch` without force. A refusal because the branch moved (or any other
+/// refusal of the update) is [`Publish::Rejected`]; transport failures are errors.
+pub(crate) fn push(
+    cache: &Path,
+    remote: &Remote,
+    branch: &str,
+    credentials: &GitCredentials,
+    commit: git2::Oid,
+) -> Result<Publish, GitError> {
+    let repo = open(cache)?;
+    let mut connection = repo.remote_anonymous(&remote.url).map_err(GitError::Push)?;
+    let auth = Auth::new(credentials, remote);
+    let refused: RefCell<Option<String>> = RefCell::new(None);
+    let mut callbacks = auth.callbacks();
+    callbacks.push_update_reference(|_name, status| {
+        if let Some(reason) = status {
+            *refused.borrow_mut() = Some(reason.to_string());
+        }
+        Ok(())
+    });
+    let mut options = PushOptions::new();
+    options.remote_callbacks(callbacks);
+    let refspec = format!("{commit}:refs/heads/{branch}");
+    match connection.push(&[refspec.as_str()], Some(&mut options)) {
+        Ok(()) => {}
+        // libgit2 checks fast-forward itself against what the server advertised.
+        Err(e) if e.code() == ErrorCode::NotFastForward => {
+            return Ok(Publish::Rejected(e.message().to_string()))
+        }
+        Err(e) => return Err(GitError::Push(e)),
+    }
+    drop(options);
+    if let Some(reason) = refused.into_inner() {
+        return Ok(Publish::Rejected(reason));
+    }
+    // Best effort: only spares the next fetch from downloading our own commit again.
+    let _ = repo.reference(&tracking_ref(branch), commit, true, "pushed");
+    Ok(Publish::Done)
+}
+
+/// Connects for push, which needs write permission on every transport we support (the server
+/// runs receive-pack), and disconnects without sending anything.
+pub(crate) fn check_push(
+    cache: &Path,
+    remote: &Remote,
+    credentials: &GitCredentials,
+) -> Result<(), GitError> {
+    let repo = open(cache)?;
+    let mut connection = repo
+        .remote_anonymous(&remote.url)
+        .map_err(GitError::ConnectForPush)?;
+    let auth = Auth::new(credentials, remote);
+    let connected = connection
+        .connect_auth(Direction::Push, Some(auth.callbacks()), None)
+        .map_err(GitError::ConnectForPush)?;
+    connected.list().map_err(GitError::ConnectForPush)?;
+    Ok(())
+}

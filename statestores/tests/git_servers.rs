@@ -1,0 +1,177 @@
+//! The loopback git servers of `support` work with the reference client, the git CLI: clone,
+//! commit and push through each, then check the bare repository on disk. These prove the harness
+//! the Git store's transport tests rely on.
+
+mod support;
+
+use std::net::TcpStream;
+use std::path::Path;
+use support::{
+    files_at, git, git_failure, git_with_env, scratch_dir, GitDaemon, GitHttp, SshKeyPair, Sshd,
+};
+
+const USERNAME: &str = "kratix";
+const PASSWORD: &str = "correct horse battery staple";
+
+/// Clones `url`, pushes one commit to `main`, and checks the server's repository at `bare` holds
+/// it and that a fresh clone reads it back.
+fn push_then_clone_round_trip(url: &str, bare: &Path, env: &[(&str, &str)]) {
+    let work = scratch_dir("client-").expect("scratch folder");
+    git_with_env(&["clone", "--quiet", url, "first"], work.path(), env);
+    let first = work.path().join("first");
+    std::fs::write(first.join("hello.txt"), "hello over the wire\n").expect("write file");
+    git(&["add", "hello.txt"], &first);
+    git(&["commit", "--quiet", "-m", "say hello"], &first);
+    git_with_env(&["push", "--quiet", "origin", "HEAD:main"], &first, env);
+
+    let pushed = git(&["rev-parse", "HEAD"], &first);
+    assert_eq!(git(&["rev-parse", "main"], bare), pushed);
+    assert_eq!(
+        git(&["show", "main:hello.txt"], bare),
+        "hello over the wire\n"
+    );
+    assert_eq!(
+        files_at(bare, "main", &["hello.txt", "absent.txt"]),
+        [Some(b"hello over the wire\n".to_vec()), None]
+    );
+
+    git_with_env(&["clone", "--quiet", url, "second"], work.path(), env);
+    let second = work.path().join("second");
+    assert_eq!(git(&["rev-parse", "HEAD"], &second), pushed);
+    assert_eq!(
+        std::fs::read_to_string(second.join("hello.txt")).expect("cloned file"),
+        "hello over the wire\n"
+    );
+}
+
+fn has_no_branches(bare: &Path) -> bool {
+    git(&["for-each-ref", "refs/heads"], bare).is_empty()
+}
+
+fn refuses_connections(port: u16) -> bool {
+    TcpStream::connect(("127.0.0.1", port)).is_err()
+}
+
+#[test]
+fn git_daemon_serves_clone_and_push() {
+    let daemon = GitDaemon::start().expect("start git daemon");
+    let bare = daemon.bare_repo("platform.git").expect("bare repo");
+    push_then_clone_round_trip(&daemon.url("platform.git"), &bare, &[]);
+}
+
+#[test]
+fn git_daemon_stops_on_drop() {
+    let daemon = GitDaemon::start().expect("start git daemon");
+    let port = daemon.port();
+    drop(daemon);
+    assert!(refuses_connections(port));
+}
+
+#[test]
+fn http_serves_clone_and_push_with_basic_auth() {
+    let server = GitHttp::start(USERNAME, PASSWORD).expect("start git http server");
+    let bare = server.bare_repo("platform.git").expect("bare repo");
+    let url = server.url("platform.git").replace(
+        "http://",
+        &format!("http://{USERNAME}:{}@", PASSWORD.replace(' ', "%20")),
+    );
+    push_then_clone_round_trip(&url, &bare, &[]);
+}
+
+#[test]
+fn http_refuses_a_wrong_password_and_no_password() {
+    let server = GitHttp::start(USERNAME, PASSWORD).expect("start git http server");
+    let bare = server.bare_repo("platform.git").expect("bare repo");
+    let work = scratch_dir("client-").expect("scratch folder");
+    let wrong = server
+        .url("platform.git")
+        .replace("http://", &format!("http://{USERNAME}:wrong@"));
+    let stderr = git_failure(&["ls-remote", &wrong], work.path(), &[]);
+    assert!(stderr.contains("Authentication failed"), "{stderr}");
+    let anonymous = server.url("platform.git");
+    let stderr = git_failure(&["ls-remote", &anonymous], work.path(), &[]);
+    assert!(stderr.contains("could not read Username"), "{stderr}");
+
+    git(&["init", "--quiet", "local"], work.path());
+    let local = work.path().join("local");
+    git(
+        &["commit", "--quiet", "--allow-empty", "-m", "rejected"],
+        &local,
+    );
+    git_failure(&["push", &wrong, "HEAD:main"], &local, &[]);
+    assert!(has_no_branches(&bare));
+}
+
+#[test]
+fn http_stops_on_drop() {
+    let server = GitHttp::start(USERNAME, PASSWORD).expect("start git http server");
+    let port = server.port();
+    drop(server);
+    assert!(refuses_connections(port));
+}
+
+#[test]
+fn sshd_serves_clone_and_push_with_the_client_key() {
+    let sshd = Sshd::start().expect("start sshd");
+    let bare = sshd.bare_repo("platform.git").expect("bare repo");
+    let ssh = sshd.git_ssh_command();
+    push_then_clone_round_trip(
+        &sshd.url("platform.git"),
+        &bare,
+        &[("GIT_SSH_COMMAND", &ssh)],
+    );
+}
+
+#[test]
+fn sshd_refuses_a_key_it_does_not_know() {
+    let sshd = Sshd::start().expect("start sshd");
+    let bare = sshd.bare_repo("platform.git").expect("bare repo");
+    let work = scratch_dir("client-").expect("scratch folder");
+    let stranger = SshKeyPair::generate().expect("generate key");
+    let stranger_key = work.path().join("stranger");
+    std::fs::write(&stranger_key, &stranger.private_key).expect("write key");
+    let ssh = sshd.git_ssh_command().replace(
+        &sshd_client_key_path(&sshd),
+        &stranger_key.display().to_string(),
+    );
+    assert!(ssh.contains(&stranger_key.display().to_string()), "{ssh}");
+    std::fs::set_permissions(
+        &stranger_key,
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )
+    .expect("restrict key");
+
+    git(&["init", "--quiet", "local"], work.path());
+    let local = work.path().join("local");
+    git(
+        &["commit", "--quiet", "--allow-empty", "-m", "rejected"],
+        &local,
+    );
+    let stderr = git_failure(
+        &["push", &sshd.url("platform.git"), "HEAD:main"],
+        &local,
+        &[("GIT_SSH_COMMAND", &ssh)],
+    );
+    assert!(
+        stderr.contains("Permission denied"),
+        "{stderr}\nsshd log:\n{}",
+        sshd.log()
+    );
+    assert!(has_no_branches(&bare));
+}
+
+/// The `-i` argument of the server's own GIT_SSH_COMMAND.
+fn sshd_client_key_path(sshd: &Sshd) -> String {
+    let command = sshd.git_ssh_command();
+    let mut words = command.split_whitespace();
+    words.by_ref().find(|word| *word == "-i");
+    words.next().expect("git_ssh_command passes -i").to_owned()
+}
+
+#[test]
+fn sshd_stops_on_drop() {
+    let sshd = Sshd::start().expect("start sshd");
+    let port = sshd.port();
+    drop(sshd);
+    assert!(refuses_connections(port));
+}

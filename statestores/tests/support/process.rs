@@ -1,0 +1,38 @@
+//! Child processes that cannot outlive the test: each runs in its own process group, and the
+//! whole group is killed and reaped on drop (git daemon and sshd start children of their own).
+
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+pub struct ProcessGroup {
+    child: Child,
+    /// How long drop lets the leader finish on its own before killing the group. Letting it
+    /// finish lets it reap its own children; killed, they would linger as zombies.
+    grace: Duration,
+}
+
+impl ProcessGroup {
+    pub fn spawn(command: &mut Command, grace: Duration) -> std::io::Result<Self> {
+        let child = command.process_group(0).spawn()?;
+        Ok(Self { child, grace })
+    }
+
+    /// True once the leader has exited (and is reaped).
+    pub fn has_exited(&mut self) -> bool {
+        !matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        let deadline = Instant::now() + self.grace;
+        while !self.has_exited() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let group = rustix::process::Pid::from_child(&self.child);
+        // Fails only when no member is left, which is what we want anyway.
+        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+        let _ = self.child.wait();
+    }
+}
