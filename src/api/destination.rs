@@ -25,6 +25,8 @@ use super::condition::Condition;
 #[serde(rename_all = "camelCase")]
 pub struct DestinationSpec {
     #[serde(default)]
+    // NB: no `default: ""` in the CRD: kube-apiserver 1.20 refuses empty-string defaults.
+    #[schemars(skip_serializing_if = "String::is_empty")]
     pub path: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state_store_ref: Option<StateStoreRef>,

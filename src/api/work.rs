@@ -22,6 +22,8 @@ use super::destination::StatusWithConditions;
 #[serde(rename_all = "camelCase")]
 pub struct WorkSpec {
     #[serde(default)]
+    // NB: no `default: ""` in the CRD: kube-apiserver 1.20 refuses empty-string defaults.
+    #[schemars(skip_serializing_if = "String::is_empty")]
     pub promise_name: String,
     /// Empty for dependency Works (promise workflows and static dependencies).
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -39,6 +41,8 @@ pub struct WorkloadGroup {
     /// md5 hex of `directory` (`5058f1af8388633f609cadb75a75dc9d` for `.`).
     pub id: String,
     #[serde(default)]
+    // NB: no `default: ""` in the CRD: kube-apiserver 1.20 refuses empty-string defaults.
+    #[schemars(skip_serializing_if = "String::is_empty")]
     pub directory: String,
     #[serde(default)]
     pub workloads: Vec<Workload>,
@@ -52,6 +56,8 @@ pub struct WorkloadGroup {
 pub struct Workload {
     pub filepath: String,
     #[serde(default)]
+    // NB: no `default: ""` in the CRD: kube-apiserver 1.20 refuses empty-string defaults.
+    #[schemars(skip_serializing_if = "String::is_empty")]
     pub content: String,
 }
 
@@ -62,6 +68,8 @@ pub struct WorkloadGroupSelector {
     pub match_labels: BTreeMap<String, String>,
     /// `promise`, `promise-workflow` or `resource-workflow`.
     #[serde(default)]
+    // NB: no `default: ""` in the CRD: kube-apiserver 1.20 refuses empty-string defaults.
+    #[schemars(skip_serializing_if = "String::is_empty")]
     pub source: String,
 }
 

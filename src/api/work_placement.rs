@@ -26,6 +26,8 @@ pub struct WorkPlacementSpec {
     #[serde(default)]
     pub workloads: Vec<Workload>,
     #[serde(default)]
+    // NB: no `default: ""` in the CRD: kube-apiserver 1.20 refuses empty-string defaults.
+    #[schemars(skip_serializing_if = "String::is_empty")]
     pub promise_name: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub resource_name: String,

@@ -2,7 +2,6 @@
 //! process wrote them, and leaving nothing of it running afterwards.
 
 use std::ffi::OsString;
-use std::os::fd::OwnedFd;
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -56,7 +55,10 @@ pub async fn run(
     deadline: Instant,
     log: &mut Vec<u8>,
 ) -> Result<Exit, Error> {
-    let (reader, writer) = std::io::pipe().map_err(Error::Pipe)?;
+    // NB: close-on-exec, so that containers started concurrently by other runs do not inherit
+    // our write end and hold the pipe open (std::io::pipe would do this but needs Rust 1.87).
+    let (reader, writer) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+        .map_err(|errno| Error::Pipe(errno.into()))?;
     let writer_for_stderr = writer.try_clone().map_err(Error::Pipe)?;
     let mut command = tokio::process::Command::new(&invocation.program);
     command
@@ -80,8 +82,7 @@ pub async fn run(
     let mut group = GroupKiller(child.id().and_then(|id| i32::try_from(id).ok()));
 
     let captured = Arc::new(Mutex::new(Vec::new()));
-    let receiver = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader))
-        .map_err(Error::Pipe)?;
+    let receiver = tokio::net::unix::pipe::Receiver::from_owned_fd(reader).map_err(Error::Pipe)?;
     let mut collector = tokio::spawn(collect(receiver, Arc::clone(&captured)));
 
     let waited = tokio::time::timeout_at(deadline, child.wait()).await;
@@ -148,6 +149,6 @@ impl GroupKiller {
 
 impl Drop for GroupKiller {
     fn drop(&mut self) {
-        self.0.take();
+        self.kill();
     }
 }

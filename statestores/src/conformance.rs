@@ -328,16 +328,18 @@ pub async fn concurrent_writers_lose_nothing(first: &dyn StateStore, second: &dy
         assert_eq!(read(handle, "seed").await.as_deref(), Some("s"), "{kind}");
     }
 
-    // Overlapping deletes: both remove the same key; one of them did it, neither fails.
+    // Overlapping deletes: both remove the same key and neither fails. At least one reports
+    // it; independent handles on a store that cannot tell (S3 answers a DELETE the same either
+    // way) may both report it.
     let shared = [delete("conc/shared")];
     let (a, b) = futures::join!(
         write(first, &shared, "one deletes"),
         write(second, &shared, "two deletes")
     );
-    assert_eq!(
-        a.deleted.len() + b.deleted.len(),
-        1,
-        "{kind}: exactly one handle deleted the shared key ({a:?}, {b:?})"
+    let reported = a.deleted.len() + b.deleted.len();
+    assert!(
+        (1..=2).contains(&reported),
+        "{kind}: the shared key's deletion is reported ({a:?}, {b:?})"
     );
     assert_eq!(read(first, "conc/shared").await, None, "{kind}");
 }

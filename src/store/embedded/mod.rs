@@ -1,11 +1,17 @@
 //! Embedded control plane: one SQLite database, `<home>/state.db`, shared by every process that
 //! opens the home.
 //!
-//! Objects keep Kubernetes semantics ([`rules`]); each write runs in one `BEGIN IMMEDIATE`
+//! Objects keep Kubernetes semantics (see `rules`); each write runs in one `BEGIN IMMEDIATE`
 //! transaction that appends to the change feed and stores the feed position as the object's
 //! `resourceVersion`, as etcd's revision works. Watchers poll the feed, so they see the writes of
 //! other processes too. Old feed entries are pruned; a watch from before the kept range ends with
-//! [`Error::Expired`](crate::store::Error::Expired).
+//! [`Error::Expired`](crate::store::Error::Expired): take `current_resource_version()`, list
+//! again, and watch from that position. A watch from `""` or `"0"` starts at the feed's beginning.
+//!
+//! As on the API server: `create` drops `status` (kinds have a status subresource, written by
+//! `update_status` only); a write that changes nothing is skipped, keeping the `resourceVersion`
+//! and emitting no change, so a controller rewriting an identical status does not wake itself;
+//! marking an object as being deleted bumps its generation.
 
 mod db;
 mod lock;

@@ -70,7 +70,7 @@ enum Error {
         #[source]
         source: object_store::Error,
     },
-    #[error("could not list {prefix:?}")]
+    #[error("could not list under \"{prefix}\"")]
     ListObjects {
         prefix: Key,
         #[source]

@@ -177,7 +177,9 @@ mod tests {
 
     #[test]
     fn region_comes_from_options_then_environment_then_default() {
-        let cases: &[(Option<&str>, Option<&str>, Option<&str>, &str)] = &[
+        /// (option, `AWS_REGION`, `AWS_DEFAULT_REGION`, wanted)
+        type Case<'a> = (Option<&'a str>, Option<&'a str>, Option<&'a str>, &'a str);
+        let cases: &[Case] = &[
             (
                 Some("garage"),
                 Some("eu-west-1"),

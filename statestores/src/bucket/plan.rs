@@ -189,7 +189,9 @@ mod tests {
         };
         let put = |k: &str| Change::Put(key(k), Bytes::from_static(b"hello"));
         let del = |k: &str| Change::Delete(key(k));
-        let cases: Vec<(Vec<Change>, Vec<Option<Remote>>, Vec<Action>)> = vec![
+        /// (changes, what the bucket holds for each, wanted actions)
+        type Case = (Vec<Change>, Vec<Option<Remote>>, Vec<Action>);
+        let cases: Vec<Case> = vec![
             (vec![], vec![], vec![]),
             (vec![put("a")], vec![None], vec![Action::Upload(0)]),
             (vec![put("a")], vec![Some(same.clone())], vec![]),
@@ -234,7 +236,7 @@ mod tests {
         let del_a = Applied::Deleted { key: &a };
 
         assert_eq!(version(&[]), None);
-        let one = version(&[up_a.clone()]).expect("something applied");
+        let one = version(std::slice::from_ref(&up_a)).expect("something applied");
         assert_eq!(one.0.len(), 64);
         assert!(one.0.bytes().all(|c| c.is_ascii_hexdigit()));
         assert_eq!(

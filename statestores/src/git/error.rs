@@ -104,6 +104,7 @@ pub(crate) fn classify(code: git2::ErrorCode, class: git2::ErrorClass, message: 
             "not found",
             "does not appear to be a git repository",
             "not exported",
+            "no such repository",
             "could not find repository",
             "connection refused",
             "failed to connect",

@@ -1,0 +1,354 @@
+//! Real Kratix-shaped YAML (fixtures/api) parses into the typed API and round-trips unchanged.
+//!
+//! Round trip: YAML → JSON (the original) → typed struct → JSON, compared with the original.
+//! The fixtures spell out every field, so the comparison is exact. Fields left out gain these
+//! defaults when serialized again (checked by `omitted_fields_gain_only_the_documented_defaults`):
+//! - Destination: `spec.path: ""`, `spec.strictMatchLabels: false`, `spec.filepath.mode:
+//!   nestedByMetadata` (when `filepath` is given), `spec.initWorkloads.enabled: true` (when
+//!   `initWorkloads` is given).
+//! - BucketStateStore: `spec.insecure: false`.
+//! - Promise: `spec.destinationSelectors[].matchLabels: {}`.
+//! - Work: `spec.promiseName: ""`, `workloadGroups[].directory: ""`, `workloadGroups[].workloads: []`,
+//!   `workloads[].content: ""`, `destinationSelectors[].matchLabels: {}`, `…source: ""`.
+//! - WorkPlacement: `spec.promiseName: ""`, `spec.workloads: []`, `spec.generation: 0`.
+//! - PipelineRun: `spec.last: false`, `status.phase: Pending`.
+//! - Pipeline: `spec: {containers: []}`.
+//!
+//! And the other way: a condition's empty `reason` or `message` (`""`) is left out.
+
+use std::io::Read as _;
+use std::path::PathBuf;
+
+use base64::Engine as _;
+use kratix::api::hash::spec_hash;
+use kratix::api::object::to_typed;
+use kratix::api::promise_api::{all_kinds, request_kind, resolve_kind};
+use kratix::api::validation::{validate, Error as ValidationError};
+use kratix::api::{
+    secret, BucketStateStore, Destination, FilepathMode, GitStateStore, Object, Pipeline,
+    PipelineRun, Promise, Secret, Work, WorkPlacement,
+};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+fn fixture_path(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/api")
+        .join(name)
+}
+
+/// The documents of a fixture file, as JSON.
+fn documents(name: &str) -> Vec<Value> {
+    let text = std::fs::read_to_string(fixture_path(name)).expect("fixture is readable");
+    serde_yaml::Deserializer::from_str(&text)
+        .map(|doc| Value::deserialize(doc).expect("fixture is valid YAML"))
+        .filter(|doc| !doc.is_null())
+        .collect()
+}
+
+fn round_trip<T: DeserializeOwned + Serialize>(doc: &Value) -> Value {
+    let typed: T = serde_json::from_value(doc.clone())
+        .unwrap_or_else(|e| panic!("{} does not parse: {e}", doc["metadata"]["name"]));
+    serde_json::to_value(&typed).expect("typed objects serialize")
+}
+
+/// Round-trips `doc` through the typed struct of its kind, and through the untyped `Object`.
+fn round_trip_by_kind(doc: &Value) -> (Value, Value) {
+    let typed = match doc["kind"].as_str().expect("every fixture has a kind") {
+        "Promise" => round_trip::<Promise>(doc),
+        "Destination" => round_trip::<Destination>(doc),
+        "GitStateStore" => round_trip::<GitStateStore>(doc),
+        "BucketStateStore" => round_trip::<BucketStateStore>(doc),
+        "Work" => round_trip::<Work>(doc),
+        "WorkPlacement" => round_trip::<WorkPlacement>(doc),
+        "PipelineRun" => round_trip::<PipelineRun>(doc),
+        "Secret" => round_trip::<Secret>(doc),
+        other => panic!("no typed struct for kind {other}"),
+    };
+    (typed, round_trip::<Object>(doc))
+}
+
+#[test]
+fn every_fixture_round_trips_through_its_typed_struct() {
+    let cases = [
+        ("promise.yaml", "Promise", 1),
+        ("destinations.yaml", "Destination", 3),
+        ("gitstatestore.yaml", "GitStateStore", 1),
+        ("bucketstatestore.yaml", "BucketStateStore", 1),
+        ("work.yaml", "Work", 1),
+        ("workplacement.yaml", "WorkPlacement", 1),
+        ("pipelinerun.yaml", "PipelineRun", 1),
+        ("secret.yaml", "Secret", 2),
+    ];
+    for (file, kind, count) in cases {
+        let docs = documents(file);
+        assert_eq!(docs.len(), count, "{file}: documents");
+        for doc in docs {
+            assert_eq!(doc["kind"], json!(kind), "{file}");
+            let (typed, untyped) = round_trip_by_kind(&doc);
+            assert_eq!(
+                typed, doc,
+                "{file}: typed round trip of {}",
+                doc["metadata"]["name"]
+            );
+            assert_eq!(
+                untyped, doc,
+                "{file}: Object round trip of {}",
+                doc["metadata"]["name"]
+            );
+        }
+    }
+}
+
+#[test]
+fn omitted_fields_gain_only_the_documented_defaults() {
+    let meta = json!({"name": "x"});
+    let cases: Vec<(Value, Value)> = vec![
+        (
+            json!({"apiVersion": "platform.kratix.io/v1alpha1", "kind": "Destination", "metadata": meta,
+                   "spec": {"filepath": {}, "initWorkloads": {}}}),
+            json!({"path": "", "strictMatchLabels": false, "filepath": {"mode": "nestedByMetadata"},
+                   "initWorkloads": {"enabled": true}}),
+        ),
+        (
+            json!({"apiVersion": "platform.kratix.io/v1alpha1", "kind": "BucketStateStore", "metadata": meta,
+                   "spec": {"bucketName": "b", "endpoint": "e"}}),
+            json!({"bucketName": "b", "endpoint": "e", "insecure": false}),
+        ),
+        (
+            json!({"apiVersion": "platform.kratix.io/v1alpha1", "kind": "Promise", "metadata": meta,
+                   "spec": {"destinationSelectors": [{}]}}),
+            json!({"destinationSelectors": [{"matchLabels": {}}]}),
+        ),
+        (
+            json!({"apiVersion": "platform.kratix.io/v1alpha1", "kind": "Work", "metadata": meta,
+                   "spec": {"workloadGroups": [{"id": "i", "destinationSelectors": [{}]},
+                                                {"id": "j", "workloads": [{"filepath": "f"}]}]}}),
+            json!({"promiseName": "", "workloadGroups": [
+                {"id": "i", "directory": "", "workloads": [],
+                 "destinationSelectors": [{"matchLabels": {}, "source": ""}]},
+                {"id": "j", "directory": "", "workloads": [{"filepath": "f", "content": ""}]}]}),
+        ),
+        (
+            json!({"apiVersion": "platform.kratix.io/v1alpha1", "kind": "WorkPlacement", "metadata": meta,
+                   "spec": {"targetDestinationName": "d", "id": "i"}}),
+            json!({"targetDestinationName": "d", "id": "i", "promiseName": "", "workloads": [],
+                   "generation": 0}),
+        ),
+    ];
+    for (doc, want_spec) in cases {
+        let (typed, _) = round_trip_by_kind(&doc);
+        assert_eq!(typed["spec"], want_spec, "{}", doc["kind"]);
+    }
+
+    let run = json!({"apiVersion": "platform.kratix.io/v1alpha1", "kind": "PipelineRun", "metadata": meta,
+        "spec": {"sequence": 1, "promiseName": "p", "pipelineName": "a", "pipelineIndex": 0,
+                 "workflowType": "promise", "workflowAction": "configure", "hash": "h",
+                 "pipeline": {}},
+        "status": {}});
+    let typed = round_trip::<PipelineRun>(&run);
+    assert_eq!(typed["spec"]["last"], json!(false));
+    assert_eq!(typed["status"], json!({"phase": "Pending"}));
+
+    let pipeline = json!({"apiVersion": "platform.kratix.io/v1alpha1", "kind": "Pipeline",
+                          "metadata": {"name": "a"}});
+    let parsed = Pipeline::parse_list("spec.workflows.promise.configure", &[pipeline])
+        .expect("a pipeline without spec is valid");
+    assert_eq!(
+        serde_json::to_value(&parsed[0]).expect("serializes")["spec"],
+        json!({"containers": []})
+    );
+}
+
+#[test]
+fn pipelines_of_every_workflow_parse_in_order_and_round_trip() {
+    let doc = &documents("promise.yaml")[0];
+    let workflows = &doc["spec"]["workflows"];
+    let cases = [
+        ("promise", "configure", vec![("install-operator", 1)]),
+        (
+            "resource",
+            "configure",
+            vec![("instance", 2), ("database-docs", 1)],
+        ),
+        ("resource", "delete", vec![("teardown", 1)]),
+    ];
+    for (workflow_type, action, want) in cases {
+        let path = format!("spec.workflows.{workflow_type}.{action}");
+        let values = workflows[workflow_type][action]
+            .as_array()
+            .unwrap_or_else(|| panic!("{path} is a list"));
+        let pipelines = Pipeline::parse_list(&path, values).expect("valid pipelines");
+        let got: Vec<(&str, usize)> = pipelines
+            .iter()
+            .map(|p| (p.name(), p.spec.containers.len()))
+            .collect();
+        assert_eq!(got, want, "{path}");
+        for (pipeline, original) in pipelines.iter().zip(values) {
+            assert_eq!(
+                &serde_json::to_value(pipeline).expect("serializes"),
+                original,
+                "{path}: {} round trip",
+                pipeline.name()
+            );
+        }
+    }
+
+    let promise: Promise = serde_json::from_value(doc.clone()).expect("promise parses");
+    let instance = Pipeline::parse_list(
+        "spec.workflows.resource.configure",
+        &promise
+            .spec
+            .workflows
+            .as_ref()
+            .and_then(|w| w.resource.as_ref())
+            .expect("resource workflows")
+            .configure,
+    )
+    .expect("valid")
+    .remove(0);
+    assert_eq!(instance.metadata.labels["team"], "data");
+    assert_eq!(
+        instance.spec.containers[0].env[0].value.as_deref(),
+        Some("16")
+    );
+    assert!(instance.spec.containers[0].env[1].value_from.is_some());
+    assert_eq!(
+        instance.spec.containers[0].args.as_deref(),
+        Some(&["--output".to_string(), "/kratix/output".to_string()][..])
+    );
+    assert!(
+        instance.spec.extra.contains_key("volumes"),
+        "Kubernetes-only settings are kept"
+    );
+}
+
+#[test]
+fn typed_views_expose_the_kratix_fields() {
+    let promise: Promise =
+        serde_json::from_value(documents("promise.yaml").remove(0)).expect("promise");
+    assert_eq!(promise.spec.dependencies.len(), 2);
+    assert_eq!(
+        promise.spec.destination_selectors[0].match_labels["environment"],
+        "dev"
+    );
+
+    let modes: Vec<(String, FilepathMode, bool, bool)> = documents("destinations.yaml")
+        .into_iter()
+        .map(|d| serde_json::from_value::<Destination>(d).expect("destination"))
+        .map(|d| {
+            (
+                d.spec.path.clone(),
+                d.spec.filepath_mode(),
+                d.spec.strict_match_labels,
+                d.spec.init_workloads_enabled(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        modes,
+        vec![
+            (
+                "worker-1".into(),
+                FilepathMode::NestedByMetadata,
+                false,
+                true
+            ),
+            ("backstage".into(), FilepathMode::AggregatedYaml, true, true),
+            ("terraform/prod".into(), FilepathMode::None, true, false),
+        ]
+    );
+
+    let git: GitStateStore =
+        serde_json::from_value(documents("gitstatestore.yaml").remove(0)).expect("git");
+    assert_eq!(git.spec.branch(), "main");
+    assert_eq!(git.spec.auth_method.as_deref(), Some("basicAuth"));
+    assert_eq!(
+        git.spec.git_author.as_ref().and_then(|a| a.name.as_deref()),
+        Some("Kratix Bot")
+    );
+
+    let work: Work = serde_json::from_value(documents("work.yaml").remove(0)).expect("work");
+    let content = &work.spec.workload_groups[0].workloads[0].content;
+    let gzipped = base64::engine::general_purpose::STANDARD
+        .decode(content)
+        .expect("base64");
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(&gzipped[..])
+        .read_to_string(&mut text)
+        .expect("gzip");
+    assert_eq!(text, "kind: Example\n");
+    assert!(!work.spec.is_dependency());
+
+    let placement: WorkPlacement =
+        serde_json::from_value(documents("workplacement.yaml").remove(0)).expect("wp");
+    let status = placement.status.expect("status");
+    assert_eq!(
+        status.extra["versionID"],
+        json!("0f4a1c2b7d9e8f60112233445566778899aabbcc")
+    );
+
+    let secrets: Vec<Secret> = documents("secret.yaml")
+        .into_iter()
+        .map(|d| serde_json::from_value(d).expect("secret"))
+        .collect();
+    assert_eq!(secret::values(&secrets[0])["username"], b"kratix".to_vec());
+    assert_eq!(
+        secret::values(&secrets[1])["accessKeyID"],
+        b"minioadmin".to_vec()
+    );
+}
+
+#[test]
+fn the_promise_api_accepts_valid_requests_and_refuses_bad_ones() {
+    let promise_doc = documents("promise.yaml").remove(0);
+    let promise: Promise = serde_json::from_value(promise_doc.clone()).expect("promise");
+    let api = request_kind(&promise)
+        .expect("valid api")
+        .expect("has an api");
+    assert_eq!(api.kind.api_version(), "marketplace.kratix.io/v1alpha1");
+    assert_eq!(api.kind.kind, "PostgreSQL");
+
+    let objects: Vec<Object> = vec![serde_json::from_value(promise_doc).expect("object")];
+    let kinds = all_kinds(&objects);
+    for name in [
+        "pg",
+        "postgresql",
+        "PostgreSQLs",
+        "postgresqls.marketplace.kratix.io",
+    ] {
+        assert_eq!(
+            resolve_kind(name, &kinds).map(|k| k.kind),
+            Some("PostgreSQL".to_string()),
+            "{name}"
+        );
+    }
+
+    let schema = api.schema.expect("the storage version has a schema");
+    let request = documents("postgresql-request.yaml").remove(0);
+    let validated = validate(&schema, &request).expect("the fixture request is valid");
+    assert!(validated.pruned.is_empty());
+    assert_eq!(validated.object["spec"]["env"], json!("dev"));
+    assert_eq!(validated.object["spec"]["dbName"], json!("postgres"));
+    assert_eq!(validated.object["spec"]["size"], json!(3));
+    let object: Object = serde_json::from_value(validated.object.clone()).expect("object");
+    let typed_request: Value = to_typed(&object).expect("json");
+    assert_eq!(spec_hash(&typed_request), spec_hash(&validated.object));
+
+    let mut bad = request.clone();
+    bad["spec"]["size"] = json!("big");
+    bad["spec"]["env"] = json!("staging");
+    bad["spec"]["colour"] = json!("blue");
+    bad["spec"].as_object_mut().expect("spec").remove("teamId");
+    assert_eq!(
+        validate(&schema, &bad),
+        Err(ValidationError::Invalid {
+            violations: vec![
+                r#"spec.env: "staging" is not one of ["dev", "prod"]"#.to_string(),
+                r#"spec.size: "big" is not of type integer"#.to_string(),
+                "spec.teamId: required".to_string(),
+            ]
+        })
+    );
+}

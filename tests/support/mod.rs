@@ -1,0 +1,250 @@
+//! Drives the `kratix-rs` binary through its command-line contract, each test in its own home.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// One platform home and the binary to drive it.
+pub struct Kratix {
+    pub home: tempfile::TempDir,
+    serve: Option<Child>,
+}
+
+/// What a command printed and how it ended.
+#[derive(Debug)]
+pub struct Run {
+    pub status: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    pub fn ok(&self) -> bool {
+        self.status == 0
+    }
+
+    #[track_caller]
+    pub fn assert_ok(&self) -> &Self {
+        assert!(self.ok(), "command failed ({}):\nstdout:\n{}\nstderr:\n{}", self.status, self.stdout, self.stderr);
+        self
+    }
+
+    #[track_caller]
+    pub fn assert_failed(&self) -> &Self {
+        assert!(!self.ok(), "command succeeded but should have failed:\nstdout:\n{}\nstderr:\n{}", self.stdout, self.stderr);
+        self
+    }
+}
+
+impl From<Output> for Run {
+    fn from(o: Output) -> Self {
+        Self {
+            status: o.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        }
+    }
+}
+
+pub fn binary() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_kratix-rs"))
+}
+
+pub fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
+}
+
+impl Kratix {
+    pub fn new() -> Self {
+        Self {
+            home: tempfile::tempdir().expect("temporary home"),
+            serve: None,
+        }
+    }
+
+    pub fn home(&self) -> &Path {
+        self.home.path()
+    }
+
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(binary());
+        cmd.arg("--home").arg(self.home()).args(args);
+        cmd.env_remove("KRATIX_HOME");
+        cmd
+    }
+
+    /// Runs a command to completion.
+    pub fn run(&self, args: &[&str]) -> Run {
+        self.command(args).output().expect("kratix-rs runs").into()
+    }
+
+    /// Runs a command with `input` on standard input.
+    pub fn run_with_stdin(&self, args: &[&str], input: &str) -> Run {
+        use std::io::Write;
+        let mut child = self
+            .command(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("kratix-rs starts");
+        child
+            .stdin
+            .take()
+            .expect("stdin is piped")
+            .write_all(input.as_bytes())
+            .expect("stdin takes the input");
+        child.wait_with_output().expect("kratix-rs runs").into()
+    }
+
+    /// `apply -f -` of a YAML text.
+    pub fn apply_yaml(&self, yaml: &str, extra: &[&str]) -> Run {
+        let mut args = vec!["apply", "-f", "-"];
+        args.extend_from_slice(extra);
+        self.run_with_stdin(&args, yaml)
+    }
+
+    /// `get KIND NAME -o json` as JSON, `None` when absent.
+    pub fn get_json(&self, kind: &str, name: &str, namespace: Option<&str>) -> Option<Value> {
+        let mut args = vec!["get", kind, name, "-o", "json"];
+        if let Some(ns) = namespace {
+            args.extend(["-n", ns]);
+        }
+        let run = self.run(&args);
+        if !run.ok() {
+            return None;
+        }
+        Some(serde_json::from_str(&run.stdout).expect("get -o json prints JSON"))
+    }
+
+    /// `get KIND -o json` items (all namespaces with `-A`).
+    pub fn list_json(&self, kind: &str, extra: &[&str]) -> Vec<Value> {
+        let mut args = vec!["get", kind, "-o", "json"];
+        args.extend_from_slice(extra);
+        let run = self.run(&args);
+        run.assert_ok();
+        let list: Value = serde_json::from_str(&run.stdout).expect("get -o json prints JSON");
+        list["items"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// Starts `serve` in the background; stopped when the `Kratix` is dropped.
+    pub fn start_serve(&mut self) {
+        let child = self
+            .command(&["serve"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("serve starts");
+        self.serve = Some(child);
+        // serve holds the home lock once it runs; give it a moment to take it.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if self.home().join("controller.lock").exists() {
+                std::thread::sleep(Duration::from_millis(300));
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Stops `serve` with SIGTERM and waits for it.
+    pub fn stop_serve(&mut self) {
+        if let Some(mut child) = self.serve.take() {
+            let _ = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status();
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = child.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Kills `serve` abruptly (SIGKILL), as a crash would.
+    pub fn kill_serve(&mut self) {
+        if let Some(mut child) = self.serve.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Kratix {
+    fn drop(&mut self) {
+        self.kill_serve();
+    }
+}
+
+/// Polls `f` until it returns `Some`, panicking with `what` after `timeout`.
+#[track_caller]
+pub fn eventually<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Runs `git` hermetically and returns its stdout.
+#[track_caller]
+pub fn git(args: &[&str], dir: &Path) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_AUTHOR_NAME", "someone")
+        .env("GIT_AUTHOR_EMAIL", "someone@example.com")
+        .env("GIT_COMMITTER_NAME", "someone")
+        .env("GIT_COMMITTER_EMAIL", "someone@example.com")
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A condition's field of an object in `get -o json` form.
+pub fn condition<'a>(obj: &'a Value, type_: &str) -> Option<&'a Value> {
+    obj["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == type_)
+}
+
+/// A local Git state store and a Destination on it, as YAML, for `apply`.
+pub fn git_destination_yaml(store_url: &str, destination: &str, labels: &str) -> String {
+    format!(
+        r#"apiVersion: platform.kratix.io/v1alpha1
+kind: GitStateStore
+metadata:
+  name: default
+spec:
+  url: {store_url}
+  branch: main
+---
+apiVersion: platform.kratix.io/v1alpha1
+kind: Destination
+metadata:
+  name: {destination}
+  labels: {labels}
+spec:
+  path: {destination}
+  stateStoreRef:
+    kind: GitStateStore
+    name: default
+"#
+    )
+}
