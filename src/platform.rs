@@ -94,3 +94,10 @@ pub fn builtin(kind: &str) -> KindInfo {
         .find(|k| k.kind == kind)
         .unwrap_or_else(|| panic!("{kind} is a built-in kind"))
 }
+
+/// The Promise (among `promises`) whose API is `kind`.
+pub fn promise_defining<'a>(promises: &'a [Object], kind: &KindInfo) -> Option<&'a Object> {
+    promises
+        .iter()
+        .find(|p| promise_api::kinds_from_promises(std::slice::from_ref(*p)).contains(kind))
+}

@@ -352,3 +352,161 @@ fn the_promise_api_accepts_valid_requests_and_refuses_bad_ones() {
         })
     );
 }
+
+#[test]
+fn unknown_request_fields_are_pruned_as_the_api_server_prunes_them() {
+    let promise: Promise =
+        serde_json::from_value(documents("promise.yaml").remove(0)).expect("promise");
+    let schema = request_kind(&promise)
+        .expect("valid api")
+        .and_then(|api| api.schema)
+        .expect("schema");
+    let mut request = documents("postgresql-request.yaml").remove(0);
+    request["spec"]["colour"] = json!("blue");
+    request["spec"]["backups"]["retention"] = json!(3);
+    let validated = validate(&schema, &request).expect("valid once pruned");
+    assert_eq!(validated.pruned, ["spec.backups.retention", "spec.colour"]);
+    // What kube-apiserver 1.20 stored for the same request under the same CRD.
+    assert_eq!(
+        validated.object["spec"],
+        json!({"backups": {"enabled": true, "schedule": "0 2 * * *"}, "dbName": "postgres",
+               "env": "dev", "extensions": ["pg_stat_statements"], "size": 3, "teamId": "acme"})
+    );
+}
+
+/// The kube-testenv script: `$KUBE_TESTENV`, else `../shared/tools/kube-testenv` next to the workspace.
+fn kube_testenv() -> PathBuf {
+    std::env::var_os("KUBE_TESTENV").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/tools/kube-testenv"),
+        PathBuf::from,
+    )
+}
+
+/// A kube-apiserver started by `kube-testenv` (DESIGN.md section 8), stopped on drop.
+struct ApiServer {
+    dir: tempfile::TempDir,
+    kubeconfig: PathBuf,
+}
+
+impl ApiServer {
+    fn start() -> Self {
+        let testenv = kube_testenv();
+        let dir = tempfile::tempdir().expect("temp dir");
+        let out = std::process::Command::new(&testenv)
+            .arg("start")
+            .arg(dir.path())
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", testenv.display()));
+        assert!(
+            out.status.success(),
+            "kube-testenv start failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let kubeconfig = dir.path().join("kubeconfig");
+        Self { dir, kubeconfig }
+    }
+
+    /// Runs kubectl with `stdin`; returns stdout, panicking with stderr on failure.
+    fn kubectl(&self, args: &[&str], stdin: &str) -> String {
+        use std::io::Write as _;
+        let mut child = std::process::Command::new("kubectl")
+            .args(args)
+            .env("KUBECONFIG", &self.kubeconfig)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("kubectl is installed");
+        child
+            .stdin
+            .take()
+            .expect("stdin is piped")
+            .write_all(stdin.as_bytes())
+            .expect("write to kubectl");
+        let out = child.wait_with_output().expect("kubectl runs");
+        assert!(
+            out.status.success(),
+            "kubectl {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}
+
+impl Drop for ApiServer {
+    fn drop(&mut self) {
+        let testenv = kube_testenv();
+        let _ = std::process::Command::new(testenv)
+            .arg("stop")
+            .arg(self.dir.path())
+            .status();
+    }
+}
+
+#[test]
+#[ignore = "starts a real kube-apiserver with kube-testenv; run with --ignored"]
+fn crds_are_accepted_by_a_real_api_server_and_keep_every_fixture_field() {
+    let server = ApiServer::start();
+    server.kubectl(&["apply", "-f", "-"], &kratix::api::crds::crds_yaml());
+    server.kubectl(
+        &[
+            "wait",
+            "--for",
+            "condition=Established",
+            "crd",
+            "--all",
+            "--timeout=120s",
+        ],
+        "",
+    );
+    server.kubectl(&["create", "namespace", "kratix-platform-system"], "");
+    for file in [
+        "promise.yaml",
+        "destinations.yaml",
+        "gitstatestore.yaml",
+        "bucketstatestore.yaml",
+        "work.yaml",
+        "workplacement.yaml",
+        "pipelinerun.yaml",
+    ] {
+        for doc in documents(file) {
+            let stored: Value = serde_json::from_str(
+                &server.kubectl(&["create", "-f", "-", "-o", "json"], &doc.to_string()),
+            )
+            .expect("kubectl prints JSON");
+            assert_eq!(
+                stored["spec"], doc["spec"],
+                "{file}: the API server pruned or changed spec"
+            );
+            let Some(status) = doc.get("status") else {
+                continue;
+            };
+            // Status goes through the status subresource, with a field no schema declares.
+            let mut status = status.clone();
+            status["writtenByAPipeline"] = json!({"any": ["thing", 1]});
+            let kind = format!(
+                "{}s.platform.kratix.io",
+                doc["kind"].as_str().expect("kind").to_ascii_lowercase()
+            );
+            let name = doc["metadata"]["name"].as_str().expect("name");
+            let mut args = vec![
+                "patch",
+                kind.as_str(),
+                name,
+                "--subresource=status",
+                "--type=merge",
+            ];
+            let patch = json!({"status": status}).to_string();
+            args.extend(["-p", patch.as_str(), "-o", "json"]);
+            if let Some(ns) = doc["metadata"]["namespace"].as_str() {
+                args.extend(["-n", ns]);
+            }
+            let patched: Value =
+                serde_json::from_str(&server.kubectl(&args, "")).expect("kubectl prints JSON");
+            assert_eq!(
+                patched["status"], status,
+                "{file}: the API server pruned status"
+            );
+        }
+    }
+}

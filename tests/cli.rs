@@ -33,8 +33,11 @@ fn quickstart_promise() -> String {
 /// A platform with the quickstart Promise applied (not waited for).
 fn with_promise() -> Kratix {
     let k = Kratix::new();
-    k.apply_yaml(&format!("{STORE_AND_DESTINATION}\n---\n{}", quickstart_promise()), &["--no-wait"])
-        .assert_ok();
+    k.apply_yaml(
+        &format!("{STORE_AND_DESTINATION}\n---\n{}", quickstart_promise()),
+        &["--no-wait"],
+    )
+    .assert_ok();
     k
 }
 
@@ -45,8 +48,16 @@ fn quickstart_stores_objects_and_writes_one_commit_per_pipeline_and_destination(
     let run = k.run(&["apply", "-f", quickstart.to_str().expect("utf-8 path")]);
     run.assert_ok();
     let repo = k.home().join("state-store.git");
-    assert!(run.stdout.contains(&repo.display().to_string()), "apply says where the store is: {}", run.stdout);
-    assert!(run.stdout.contains("git --git-dir"), "apply says how to look at it: {}", run.stdout);
+    assert!(
+        run.stdout.contains(&repo.display().to_string()),
+        "apply says where the store is: {}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("git --git-dir"),
+        "apply says how to look at it: {}",
+        run.stdout
+    );
 
     let promises = k.list_json("promises", &[]);
     assert_eq!(promises.len(), 1);
@@ -54,21 +65,41 @@ fn quickstart_stores_objects_and_writes_one_commit_per_pipeline_and_destination(
     assert_eq!(promises[0]["status"]["status"], "Available");
     let dests = k.list_json("destinations", &[]);
     assert_eq!(dests[0]["metadata"]["labels"]["environment"], "dev");
-    assert_eq!(condition(&dests[0], "Ready").expect("Ready")["status"], "True");
+    assert_eq!(
+        condition(&dests[0], "Ready").expect("Ready")["status"],
+        "True"
+    );
     let apps = k.list_json("webapps", &[]);
     assert_eq!(apps.len(), 2);
     for app in &apps {
         assert_eq!(app["metadata"]["generation"], 1);
         assert_eq!(app["status"]["observedGeneration"], 1);
-        assert_eq!(app["metadata"]["labels"]["kratix.io/promise-name"], "webapp");
-        assert_eq!(condition(app, "Reconciled").expect("Reconciled")["status"], "True");
-        assert_eq!(app["status"]["validated"], true, "status.yaml of the validate pipeline is merged");
+        assert_eq!(
+            app["metadata"]["labels"]["kratix.io/promise-name"],
+            "webapp"
+        );
+        assert_eq!(
+            condition(app, "Reconciled").expect("Reconciled")["status"],
+            "True"
+        );
+        assert_eq!(
+            app["status"]["validated"], true,
+            "status.yaml of the validate pipeline is merged"
+        );
     }
     // Defaults from the schema were applied before storing.
     let blog = k.get_json("webapp", "blog", None).expect("blog");
     assert_eq!(blog["spec"]["replicas"], 1);
 
-    let log = git(&["--git-dir", repo.to_str().expect("utf-8"), "log", "--format=%s"], k.home());
+    let log = git(
+        &[
+            "--git-dir",
+            repo.to_str().expect("utf-8"),
+            "log",
+            "--format=%s",
+        ],
+        k.home(),
+    );
     let subjects: Vec<&str> = log.lines().collect();
     for expected in [
         "Update from: webapp-shop-deployment",
@@ -78,11 +109,24 @@ fn quickstart_stores_objects_and_writes_one_commit_per_pipeline_and_destination(
         "Update from: webapp-setup",
         "Update from: webapp-static-deps",
     ] {
-        assert_eq!(subjects.iter().filter(|s| **s == expected).count(), 1, "{expected} once in {subjects:?}");
+        assert_eq!(
+            subjects.iter().filter(|s| **s == expected).count(),
+            1,
+            "{expected} once in {subjects:?}"
+        );
     }
     // Applying the same again changes nothing in the store.
-    k.run(&["apply", "-f", quickstart.to_str().expect("utf-8 path")]).assert_ok();
-    let again = git(&["--git-dir", repo.to_str().expect("utf-8"), "log", "--format=%s"], k.home());
+    k.run(&["apply", "-f", quickstart.to_str().expect("utf-8 path")])
+        .assert_ok();
+    let again = git(
+        &[
+            "--git-dir",
+            repo.to_str().expect("utf-8"),
+            "log",
+            "--format=%s",
+        ],
+        k.home(),
+    );
     assert_eq!(again, log, "an identical re-apply makes no commit");
 }
 
@@ -94,14 +138,32 @@ fn get_resolves_kinds_like_kubectl_and_prints_tables_and_lists() {
         &["--no-wait"],
     )
     .assert_ok();
-    for name in ["webapps", "webapp", "WebApp", "wa", "WEBAPPS", "webapps.example.kratix.io"] {
+    for name in [
+        "webapps",
+        "webapp",
+        "WebApp",
+        "wa",
+        "WEBAPPS",
+        "webapps.example.kratix.io",
+    ] {
         let run = k.run(&["get", name]);
         run.assert_ok();
         assert!(run.stdout.starts_with("NAME"), "{name}: {}", run.stdout);
-        let names: Vec<&str> = run.stdout.lines().skip(1).filter_map(|l| l.split_whitespace().next()).collect();
+        let names: Vec<&str> = run
+            .stdout
+            .lines()
+            .skip(1)
+            .filter_map(|l| l.split_whitespace().next())
+            .collect();
         assert_eq!(names, vec!["a", "b"], "{name}: {}", run.stdout);
     }
-    for name in ["dest", "destinations", "Destination", "promises", "gitstatestores"] {
+    for name in [
+        "dest",
+        "destinations",
+        "Destination",
+        "promises",
+        "gitstatestores",
+    ] {
         k.run(&["get", name]).assert_ok();
     }
     let selected = k.list_json("webapps", &["-l", "team=x"]);
@@ -116,13 +178,21 @@ fn get_resolves_kinds_like_kubectl_and_prints_tables_and_lists() {
     let yaml = k.run(&["get", "webapp", "a", "-o", "yaml"]);
     assert!(yaml.stdout.contains("kind: WebApp"), "{}", yaml.stdout);
     let wide = k.run(&["get", "webapps", "-o", "wide"]);
-    assert!(wide.stdout.contains("GENERATION") && wide.stdout.contains("team=x"), "{}", wide.stdout);
+    assert!(
+        wide.stdout.contains("GENERATION") && wide.stdout.contains("team=x"),
+        "{}",
+        wide.stdout
+    );
     let missing = k.run(&["get", "nosuchkind"]);
     missing.assert_failed();
     assert!(missing.stderr.contains("nosuchkind"), "{}", missing.stderr);
     let absent = k.run(&["get", "webapp", "zzz"]);
     absent.assert_failed();
-    assert!(absent.stderr.contains("zzz") && absent.stderr.contains("not found"), "{}", absent.stderr);
+    assert!(
+        absent.stderr.contains("zzz") && absent.stderr.contains("not found"),
+        "{}",
+        absent.stderr
+    );
 }
 
 #[test]
@@ -138,7 +208,11 @@ fn secrets_are_never_printed() {
         run.assert_ok();
         assert!(!run.stdout.contains("hunter2"), "{format}: {}", run.stdout);
         assert!(!run.stdout.contains("YWRtaW4="), "{format}: {}", run.stdout);
-        assert!(!run.stdout.contains(&base64_of("hunter2-very-secret")), "{format}: {}", run.stdout);
+        assert!(
+            !run.stdout.contains(&base64_of("hunter2-very-secret")),
+            "{format}: {}",
+            run.stdout
+        );
     }
 }
 
@@ -151,7 +225,8 @@ fn base64_of(s: &str) -> String {
 /// nothing from that apply — not even the valid documents before it.
 #[test]
 fn bad_input_is_refused_and_nothing_from_that_apply_is_stored() {
-    let valid_first = "apiVersion: v1\nkind: Secret\nmetadata: {name: innocent}\nstringData: {a: b}\n---\n";
+    let valid_first =
+        "apiVersion: v1\nkind: Secret\nmetadata: {name: innocent}\nstringData: {a: b}\n---\n";
     let cases: &[(&str, &str, &[&str])] = &[
         ("unparsable YAML", "kind: [unclosed\n", &["document 2", "invalid YAML"]),
         ("no kind", "apiVersion: v1\nmetadata: {name: x}\n", &["document 2", "kind: required"]),
@@ -203,11 +278,27 @@ fn bad_input_is_refused_and_nothing_from_that_apply_is_stored() {
         let run = k.apply_yaml(&format!("{valid_first}{bad}"), &["--no-wait"]);
         run.assert_failed();
         for e in *expected {
-            assert!(run.stderr.contains(e), "{name}: expected {e:?} in: {}", run.stderr);
+            assert!(
+                run.stderr.contains(e),
+                "{name}: expected {e:?} in: {}",
+                run.stderr
+            );
         }
-        assert!(run.stderr.contains("<stdin>"), "{name}: names the source: {}", run.stderr);
-        assert_eq!(k.list_json("secrets", &["-A"]).len(), before_secrets, "{name}: nothing stored");
-        assert_eq!(k.list_json("webapps", &["-A"]).len(), before_apps, "{name}: nothing stored");
+        assert!(
+            run.stderr.contains("<stdin>"),
+            "{name}: names the source: {}",
+            run.stderr
+        );
+        assert_eq!(
+            k.list_json("secrets", &["-A"]).len(),
+            before_secrets,
+            "{name}: nothing stored"
+        );
+        assert_eq!(
+            k.list_json("webapps", &["-A"]).len(),
+            before_apps,
+            "{name}: nothing stored"
+        );
     }
 }
 
@@ -216,14 +307,24 @@ fn files_and_folders_are_read_recursively() {
     let k = Kratix::new();
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::create_dir_all(dir.path().join("nested/deeper")).expect("mkdir");
-    std::fs::write(dir.path().join("a.yaml"), "apiVersion: v1\nkind: Secret\nmetadata: {name: a}\n").expect("write");
+    std::fs::write(
+        dir.path().join("a.yaml"),
+        "apiVersion: v1\nkind: Secret\nmetadata: {name: a}\n",
+    )
+    .expect("write");
     std::fs::write(dir.path().join("nested/deeper/b.yml"), "apiVersion: v1\nkind: Secret\nmetadata: {name: b}\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: c}\n").expect("write");
     std::fs::write(dir.path().join("nested/ignored.txt"), "not yaml").expect("write");
-    k.run(&["apply", "-f", dir.path().to_str().expect("utf-8")]).assert_ok();
+    k.run(&["apply", "-f", dir.path().to_str().expect("utf-8")])
+        .assert_ok();
     let names: Vec<String> = k
         .list_json("secrets", &[])
         .iter()
-        .map(|s| s["metadata"]["name"].as_str().unwrap_or_default().to_string())
+        .map(|s| {
+            s["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
         .collect();
     assert_eq!(names, vec!["a", "b", "c"]);
 }
@@ -235,14 +336,24 @@ fn generation_bumps_on_spec_changes_only_and_wait_follows_it() {
         format!("apiVersion: example.kratix.io/v1alpha1\nkind: WebApp\nmetadata: {{name: a, labels: {{team: {team}}}}}\nspec: {{image: nginx, replicas: {replicas}}}\n")
     };
     k.apply_yaml(&app(1, "x"), &["--no-wait"]).assert_ok();
-    let g = |k: &Kratix| k.get_json("webapp", "a", None).expect("a")["metadata"]["generation"].clone();
+    let g =
+        |k: &Kratix| k.get_json("webapp", "a", None).expect("a")["metadata"]["generation"].clone();
     assert_eq!(g(&k), 1);
     k.apply_yaml(&app(1, "y"), &["--no-wait"]).assert_ok();
     assert_eq!(g(&k), 1, "a label change is not a spec change");
     k.apply_yaml(&app(2, "y"), &["--no-wait"]).assert_ok();
     assert_eq!(g(&k), 2);
     // Nothing has reconciled generation 2 yet, so wait has to drive it.
-    k.run(&["wait", "webapp", "a", "--for", "condition=Reconciled", "--timeout", "120"]).assert_ok();
+    k.run(&[
+        "wait",
+        "webapp",
+        "a",
+        "--for",
+        "condition=Reconciled",
+        "--timeout",
+        "120",
+    ])
+    .assert_ok();
     let obj = k.get_json("webapp", "a", None).expect("a");
     assert_eq!(obj["status"]["observedGeneration"], 2);
     let bad = k.run(&["wait", "webapp", "a", "--for", "bogus"]);
@@ -253,10 +364,23 @@ fn generation_bumps_on_spec_changes_only_and_wait_follows_it() {
 #[test]
 fn delete_removes_objects_and_wait_for_delete_returns() {
     let k = Kratix::new();
-    k.apply_yaml("apiVersion: v1\nkind: Secret\nmetadata: {name: gone}\n", &[]).assert_ok();
+    k.apply_yaml(
+        "apiVersion: v1\nkind: Secret\nmetadata: {name: gone}\n",
+        &[],
+    )
+    .assert_ok();
     k.run(&["delete", "secret", "gone"]).assert_ok();
     assert!(k.get_json("secret", "gone", None).is_none());
-    k.run(&["wait", "secret", "gone", "--for", "delete", "--timeout", "5"]).assert_ok();
+    k.run(&[
+        "wait",
+        "secret",
+        "gone",
+        "--for",
+        "delete",
+        "--timeout",
+        "5",
+    ])
+    .assert_ok();
     let missing = k.run(&["delete", "secret", "gone"]);
     missing.assert_failed();
     assert!(missing.stderr.contains("gone"), "{}", missing.stderr);
@@ -270,12 +394,21 @@ fn serve_does_the_work_and_apply_only_watches() {
     again.assert_failed();
     assert!(again.stderr.contains("already serving"), "{}", again.stderr);
     let quickstart = fixtures().join("quickstart");
-    k.run(&["apply", "-f", quickstart.to_str().expect("utf-8"), "--timeout", "120"]).assert_ok();
+    k.run(&[
+        "apply",
+        "-f",
+        quickstart.to_str().expect("utf-8"),
+        "--timeout",
+        "120",
+    ])
+    .assert_ok();
     assert_eq!(k.list_json("webapps", &[]).len(), 2);
     k.stop_serve();
     // serve released the home: a later command can reconcile by itself.
     support::eventually("serve to stop", Duration::from_secs(20), || {
-        k.run(&["reconcile", "webapp", "shop", "--timeout", "120"]).ok().then_some(())
+        k.run(&["reconcile", "webapp", "shop", "--timeout", "120"])
+            .ok()
+            .then_some(())
     });
 }
 
@@ -284,8 +417,19 @@ fn crds_prints_every_kratix_kind() {
     let k = Kratix::new();
     let run = k.run(&["crds"]);
     run.assert_ok();
-    for kind in ["Promise", "Destination", "GitStateStore", "BucketStateStore", "Work", "WorkPlacement", "PipelineRun"] {
-        assert!(run.stdout.contains(&format!("kind: {kind}\n")), "{kind} missing");
+    for kind in [
+        "Promise",
+        "Destination",
+        "GitStateStore",
+        "BucketStateStore",
+        "Work",
+        "WorkPlacement",
+        "PipelineRun",
+    ] {
+        assert!(
+            run.stdout.contains(&format!("kind: {kind}\n")),
+            "{kind} missing"
+        );
     }
 }
 

@@ -40,7 +40,7 @@ impl KindInfo {
         name == self.kind.to_ascii_lowercase()
             || name == self.plural
             || name == self.singular
-            || self.short_names.iter().any(|s| *s == name)
+            || self.short_names.contains(&name)
     }
 
     fn builtin(

@@ -241,13 +241,7 @@ fn prepare_one(
         }
         ("", "Secret") => value = normalise_secret(value)?,
         _ => {
-            let promise = promises
-                .iter()
-                .find(|p| {
-                    promise_api::kinds_from_promises(std::slice::from_ref(p))
-                        .iter()
-                        .any(|k| *k == kind)
-                })
+            let promise = crate::platform::promise_defining(promises, &kind)
                 .ok_or_else(|| format!("no Promise defines kind {}", kind.kind))?;
             let typed_promise: Promise = to_typed(promise).map_err(|e| e.to_string())?;
             let api = promise_api::request_kind(&typed_promise)

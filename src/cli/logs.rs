@@ -60,20 +60,12 @@ pub async fn run(
         .await
         .map_err(Error::Store)?;
     if kind.group != GROUP {
-        let promise_of_kind: Vec<String> = platform
-            .promises()
-            .await?
-            .iter()
-            .filter(|p| {
-                crate::api::promise_api::kinds_from_promises(std::slice::from_ref(p))
-                    .iter()
-                    .any(|k| *k == kind)
-            })
-            .filter_map(|p| p.metadata.name.clone())
-            .collect();
+        let promises = platform.promises().await?;
+        let promise_of_kind = crate::platform::promise_defining(&promises, &kind)
+            .and_then(|p| p.metadata.name.clone())
+            .unwrap_or_default();
         runs.retain(|r| {
-            crate::api::object::label(r, labels::PROMISE_NAME)
-                .is_some_and(|p| promise_of_kind.iter().any(|n| n == p))
+            crate::api::object::label(r, labels::PROMISE_NAME).is_some_and(|p| p == promise_of_kind)
         });
     }
     runs.sort_by_key(|r| {

@@ -50,7 +50,9 @@ fn condition_field(obj: &Object, type_: &str, field: &str) -> String {
 }
 
 /// Column headers and cells for one kind, as Kratix's printer columns define them.
-fn columns(kind: &KindInfo) -> Vec<(&'static str, fn(&Object) -> String)> {
+type Column = (&'static str, fn(&Object) -> String);
+
+fn columns(kind: &KindInfo) -> Vec<Column> {
     match kind.kind.as_str() {
         "Promise" => vec![
             ("STATUS", |o| text(o.data.pointer("/status/status"))),

@@ -14,7 +14,7 @@ use crate::api::{
     labels, Condition, ConditionStatus, Destination, FilepathMode, Object, ObjectKey,
 };
 use crate::store::Selector;
-use crate::writer::layout::{self, PlacementContext, PlacementFiles};
+use crate::writer::layout::{self, FileBytes, PlacementContext, PlacementFiles};
 use crate::writer::plan;
 
 use super::state_stores::StoreHandle;
@@ -212,7 +212,7 @@ async fn write_batch(
     batch: &[Object],
 ) -> Result<(), WriteError> {
     let wp_kind = rt.kind("WorkPlacement");
-    let mut per_wp: Vec<(Object, Vec<(String, Vec<u8>)>)> = Vec::new();
+    let mut per_wp: Vec<(Object, Vec<FileBytes>)> = Vec::new();
     let mut desired_all: Vec<(String, Vec<u8>)> = Vec::new();
     let mut owned_all: BTreeSet<String> = BTreeSet::new();
     for wp in batch {

@@ -12,7 +12,7 @@ use crate::api::work::WorkloadGroup;
 use crate::api::{
     labels, Condition, ConditionStatus, Object, ObjectKey, Promise, API_VERSION, SYSTEM_NAMESPACE,
 };
-use crate::pipeline::{Metadata, Output, WorkflowType as OutputType};
+use crate::pipeline::{Metadata, Output};
 use crate::scheduler::{self, DestinationInfo, ExistingPlacement, WorkKind};
 use crate::store::Selector;
 use crate::workflow::{WorkflowType, WorksState};
@@ -54,10 +54,6 @@ pub async fn upsert_from_run(
     } else {
         WorkflowType::Promise
     };
-    let output_type = match workflow_type {
-        WorkflowType::Resource => OutputType::Resource,
-        WorkflowType::Promise => OutputType::Promise,
-    };
     let promise_selectors: Vec<BTreeMap<String, String>> = promise
         .spec
         .destination_selectors
@@ -68,7 +64,7 @@ pub async fn upsert_from_run(
         output,
         &metadata.destination_selectors,
         &promise_selectors,
-        output_type,
+        workflow_type,
     )
     .map_err(|e| Error::Run {
         run: run.metadata.name.clone().unwrap_or_default(),

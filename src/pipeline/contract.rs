@@ -1,55 +1,6 @@
 //! The `KRATIX_*` environment every pipeline container gets (reference 4.2).
 
-use std::fmt;
-
-/// Whether a workflow belongs to a Promise or to one of its resource requests.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum WorkflowType {
-    Promise,
-    Resource,
-}
-
-impl WorkflowType {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            WorkflowType::Promise => "promise",
-            WorkflowType::Resource => "resource",
-        }
-    }
-
-    /// The `source` Kratix gives to selectors a pipeline of this type writes:
-    /// `promise-workflow` or `resource-workflow`.
-    pub fn selector_source(self) -> String {
-        format!("{}-workflow", self.as_str())
-    }
-}
-
-impl fmt::Display for WorkflowType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum WorkflowAction {
-    Configure,
-    Delete,
-}
-
-impl WorkflowAction {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            WorkflowAction::Configure => "configure",
-            WorkflowAction::Delete => "delete",
-        }
-    }
-}
-
-impl fmt::Display for WorkflowAction {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+pub use crate::workflow::{Action as WorkflowAction, WorkflowType};
 
 /// The request a resource workflow runs for, as its Promise's CRD describes it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -22,6 +22,12 @@ impl WorkflowType {
             Self::Resource => "resource",
         }
     }
+
+    /// The `source` Kratix gives to destination selectors a pipeline of this type writes:
+    /// `promise-workflow` or `resource-workflow`.
+    pub fn selector_source(self) -> String {
+        format!("{}-workflow", self.as_str())
+    }
 }
 
 impl fmt::Display for WorkflowType {

@@ -16,13 +16,6 @@ const USERNAME: &str = "kratix";
 const PASSWORD: &str = "s3cret-http-password";
 const REPO: &str = "state.git";
 
-/// A server of one transport, kept alive as long as any store uses it.
-enum Server {
-    Daemon(GitDaemon),
-    Http(GitHttp),
-    Ssh(Sshd),
-}
-
 #[derive(Clone, Copy, Debug)]
 enum Transport {
     Daemon,
@@ -35,7 +28,8 @@ struct Remote {
     bare: PathBuf,
     url: String,
     credentials: GitCredentials,
-    _server: Server,
+    /// Held only so that the server runs as long as any store uses it.
+    _server: Box<dyn std::any::Any + Send + Sync>,
 }
 
 impl std::fmt::Debug for Remote {
@@ -55,7 +49,7 @@ impl Remote {
                     bare: server.bare_repo(REPO).expect("bare repo"),
                     url: server.url(REPO),
                     credentials: GitCredentials::None,
-                    _server: Server::Daemon(server),
+                    _server: Box::new(server),
                 }
             }
             Transport::Http => {
@@ -64,7 +58,7 @@ impl Remote {
                     bare: server.bare_repo(REPO).expect("bare repo"),
                     url: server.url(REPO),
                     credentials: basic(PASSWORD),
-                    _server: Server::Http(server),
+                    _server: Box::new(server),
                 }
             }
             Transport::Ssh => {
@@ -73,7 +67,7 @@ impl Remote {
                     bare: server.bare_repo(REPO).expect("bare repo"),
                     url: server.url(REPO),
                     credentials: ssh_key(&server, server.client_private_key()),
-                    _server: Server::Ssh(server),
+                    _server: Box::new(server),
                 }
             }
         }
@@ -134,8 +128,8 @@ impl Checked {
     }
 
     /// A second, independent store on the same repository, as another process would have.
-    async fn reopen(&self) -> Self {
-        Self::on(Arc::clone(&self.remote)).await
+    fn reopen(&self) -> impl std::future::Future<Output = Self> + 'static {
+        Self::on(Arc::clone(&self.remote))
     }
 }
 
@@ -343,6 +337,33 @@ async fn ssh_with_a_key_the_server_does_not_know_is_unauthorized_and_pushes_noth
                 assert!(!printed.contains(line), "a private key leaks: {printed}");
             }
         }
+    }
+    assert!(has_no_branches(&bare));
+}
+
+/// A man in the middle would present another host key: the store must not talk to it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ssh_to_a_host_key_not_in_known_hosts_is_refused_and_pushes_nothing() {
+    let server = Sshd::start().expect("start sshd");
+    let bare = server.bare_repo(REPO).expect("bare repo");
+    let impostor = SshKeyPair::generate().expect("generate key");
+    let blob = impostor
+        .public_key
+        .split_whitespace()
+        .take(2)
+        .collect::<Vec<_>>()
+        .join(" ");
+    let credentials = GitCredentials::Ssh {
+        private_key: server.client_private_key().to_owned(),
+        known_hosts: Some(format!("[127.0.0.1]:{} {blob}\n", server.port())),
+        username: Some(server.username().to_owned()),
+    };
+    for err in attempt(&server.url(REPO), credentials).await {
+        assert!(
+            matches!(err, statestores::Error::Unauthorized { .. }),
+            "{}",
+            printed(&err)
+        );
     }
     assert!(has_no_branches(&bare));
 }

@@ -11,6 +11,8 @@ use serde_json::Value;
 pub struct Kratix {
     pub home: tempfile::TempDir,
     serve: Option<Child>,
+    /// Extra environment for every command of this home (e.g. `KRATIX_ISOLATION`).
+    env: Vec<(String, String)>,
 }
 
 /// What a command printed and how it ended.
@@ -28,13 +30,24 @@ impl Run {
 
     #[track_caller]
     pub fn assert_ok(&self) -> &Self {
-        assert!(self.ok(), "command failed ({}):\nstdout:\n{}\nstderr:\n{}", self.status, self.stdout, self.stderr);
+        assert!(
+            self.ok(),
+            "command failed ({}):\nstdout:\n{}\nstderr:\n{}",
+            self.status,
+            self.stdout,
+            self.stderr
+        );
         self
     }
 
     #[track_caller]
     pub fn assert_failed(&self) -> &Self {
-        assert!(!self.ok(), "command succeeded but should have failed:\nstdout:\n{}\nstderr:\n{}", self.stdout, self.stderr);
+        assert!(
+            !self.ok(),
+            "command succeeded but should have failed:\nstdout:\n{}\nstderr:\n{}",
+            self.stdout,
+            self.stderr
+        );
         self
     }
 }
@@ -62,7 +75,14 @@ impl Kratix {
         Self {
             home: tempfile::tempdir().expect("temporary home"),
             serve: None,
+            env: Vec::new(),
         }
+    }
+
+    /// Sets an environment variable for every later command of this home, `serve` included.
+    pub fn with_env(mut self, key: &str, value: &str) -> Self {
+        self.env.push((key.to_string(), value.to_string()));
+        self
     }
 
     pub fn home(&self) -> &Path {
@@ -73,6 +93,7 @@ impl Kratix {
         let mut cmd = Command::new(binary());
         cmd.arg("--home").arg(self.home()).args(args);
         cmd.env_remove("KRATIX_HOME");
+        cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
         cmd
     }
 
@@ -153,7 +174,10 @@ impl Kratix {
     /// Stops `serve` with SIGTERM and waits for it.
     pub fn stop_serve(&mut self) {
         if let Some(mut child) = self.serve.take() {
-            let _ = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status();
+            let _ = Command::new("kill")
+                .arg("-TERM")
+                .arg(child.id().to_string())
+                .status();
             let deadline = Instant::now() + Duration::from_secs(20);
             while Instant::now() < deadline {
                 if let Ok(Some(_)) = child.try_wait() {
