@@ -102,6 +102,11 @@ fn workflow_settlement(obj: &Object) -> Settlement {
     if !observed_current_generation(obj) {
         return Settlement::Pending("not reconciled yet".into());
     }
+    // The controller clears the label when it starts the re-run; until then the conditions
+    // describe the previous run.
+    if crate::api::object::label(obj, crate::api::labels::MANUAL_RECONCILIATION) == Some("true") {
+        return Settlement::Pending("manual reconciliation requested".into());
+    }
     let configure = condition(obj, "ConfigureWorkflowCompleted");
     if cond_str(configure, "status") == "False"
         && cond_str(configure, "reason") == "ConfigureWorkflowFailed"

@@ -226,7 +226,9 @@ async fn teardown(rt: &Runtime, subject: &Subject, promise: &Promise) -> Result<
     let remaining = works::delete_all_of_promise(rt, &subject.promise_name).await?;
     if remaining > 0 {
         set_message(rt, subject, &format!("removing files of {remaining} Works")).await?;
-        return Ok(Next::Done);
+        // NB: a Work that is finally gone leads no watch event back to its Promise (its labels
+        // went with it), so look again rather than wait for one.
+        return Ok(Next::After(std::time::Duration::from_millis(500)));
     }
     works::delete_runs(rt, subject).await?;
     status::remove_finalizer(rt.cp.as_ref(), &kind, &subject.object, FINALIZER).await?;

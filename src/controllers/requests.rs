@@ -16,6 +16,9 @@ use super::{promises, status, works, Error, Next, Runtime};
 
 pub const FINALIZER: &str = "kratix.io/workflows-cleanup";
 
+/// How often a request being deleted checks whether its Works have gone.
+const WORKS_GONE_POLL: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// The Promise that defines a request kind.
 async fn promise_for(rt: &Runtime, kind: &KindInfo, obj: &Object) -> Result<Option<Object>, Error> {
     if let Some(name) = label(obj, labels::PROMISE_NAME) {
@@ -165,7 +168,9 @@ async fn teardown(rt: &Runtime, subject: &Subject, promise: &Promise) -> Result<
     let request_works = works::works_of(rt, subject).await?;
     if !request_works.is_empty() {
         works::delete_works(rt, &request_works, "delete").await?;
-        return Ok(Next::Done);
+        // NB: a Work that is finally gone leads no watch event back to its request (its labels
+        // went with it), so look again rather than wait for one.
+        return Ok(Next::After(WORKS_GONE_POLL));
     }
     works::delete_runs(rt, subject).await?;
     status::remove_finalizer(rt.cp.as_ref(), &subject.kind, &subject.object, FINALIZER).await?;

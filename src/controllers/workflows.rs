@@ -8,7 +8,7 @@ use crate::api::pipeline::Pipeline;
 use crate::api::{labels, KindInfo, Object, ObjectKey, SYSTEM_NAMESPACE};
 use crate::store::Selector;
 use crate::workflow::{
-    self, Action, Observed, RunPhase, RunRecord, Step, Suspension, WorkflowType,
+    self, Action, Observed, RunPhase, RunRecord, Step, Suspension, WorkflowType, WorksState,
 };
 
 use super::kube_time::parse_ms;
@@ -152,6 +152,13 @@ pub async fn drive(
         )
         .await?;
         if manual {
+            // Conditions first: whoever waits for the label to go (`reconcile`, `apply`) must
+            // then see the re-run in progress, not the previous run's outcome.
+            let in_progress = workflow::configure_conditions(&step, "", WorksState::Pending);
+            status::update_status(rt.cp.as_ref(), &subject.kind, &subject.key(), |_, s| {
+                status::set_conditions(s, in_progress.clone());
+            })
+            .await?;
             status::update_object(rt.cp.as_ref(), &subject.kind, &subject.key(), |o| {
                 if let Some(l) = o.metadata.labels.as_mut() {
                     l.remove(labels::MANUAL_RECONCILIATION);
