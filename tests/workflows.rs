@@ -1130,6 +1130,15 @@ fn a_failing_pipeline_stops_the_workflow_is_retried_and_recovers_once_fixed() {
     let first = runs(&k, "r1");
     assert_eq!(names(&first), ["a", "b"], "c never runs: {first:#?}");
     assert_eq!(first[1].phase, "Failed");
+    let b_status = &obj["status"]["pipelines"][1];
+    assert_eq!(b_status["name"], "b", "{obj:#}");
+    assert_eq!(b_status["phase"], "Failed", "{obj:#}");
+    let next_retry = b_status["nextRetryAt"].as_str().expect("nextRetryAt");
+    let next_retry = chrono::DateTime::parse_from_rfc3339(next_retry).expect("RFC 3339");
+    assert!(
+        next_retry > first[1].completion.expect("completed"),
+        "retried after a backoff"
+    );
 
     k.start_serve();
     let retried = eventually("b to be retried", PATIENCE, || {
@@ -1144,6 +1153,15 @@ fn a_failing_pipeline_stops_the_workflow_is_retried_and_recovers_once_fixed() {
     assert!(
         !names(&retried).contains(&"c"),
         "c never runs: {retried:#?}"
+    );
+    let second_b = retried
+        .iter()
+        .filter(|r| r.pipeline == "b")
+        .nth(1)
+        .expect("second b");
+    assert!(
+        second_b.start.expect("started") >= next_retry,
+        "not retried before {next_retry}: {second_b:#?}"
     );
     assert_one_at_a_time(&retried);
 
@@ -1451,4 +1469,107 @@ fn a_run_interrupted_by_a_crash_is_run_again_and_the_workflow_completes() {
         "{}",
         logs.stdout
     );
+}
+
+/// With plain processes there is no sandbox to die with `serve`: the restarted `serve` must still
+/// not let the interrupted container run on beside the re-run.
+#[test]
+fn after_a_crash_an_interrupted_process_container_does_not_run_beside_its_rerun() {
+    let scratch = shared_dir();
+    let marker = scratch.path().join("b-may-finish");
+    let record = scratch.path().join("record.txt");
+    let mut k = Kratix::new().with_env("KRATIX_ISOLATION", "process");
+    k.start_serve();
+    platform(&k);
+    let wf = Workflows::configure(vec![
+        step("a"),
+        pipe(
+            "b",
+            "wait-for.sh",
+            &[],
+            &[("WAIT_FOR", &text(&marker)), ("RECORD", &text(&record))],
+        ),
+        step("c"),
+    ]);
+    k.apply_yaml(&promise(&wf), &["--timeout", "60"])
+        .assert_ok();
+    k.apply_yaml(&sized("r1", 1), &["--no-wait"]).assert_ok();
+    let interrupted = eventually("b to be running", PATIENCE, || {
+        runs(&k, "r1")
+            .into_iter()
+            .find(|r| r.pipeline == "b" && r.phase == "Running")
+    });
+
+    k.kill_serve();
+    k.start_serve();
+    eventually("b to run again", PATIENCE, || {
+        runs(&k, "r1")
+            .into_iter()
+            .find(|r| r.pipeline == "b" && r.phase == "Running" && r.start > interrupted.start)
+    });
+    std::fs::write(&marker, "go").expect("marker");
+    k.run(&[
+        "wait",
+        KIND,
+        "r1",
+        "--for",
+        "condition=Reconciled",
+        "--timeout",
+        "60",
+    ])
+    .assert_ok();
+    assert_eq!(names(&runs(&k, "r1")), ["a", "b", "c"]);
+    let recorded = std::fs::read_to_string(&record).expect("b stopped waiting");
+    assert_eq!(
+        recorded, "b stopped waiting\n",
+        "only the re-run of b ran to the end"
+    );
+}
+
+/// Deleting a request while its configure pipeline runs: the delete workflow waits for it (never
+/// two runs of one object at once), then every file goes, that pipeline's included.
+#[test]
+fn deleting_a_request_mid_run_waits_for_the_running_pipeline() {
+    let scratch = shared_dir();
+    let marker = scratch.path().join("b-may-finish");
+    let mut k = Kratix::new();
+    k.start_serve();
+    platform(&k);
+    let wf = Workflows {
+        resource_configure: vec![
+            step("a"),
+            pipe("b", "wait-for.sh", &[], &[("WAIT_FOR", &text(&marker))]),
+        ],
+        resource_delete: vec![step("bye")],
+        ..Workflows::default()
+    };
+    k.apply_yaml(&promise(&wf), &["--timeout", "60"])
+        .assert_ok();
+    k.apply_yaml(&sized("r1", 1), &["--no-wait"]).assert_ok();
+    eventually("b to be running", PATIENCE, || {
+        runs(&k, "r1")
+            .iter()
+            .any(|r| r.pipeline == "b" && r.phase == "Running")
+            .then_some(())
+    });
+    k.run(&["delete", KIND, "r1", "--no-wait"]).assert_ok();
+    eventually("the deletion to be seen", PATIENCE, || {
+        let obj = thing(&k, "r1")?;
+        condition(&obj, "DeleteWorkflowCompleted").map(|_| ())
+    });
+    let during = runs(&k, "r1");
+    assert_eq!(
+        names(&during),
+        ["a", "b"],
+        "the delete workflow waits: {during:#?}"
+    );
+
+    std::fs::write(&marker, "go").expect("marker");
+    k.run(&["wait", KIND, "r1", "--for", "delete", "--timeout", "60"])
+        .assert_ok();
+    let left: Vec<String> = store_files(&k)
+        .into_iter()
+        .filter(|f| f.contains("/r1/"))
+        .collect();
+    assert!(left.is_empty(), "every file of r1 is gone: {left:#?}");
 }

@@ -44,6 +44,7 @@ pub async fn recover_interrupted(rt: &Runtime) -> Result<(), Error> {
     for run in rt.cp.list(&kind, None, &Selector::everything()).await? {
         if phase(&run) == "Running" {
             warn!(run = %ObjectKey::of(&run), "run was interrupted; running it again");
+            kill_leftovers(&rt.platform, &run);
             status::update_status(rt.cp.as_ref(), &kind, &ObjectKey::of(&run), |_, s| {
                 status::set_field(s, "phase", json!("Pending"));
                 status::set_field(s, "message", json!("interrupted; run again"));
@@ -65,6 +66,7 @@ pub async fn reconcile(rt: &Runtime, run: Object) -> Result<Next, Error> {
         "Pending" if !already_running => {}
         "Running" if !already_running => {
             // Ours, but no task runs it: this process restarted mid-run.
+            kill_leftovers(&rt.platform, &run);
             status::update_status(rt.cp.as_ref(), &rt.kind("PipelineRun"), &key, |_, s| {
                 status::set_field(s, "phase", json!("Pending"));
             })
@@ -104,6 +106,47 @@ pub async fn reconcile(rt: &Runtime, run: Object) -> Result<Next, Error> {
         }
     });
     Ok(Next::Done)
+}
+
+/// Kills what is left of an interrupted run's containers. Plain processes (no sandbox to die
+/// with the process that started them) outlive a crash and would run on beside the re-run. Every
+/// process a container starts inherits the run's `KRATIX_OUTPUT_DIR`, which names this run's
+/// folder and nothing else, so that is how they are found.
+fn kill_leftovers(platform: &Platform, run: &Object) {
+    let entry = output_dir_entry(&run_dir(platform, run));
+    let Ok(processes) = std::fs::read_dir("/proc") else {
+        return;
+    };
+    for process in processes.flatten() {
+        let Some(pid) = process
+            .file_name()
+            .to_str()
+            .and_then(|name| name.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        // Other users' processes cannot be read, and are none of ours.
+        let Ok(environ) = std::fs::read(process.path().join("environ")) else {
+            continue;
+        };
+        if has_env_entry(&environ, entry.as_bytes()) {
+            warn!(run = %ObjectKey::of(run), pid, "killing a leftover process of the interrupted run");
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+}
+
+/// `KRATIX_OUTPUT_DIR=...` as the process executor gives it to a run's containers.
+fn output_dir_entry(run_dir: &std::path::Path) -> String {
+    format!("KRATIX_OUTPUT_DIR={}", run_dir.join("output").display())
+}
+
+/// Whether a `/proc/<pid>/environ` (NUL-separated `NAME=value` entries) holds `entry` exactly.
+fn has_env_entry(environ: &[u8], entry: &[u8]) -> bool {
+    environ.split(|b| *b == 0).any(|e| e == entry)
 }
 
 async fn finish(
@@ -302,4 +345,36 @@ async fn merge_status(
     })
     .await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn leftovers_are_recognised_by_their_exact_output_dir() {
+        let entry = output_dir_entry(std::path::Path::new("/home/x/runs/default/r-a-1"));
+        assert_eq!(entry, "KRATIX_OUTPUT_DIR=/home/x/runs/default/r-a-1/output");
+        let cases: [(&[u8], bool); 5] = [
+            (
+                b"PATH=/bin\0KRATIX_OUTPUT_DIR=/home/x/runs/default/r-a-1/output\0",
+                true,
+            ),
+            (b"KRATIX_OUTPUT_DIR=/home/x/runs/default/r-a-1/output", true),
+            (
+                b"KRATIX_OUTPUT_DIR=/home/x/runs/default/r-a-10/output\0",
+                false,
+            ),
+            (b"KRATIX_OUTPUT_DIR=/kratix/output\0", false),
+            (b"", false),
+        ];
+        for (environ, want) in cases {
+            assert_eq!(
+                has_env_entry(environ, entry.as_bytes()),
+                want,
+                "{}",
+                String::from_utf8_lossy(environ)
+            );
+        }
+    }
 }

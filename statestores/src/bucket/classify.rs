@@ -42,6 +42,24 @@ pub(crate) fn classify(err: &object_store::Error) -> Meaning {
     }
 }
 
+/// The region the server says requests must be signed for, when it refused ours: S3 servers
+/// (AWS, Garage, MinIO) answer a signature scoped to another region with
+/// `AuthorizationHeaderMalformed` and name their own region in `<Region>`.
+pub(crate) fn region_hint(err: &object_store::Error) -> Option<String> {
+    let rendered = render_chain(err);
+    if !rendered.contains("<Code>AuthorizationHeaderMalformed</Code>") {
+        return None;
+    }
+    let (_, after) = rendered.split_once("<Region>")?;
+    let (region, _) = after.split_once("</Region>")?;
+    let region = region.trim();
+    let plausible = !region.is_empty()
+        && region
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.');
+    plausible.then(|| region.to_string())
+}
+
 /// Did the request fail before any server answered (refused, DNS, TLS handshake, connect
 /// timeout)?
 fn no_connection(err: &object_store::Error) -> bool {
@@ -77,6 +95,40 @@ mod tests {
 
     fn s3_body(code: &str) -> String {
         format!("<?xml version=\"1.0\"?><Error><Code>{code}</Code><Message>m</Message></Error>")
+    }
+
+    #[test]
+    fn region_hint_comes_only_from_a_wrong_region_answer() {
+        let generic = |body: String| object_store::Error::Generic {
+            store: "S3",
+            source: Box::new(Body(Box::leak(body.into_boxed_str()))),
+        };
+        let wrong_region = |region: &str| {
+            format!(
+                "<?xml version=\"1.0\"?><Error><Code>AuthorizationHeaderMalformed</Code>\
+                 <Message>unexpected scope</Message><Region>{region}</Region></Error>"
+            )
+        };
+        let cases: Vec<(object_store::Error, Option<&str>)> = vec![
+            (generic(wrong_region("garage")), Some("garage")),
+            (generic(wrong_region(" eu-west-1 ")), Some("eu-west-1")),
+            (generic(wrong_region("")), None),
+            (generic(wrong_region("a b")), None),
+            (
+                generic(s3_body("AuthorizationHeaderMalformed")),
+                None, // no <Region> element
+            ),
+            (
+                generic(
+                    "<Error><Code>AccessDenied</Code><Region>garage</Region></Error>".to_string(),
+                ),
+                None,
+            ),
+            (generic(s3_body("SignatureDoesNotMatch")), None),
+        ];
+        for (err, want) in cases {
+            assert_eq!(region_hint(&err).as_deref(), want, "{err}");
+        }
     }
 
     #[test]

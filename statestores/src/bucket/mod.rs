@@ -6,16 +6,16 @@
 mod classify;
 mod options;
 mod plan;
+mod region;
 
 pub use options::{BucketAuth, BucketOptions};
 
 use std::fmt;
-use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures::stream::{self, StreamExt, TryStreamExt};
-use object_store::aws::{AmazonS3, AmazonS3Builder};
+use object_store::aws::AmazonS3Builder;
 use object_store::client::HttpConnector;
 use object_store::path::Path;
 use object_store::{
@@ -26,6 +26,7 @@ use object_store::{
 use crate::{Change, Key, StateStore, WriteInfo, WriteOutcome};
 use classify::Meaning;
 use plan::{Action, Applied, Digests, Remote, SHA256_METADATA};
+use region::Clients;
 
 /// How many requests one write has in flight at once.
 const CONCURRENT_REQUESTS: usize = 8;
@@ -103,7 +104,7 @@ impl Error {
 
 /// An S3-compatible bucket, optionally under a path prefix.
 pub struct Bucket {
-    client: Arc<AmazonS3>,
+    clients: Clients,
     /// `bucket <name> at <endpoint>`: names the store in errors; holds no credential.
     label: String,
     /// Every key lives under this folder of the bucket (root: the whole bucket).
@@ -157,10 +158,14 @@ impl Bucket {
             .map_err(|e| config_error(Error::Options(e)))?;
         let prefix = Key::parse(options.path_prefix.as_deref().unwrap_or(""))
             .map_err(|e| config_error(Error::PathPrefix(e)))?;
-        let region = options.region(
+        let region = options.configured_region(
             std::env::var("AWS_REGION").ok().as_deref(),
             std::env::var("AWS_DEFAULT_REGION").ok().as_deref(),
         );
+        let probe = Key::parse(PERMISSION_CHECK_OBJECT)
+            .map_err(Error::PathPrefix)
+            .and_then(|key| path_under(&prefix, &key))
+            .map_err(config_error)?;
 
         let mut builder = match &options.auth {
             // NB: not from_env: environment credentials must not override the configured key.
@@ -175,7 +180,6 @@ impl Bucket {
         builder = builder
             .with_endpoint(&endpoint)
             .with_bucket_name(&options.bucket_name)
-            .with_region(region)
             .with_allow_http(options.insecure)
             .with_virtual_hosted_style_request(false)
             .with_client_options(
@@ -198,11 +202,10 @@ impl Bucket {
         if let Some(connector) = connector {
             builder = builder.with_http_connector(connector);
         }
-        let client = builder
-            .build()
+        let clients = Clients::new(builder, region, probe)
             .map_err(|e| config_error(Error::BuildClient(e)))?;
         Ok(Self {
-            client: Arc::new(client),
+            clients,
             label,
             prefix,
             writing: tokio::sync::Mutex::new(()),
@@ -211,12 +214,7 @@ impl Bucket {
 
     /// The object name of `key`.
     fn path(&self, key: &Key) -> Result<Path, Error> {
-        let full = match (self.prefix.is_root(), key.is_root()) {
-            (true, _) => key.as_str().to_string(),
-            (false, true) => self.prefix.as_str().to_string(),
-            (false, false) => format!("{}/{}", self.prefix, key),
-        };
-        Path::parse(&full).map_err(|source| Error::ObjectName { key: full, source })
+        path_under(&self.prefix, key)
     }
 
     /// The key of an object name under our prefix.
@@ -264,7 +262,7 @@ impl Bucket {
             head: true,
             ..GetOptions::default()
         };
-        match self.client.get_opts(&path, options).await {
+        match self.clients.get().await.get_opts(&path, options).await {
             Ok(found) => Ok(Some(Remote {
                 e_tag: found.meta.e_tag,
                 sha256: found
@@ -294,7 +292,9 @@ impl Bucket {
             ..PutOptions::default()
         };
         let put = self
-            .client
+            .clients
+            .get()
+            .await
             .put_opts(&path, PutPayload::from(content.clone()), options)
             .await
             .map_err(|source| Error::PutObject {
@@ -317,7 +317,8 @@ impl Bucket {
             .into_iter()
             .map(Ok)
             .collect();
-        let mut results = self.client.delete_stream(stream::iter(paths).boxed());
+        let client = self.clients.get().await;
+        let mut results = client.delete_stream(stream::iter(paths).boxed());
         while let Some(result) = results.next().await {
             match result {
                 Ok(_) => {}
@@ -393,7 +394,7 @@ impl Bucket {
 
     async fn read_object(&self, key: &Key) -> Result<Option<Bytes>, Error> {
         let path = self.path(key)?;
-        let got = match self.client.get(&path).await {
+        let got = match self.clients.get().await.get(&path).await {
             Ok(got) => got,
             Err(source) if classify::classify(&source) == Meaning::NotFound => return Ok(None),
             Err(source) => {
@@ -424,10 +425,11 @@ impl Bucket {
                 self.head(prefix).await
             }
         };
+        let client = self.clients.get().await;
         let listing = if path.as_ref().is_empty() {
-            self.client.list(None)
+            client.list(None)
         } else {
-            self.client.list(Some(&path))
+            client.list(Some(&path))
         };
         let below = async {
             listing
@@ -456,7 +458,9 @@ impl Bucket {
     async fn check_write_permission(&self) -> Result<(), Error> {
         let path = self.path(&Key::parse(PERMISSION_CHECK_OBJECT).map_err(Error::PathPrefix)?)?;
         let mut upload = self
-            .client
+            .clients
+            .get()
+            .await
             .put_multipart(&path)
             .await
             .map_err(Error::CheckWritePermission)?;
@@ -471,6 +475,16 @@ impl Bucket {
         }
         Ok(())
     }
+}
+
+/// The object name of `key` under `prefix`.
+fn path_under(prefix: &Key, key: &Key) -> Result<Path, Error> {
+    let full = match (prefix.is_root(), key.is_root()) {
+        (true, _) => key.as_str().to_string(),
+        (false, true) => prefix.as_str().to_string(),
+        (false, false) => format!("{prefix}/{key}"),
+    };
+    Path::parse(&full).map_err(|source| Error::ObjectName { key: full, source })
 }
 
 fn index_of(action: &Action) -> usize {

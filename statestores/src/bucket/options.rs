@@ -2,8 +2,8 @@
 
 use std::fmt;
 
-/// The region signed into requests when neither the options nor the environment name one: the
-/// one AWS itself assumes.
+/// The region signed into requests until the server names its own, when neither the options nor
+/// the environment name one: the one AWS itself assumes.
 pub(crate) const DEFAULT_REGION: &str = "us-east-1";
 
 /// Where a [`Bucket`](super::Bucket) lives and how to sign in.
@@ -18,8 +18,9 @@ pub struct BucketOptions {
     /// Plain HTTP is allowed (Kratix's `insecure`): a bare endpoint gets `http://`, not `https://`.
     pub insecure: bool,
     pub auth: BucketAuth,
-    /// The region requests are signed for. `None`: `AWS_REGION`, then `AWS_DEFAULT_REGION`, then
-    /// `us-east-1`. Servers such as Garage check it against their own (`s3_region`).
+    /// The region requests are signed for. `None`: `AWS_REGION`, then `AWS_DEFAULT_REGION`, else
+    /// the region the server names when it refuses `us-east-1` (Garage checks it against its own
+    /// `s3_region`).
     pub region: Option<String>,
 }
 
@@ -94,19 +95,19 @@ impl BucketOptions {
         }
     }
 
-    /// The region to sign for, given the environment's `AWS_REGION` and `AWS_DEFAULT_REGION`.
-    pub(crate) fn region(
+    /// The region the options or the environment name; `None` when nobody said, and the
+    /// bucket's own region must be found out (as Kratix's client does: its spec has no region).
+    pub(crate) fn configured_region(
         &self,
         aws_region: Option<&str>,
         aws_default_region: Option<&str>,
-    ) -> String {
+    ) -> Option<String> {
         [self.region.as_deref(), aws_region, aws_default_region]
             .into_iter()
             .flatten()
             .map(str::trim)
             .find(|r| !r.is_empty())
-            .unwrap_or(DEFAULT_REGION)
-            .to_string()
+            .map(str::to_string)
     }
 
     /// Checks what the S3 client would only notice at the first request.
@@ -176,27 +177,37 @@ mod tests {
     }
 
     #[test]
-    fn region_comes_from_options_then_environment_then_default() {
+    fn region_comes_from_options_then_environment_else_nobody_said() {
         /// (option, `AWS_REGION`, `AWS_DEFAULT_REGION`, wanted)
-        type Case<'a> = (Option<&'a str>, Option<&'a str>, Option<&'a str>, &'a str);
+        type Case<'a> = (
+            Option<&'a str>,
+            Option<&'a str>,
+            Option<&'a str>,
+            Option<&'a str>,
+        );
         let cases: &[Case] = &[
             (
                 Some("garage"),
                 Some("eu-west-1"),
                 Some("eu-west-2"),
-                "garage",
+                Some("garage"),
             ),
-            (None, Some("eu-west-1"), Some("eu-west-2"), "eu-west-1"),
-            (None, None, Some("eu-west-2"), "eu-west-2"),
-            (None, Some(""), None, "us-east-1"),
-            (Some(" "), None, None, "us-east-1"),
-            (None, None, None, "us-east-1"),
+            (
+                None,
+                Some("eu-west-1"),
+                Some("eu-west-2"),
+                Some("eu-west-1"),
+            ),
+            (None, None, Some("eu-west-2"), Some("eu-west-2")),
+            (None, Some(""), None, None),
+            (Some(" "), None, None, None),
+            (None, None, None, None),
         ];
         for (option, env, default_env, want) in cases {
             let mut o = options("h", true);
             o.region = option.map(str::to_string);
             assert_eq!(
-                o.region(*env, *default_env),
+                o.configured_region(*env, *default_env).as_deref(),
                 *want,
                 "{option:?} {env:?} {default_env:?}"
             );
