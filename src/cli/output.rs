@@ -2,6 +2,7 @@
 
 use serde_json::{json, Value};
 
+use crate::api::object::condition;
 use crate::api::{KindInfo, Object};
 
 /// Replaces every value of a Secret's `data`/`stringData` so that `get` never shows credentials.
@@ -33,16 +34,6 @@ fn text(v: Option<&Value>) -> String {
         Some(Value::Null) | None => String::new(),
         Some(other) => other.to_string(),
     }
-}
-
-fn condition<'a>(obj: &'a Object, type_: &str) -> Option<&'a Value> {
-    obj.data
-        .pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .and_then(|cs| {
-            cs.iter()
-                .find(|c| c.get("type").and_then(Value::as_str) == Some(type_))
-        })
 }
 
 fn condition_field(obj: &Object, type_: &str, field: &str) -> String {

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::api::object::condition;
 use crate::api::{KindInfo, Object, ObjectKey, GROUP};
 use crate::controllers;
 use crate::platform::Platform;
@@ -41,16 +42,6 @@ pub enum Settlement {
     Settled,
     Pending(String),
     Failed(String),
-}
-
-fn condition<'a>(obj: &'a Object, type_: &str) -> Option<&'a Value> {
-    obj.data
-        .pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .and_then(|cs| {
-            cs.iter()
-                .find(|c| c.get("type").and_then(Value::as_str) == Some(type_))
-        })
 }
 
 fn cond_str(c: Option<&Value>, field: &str) -> String {

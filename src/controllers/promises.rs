@@ -191,15 +191,7 @@ async fn teardown(rt: &Runtime, subject: &Subject, promise: &Promise) -> Result<
         if !requests.is_empty() {
             for r in &requests {
                 if r.metadata.deletion_timestamp.is_none() {
-                    let key = ObjectKey::of(r);
-                    match rt
-                        .cp
-                        .delete(&request_kind, key.namespace.as_deref(), &key.name)
-                        .await
-                    {
-                        Ok(_) | Err(crate::store::Error::NotFound { .. }) => {}
-                        Err(e) => return Err(e.into()),
-                    }
+                    status::delete_if_present(rt.cp.as_ref(), &request_kind, r).await?;
                 }
             }
             set_message(

@@ -156,3 +156,17 @@ pub fn condition_status(obj: &Object, type_: &str) -> Option<(String, String, St
         .find(|c| c.type_ == type_)
         .map(|c| (c.status.as_str().to_string(), c.reason, c.message))
 }
+
+/// Deletes an object (or marks it for deletion when it has finalizers); an object that is
+/// already gone is fine.
+pub async fn delete_if_present(
+    cp: &dyn ControlPlane,
+    kind: &KindInfo,
+    obj: &Object,
+) -> Result<(), Error> {
+    let key = ObjectKey::of(obj);
+    match cp.delete(kind, key.namespace.as_deref(), &key.name).await {
+        Ok(_) | Err(store::Error::NotFound { .. }) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}

@@ -266,15 +266,7 @@ async fn prune_runs(rt: &Runtime, runs: &[(Object, RunRecord)]) -> Result<(), Er
             }
             let dir = super::runs::run_dir(&rt.platform, obj);
             let _ = std::fs::remove_dir_all(dir);
-            let key = ObjectKey::of(obj);
-            match rt
-                .cp
-                .delete(&kind, key.namespace.as_deref(), &key.name)
-                .await
-            {
-                Ok(_) | Err(crate::store::Error::NotFound { .. }) => {}
-                Err(e) => return Err(e.into()),
-            }
+            status::delete_if_present(rt.cp.as_ref(), &kind, obj).await?;
         }
     }
     Ok(())

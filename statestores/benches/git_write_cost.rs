@@ -42,7 +42,11 @@ fn git(args: &[&str], dir: &Path) {
         .env("GIT_COMMITTER_EMAIL", "bench@example.com")
         .output()
         .expect("git runs");
-    assert!(status.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&status.stderr));
+    assert!(
+        status.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&status.stderr)
+    );
 }
 
 /// A bare repository holding `files` files spread over folders, written by our own backend.
@@ -52,7 +56,10 @@ async fn seeded(root: &Path, name: &str, files: usize) -> Git {
     let changes: Vec<Change> = (0..files)
         .map(|i| {
             Change::Put(
-                key(&format!("dest/resources/ns/p/r{}/pipe/5058f/file-{i}.yaml", i % 500)),
+                key(&format!(
+                    "dest/resources/ns/p/r{}/pipe/5058f/file-{i}.yaml",
+                    i % 500
+                )),
                 Bytes::from(format!("kind: ConfigMap\nmetadata:\n  name: f{i}\n")),
             )
         })
@@ -69,7 +76,10 @@ fn median(mut samples: Vec<Duration>) -> Duration {
 async fn one_file_writes(store: &Git) -> Duration {
     let mut samples = Vec::with_capacity(ROUNDS);
     for round in 0..ROUNDS {
-        let change = Change::Put(key("dest/resources/ns/p/r1/pipe/5058f/changing.yaml"), Bytes::from(format!("round: {round}\n")));
+        let change = Change::Put(
+            key("dest/resources/ns/p/r1/pipe/5058f/changing.yaml"),
+            Bytes::from(format!("round: {round}\n")),
+        );
         let start = Instant::now();
         let outcome = store.write(&[change], &info()).await.expect("write");
         samples.push(start.elapsed());
@@ -84,7 +94,19 @@ fn kratix_like_writes(bare: &Path, scratch: &Path) -> Duration {
     for round in 0..ROUNDS {
         let clone = scratch.join(format!("clone-{round}"));
         let start = Instant::now();
-        git(&["clone", "-q", "--depth", "1", "-b", "main", &format!("file://{}", bare.display()), clone.to_str().expect("utf-8")], scratch);
+        git(
+            &[
+                "clone",
+                "-q",
+                "--depth",
+                "1",
+                "-b",
+                "main",
+                &format!("file://{}", bare.display()),
+                clone.to_str().expect("utf-8"),
+            ],
+            scratch,
+        );
         let file = clone.join("dest/resources/ns/p/r1/pipe/5058f/changing.yaml");
         std::fs::write(&file, format!("baseline: {round}\n")).expect("write");
         git(&["add", "-A"], &clone);
