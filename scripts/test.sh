@@ -8,6 +8,14 @@ cd "$(dirname "$0")/.."
 
 scripts/test-deps.sh
 scripts/garage.sh
+# A real Kubernetes control plane (etcd + kube-apiserver, built once and cached) to check the CRDs.
+KUBE_TESTENV="${KUBE_TESTENV:-$(cd .. && pwd)/shared/tools/kube-testenv}"
+export KUBE_TESTENV
+if [ -x "$KUBE_TESTENV" ]; then
+    "$KUBE_TESTENV" install
+else
+    echo "NOTE: $KUBE_TESTENV not found: the CRD check against a real API server will not run" >&2
+fi
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 
 echo "== cargo fmt --check"
@@ -16,3 +24,7 @@ echo "== cargo clippy"
 cargo clippy --workspace --all-targets --all-features -- -D warnings
 echo "== cargo test"
 cargo test --workspace --all-features --no-fail-fast
+if [ -x "$KUBE_TESTENV" ]; then
+    echo "== CRDs against a real API server"
+    cargo test --test api_fixtures -- --ignored
+fi
