@@ -15,6 +15,13 @@ pub enum Error {
     /// The home's control plane could not be opened or read.
     #[error(transparent)]
     Store(#[from] store::Error),
+    /// The home folder's path cannot be made absolute.
+    #[error("home folder {home}")]
+    Home {
+        home: String,
+        #[source]
+        source: std::io::Error,
+    },
     /// A name given on the command line names no kind.
     #[error("unknown kind {name:?}: not a Kratix kind, a core kind, or a kind defined by an applied Promise")]
     UnknownKind { name: String },
@@ -28,9 +35,15 @@ pub struct Platform {
 
 impl Platform {
     pub fn open(home: &Path) -> Result<Self, Error> {
-        let store = EmbeddedStore::open(home)?;
+        // Pipelines see their folders through bind mounts and other processes' working
+        // directories, so every path derived from the home must be absolute.
+        let home = std::path::absolute(home).map_err(|source| Error::Home {
+            home: home.display().to_string(),
+            source,
+        })?;
+        let store = EmbeddedStore::open(&home)?;
         Ok(Self {
-            home: home.to_path_buf(),
+            home,
             store: Arc::new(store),
         })
     }

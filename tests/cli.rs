@@ -440,3 +440,21 @@ fn kubernetes_mode_says_it_is_not_available() {
     run.assert_failed();
     assert!(run.stderr.contains("not available"), "{}", run.stderr);
 }
+
+/// The README's quick start uses the default, relative home (`./.kratix`): pipelines must still
+/// find their folders.
+#[test]
+fn a_relative_home_works_as_the_default_does() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let quickstart = fixtures().join("quickstart");
+    let out = std::process::Command::new(support::binary())
+        .current_dir(dir.path())
+        .env_remove("KRATIX_HOME")
+        .args(["apply", "-f", quickstart.to_str().expect("utf-8")])
+        .output()
+        .expect("kratix-rs runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let repo = dir.path().join(".kratix/state-store.git");
+    let log = git(&["--git-dir", repo.to_str().expect("utf-8"), "log", "--format=%s"], dir.path());
+    assert!(log.contains("Update from: webapp-shop-service"), "{log}");
+}
