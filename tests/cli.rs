@@ -453,8 +453,47 @@ fn a_relative_home_works_as_the_default_does() {
         .args(["apply", "-f", quickstart.to_str().expect("utf-8")])
         .output()
         .expect("kratix-rs runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let repo = dir.path().join(".kratix/state-store.git");
-    let log = git(&["--git-dir", repo.to_str().expect("utf-8"), "log", "--format=%s"], dir.path());
+    let log = git(
+        &[
+            "--git-dir",
+            repo.to_str().expect("utf-8"),
+            "log",
+            "--format=%s",
+        ],
+        dir.path(),
+    );
     assert!(log.contains("Update from: webapp-shop-service"), "{log}");
+}
+
+/// `apply` of a changed Promise returns only once its requests have re-run for it.
+#[test]
+fn applying_a_changed_promise_waits_for_its_requests_to_rerun() {
+    let k = Kratix::new();
+    let quickstart = fixtures().join("quickstart");
+    k.run(&["apply", "-f", quickstart.to_str().expect("utf-8")]).assert_ok();
+    let changed = quickstart_promise().replace("- port: 80", "- port: 8080");
+    assert_ne!(changed, quickstart_promise(), "the fixture has the port to change");
+    k.apply_yaml(&changed, &[]).assert_ok();
+    let repo = k.home().join("state-store.git");
+    for app in k.list_json("webapps", &[]) {
+        let name = app["metadata"]["name"].as_str().expect("name");
+        assert_eq!(app["status"]["observedPromiseGeneration"], 2, "{name}");
+        assert_eq!(condition(&app, "Reconciled").expect("Reconciled")["status"], "True", "{name}");
+        let service = git(
+            &[
+                "--git-dir",
+                repo.to_str().expect("utf-8"),
+                "show",
+                &format!("main:worker-1/resources/default/webapp/{name}/service/5058f/service.yaml"),
+            ],
+            k.home(),
+        );
+        assert!(service.contains("port: 8080"), "{name}: {service}");
+    }
 }

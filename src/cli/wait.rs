@@ -161,7 +161,8 @@ where
     }
 }
 
-/// Waits until every object has settled; fails as soon as one has failed.
+/// Waits until every object has settled; fails as soon as one has failed. A Promise has settled
+/// once its requests have too (a Promise change re-runs their workflows).
 pub async fn settle(
     platform: &Platform,
     objects: &[(KindInfo, ObjectKey)],
@@ -174,23 +175,24 @@ pub async fn settle(
         let last = last_pending.clone();
         async move {
             for (kind, key) in objects {
-                let obj = get(cp.as_ref(), kind, key).await?;
-                let Some(obj) = obj else {
+                let Some(obj) = get(cp.as_ref(), kind, key).await? else {
                     continue;
                 };
-                match settlement(kind, &obj) {
-                    Settlement::Settled => {}
-                    Settlement::Failed(reason) => {
-                        return Err(Error::Failed {
-                            key: key.clone(),
-                            reason,
-                        })
-                    }
-                    Settlement::Pending(reason) => {
-                        if let Ok(mut last) = last.lock() {
-                            *last = format!("{key}: {reason}");
+                let mut to_check = vec![(kind.clone(), obj.clone())];
+                if kind.group == GROUP && kind.kind == "Promise" {
+                    to_check.extend(requests_of(cp.as_ref(), &obj).await?);
+                }
+                for (kind, obj) in &to_check {
+                    let key = ObjectKey::of(obj);
+                    match settlement_now(cp.as_ref(), kind, obj).await? {
+                        Settlement::Settled => {}
+                        Settlement::Failed(reason) => return Err(Error::Failed { key, reason }),
+                        Settlement::Pending(reason) => {
+                            if let Ok(mut last) = last.lock() {
+                                *last = format!("{key}: {reason}");
+                            }
+                            return Ok(None);
                         }
-                        return Ok(None);
                     }
                 }
             }
@@ -205,6 +207,59 @@ pub async fn settle(
         }),
         other => other,
     }
+}
+
+/// Every request of a Promise, with its kind.
+async fn requests_of(
+    cp: &dyn ControlPlane,
+    promise: &Object,
+) -> Result<Vec<(KindInfo, Object)>, Error> {
+    let Some(kind) = crate::api::promise_api::kinds_from_promises(std::slice::from_ref(promise))
+        .into_iter()
+        .next()
+    else {
+        return Ok(vec![]);
+    };
+    let requests = cp
+        .list(&kind, None, &crate::store::Selector::everything())
+        .await
+        .map_err(|source| Error::Store {
+            key: ObjectKey::of(promise),
+            source,
+        })?;
+    Ok(requests.into_iter().map(|r| (kind.clone(), r)).collect())
+}
+
+/// [`settlement`], plus for requests: has the request been reconciled for its Promise's
+/// current generation?
+async fn settlement_now(
+    cp: &dyn ControlPlane,
+    kind: &KindInfo,
+    obj: &Object,
+) -> Result<Settlement, Error> {
+    let settled = settlement(kind, obj);
+    let is_request = kind.group != GROUP && !kind.group.is_empty();
+    if settled != Settlement::Settled || !is_request {
+        return Ok(settled);
+    }
+    let Some(promise_name) = crate::api::object::label(obj, crate::api::labels::PROMISE_NAME)
+    else {
+        return Ok(settled);
+    };
+    let promise_key = ObjectKey::new(GROUP, "Promise", None, promise_name);
+    let promise = get(cp, &crate::platform::builtin("Promise"), &promise_key).await?;
+    let observed = obj
+        .data
+        .pointer("/status/observedPromiseGeneration")
+        .and_then(Value::as_i64);
+    Ok(match promise {
+        Some(p) if p.metadata.generation.is_some() && observed != p.metadata.generation => {
+            Settlement::Pending(format!(
+                "not reconciled yet for the latest change of Promise {promise_name}"
+            ))
+        }
+        _ => settled,
+    })
 }
 
 pub async fn get(

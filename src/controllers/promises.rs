@@ -110,9 +110,12 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
     let configure = pipelines(&promise, WorkflowType::Promise, Action::Configure)?;
     let (step, records) = workflows::drive(rt, &subject, Action::Configure, &configure).await?;
     let runs = workflows::runs_of(rt, &subject).await?;
-    let promise_works = works::works_of(rt, &subject).await?;
-    if let Step::Completed { .. } = step {
-        works::delete_obsolete(rt, &promise_works, &configure).await?;
+    let mut promise_works = works::works_of(rt, &subject).await?;
+    // With no pipelines left the workflow is done at once: the Works of the removed ones go too.
+    if matches!(step, Step::Completed { .. } | Step::NothingToRun)
+        && works::delete_obsolete(rt, &promise_works, &configure).await?
+    {
+        promise_works = works::works_of(rt, &subject).await?;
     }
     let works_state = works::works_state(&promise_works);
     let exit_reason = workflows::failure_reason(&runs, &step);

@@ -53,6 +53,7 @@ pub async fn reconcile(rt: &Runtime, kind: &KindInfo, obj: Object) -> Result<Nex
             reason: e.to_string(),
         })?;
     let promise_name = promise_obj.metadata.name.clone().unwrap_or_default();
+    let promise_generation = promise_obj.metadata.generation;
     let subject = Subject {
         kind: kind.clone(),
         promise_name: promise_name.clone(),
@@ -96,10 +97,11 @@ pub async fn reconcile(rt: &Runtime, kind: &KindInfo, obj: Object) -> Result<Nex
     let (step, records) = workflows::drive(rt, &subject, Action::Configure, &configure).await?;
     let runs = workflows::runs_of(rt, &subject).await?;
     let mut request_works = works::works_of(rt, &subject).await?;
-    if let Step::Completed { .. } = step {
-        if works::delete_obsolete(rt, &request_works, &configure).await? {
-            request_works = works::works_of(rt, &subject).await?;
-        }
+    // With no pipelines left the workflow is done at once: the Works of the removed ones go too.
+    if matches!(step, Step::Completed { .. } | Step::NothingToRun)
+        && works::delete_obsolete(rt, &request_works, &configure).await?
+    {
+        request_works = works::works_of(rt, &subject).await?;
     }
     let works_state = works::works_state(&request_works);
     let exit_reason = workflows::failure_reason(&runs, &step);
@@ -132,6 +134,8 @@ pub async fn reconcile(rt: &Runtime, kind: &KindInfo, obj: Object) -> Result<Nex
     status::update_status(rt.cp.as_ref(), kind, &key, |_, s| {
         status::set_conditions(s, conditions.clone());
         status::set_field(s, "observedGeneration", json!(generation));
+        // Lets waiting commands tell a status written for the current Promise from an older one.
+        status::set_field(s, "observedPromiseGeneration", json!(promise_generation));
         status::set_field(s, "pipelines", pipelines_status.clone());
         status::set_field(s, "workflows", json!(configure.len()));
         if matches!(step, Step::Completed { .. }) {

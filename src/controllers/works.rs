@@ -435,16 +435,18 @@ pub async fn where_files_landed(
                 &selector(&[(labels::WORK, &name)]),
             )
             .await?;
-        let entries: Vec<Value> = placements
-            .iter()
-            .map(|wp| {
-                json!({
-                    "destination": wp.data.pointer("/spec/targetDestinationName").cloned().unwrap_or(Value::Null),
-                    "version": wp.data.pointer("/status/versionID").cloned().unwrap_or(Value::Null),
-                    "written": super::status::condition_status(wp, "WriteSucceeded").is_some_and(|(s, _, _)| s == "True") && observed_current(wp),
-                })
-            })
-            .collect();
+        let mut entries: Vec<Value> = Vec::new();
+        for wp in &placements {
+            let entry = json!({
+                "destination": wp.data.pointer("/spec/targetDestinationName").cloned().unwrap_or(Value::Null),
+                "version": wp.data.pointer("/status/versionID").cloned().unwrap_or(Value::Null),
+                "written": super::status::condition_status(wp, "WriteSucceeded").is_some_and(|(s, _, _)| s == "True") && observed_current(wp),
+            });
+            // Workload groups of one pipeline on one Destination share a commit: list it once.
+            if !entries.contains(&entry) {
+                entries.push(entry);
+            }
+        }
         out.insert(pipeline.to_string(), Value::Array(entries));
     }
     Ok(out)
