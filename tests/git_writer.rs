@@ -372,6 +372,16 @@ fn eventually_object(
     })
 }
 
+/// Polls until the tree of `main` is exactly `expected`; on timeout shows the difference.
+#[track_caller]
+fn eventually_tree(repo: &Repo, what: &str, expected: &BTreeSet<String>) {
+    let deadline = std::time::Instant::now() + WAIT;
+    while std::time::Instant::now() < deadline && repo.files() != *expected {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(&repo.files(), expected, "{what}");
+}
+
 fn setup(parts: &[String]) -> String {
     docs(parts)
 }
@@ -564,7 +574,9 @@ fn an_identical_rerun_makes_no_commit_and_a_change_commits_only_what_changed() {
 
 #[test]
 fn removed_and_renamed_pipelines_and_deleted_requests_remove_exactly_their_files() {
-    let (k, repo) = platform("", &bundle(), &[("r1", "v1"), ("r2", "v1")]);
+    let (mut k, repo) = platform("", &bundle(), &[("r1", "v1"), ("r2", "v1")]);
+    // A Promise update re-runs its requests' workflows after `apply` has returned: serve does it.
+    k.start_serve();
     let all_before = repo.files();
 
     // N -> N-1: `extra` leaves the workflow.
@@ -706,6 +718,45 @@ fn removed_and_renamed_pipelines_and_deleted_requests_remove_exactly_their_files
         "r2's files are there"
     );
     assert_eq!(repo.files(), expected, "only r1's files went");
+
+    // Deleting the Promise removes the rest of its files (r2's, the promise pipeline's, the
+    // static dependencies); the canary files stay.
+    k.run(&["delete", "promise", "bundle"]).assert_ok();
+    assert_eq!(repo.files(), canaries("worker-1"));
+}
+
+fn canaries(dest: &str) -> BTreeSet<String> {
+    BTreeSet::from([
+        format!("{dest}/dependencies/kratix-canary-namespace.yaml"),
+        format!("{dest}/resources/kratix-canary-configmap.yaml"),
+    ])
+}
+
+#[test]
+fn removing_every_pipeline_of_a_workflow_removes_their_files() {
+    let (mut k, repo) = platform("", &bundle_with(&["render"]), &[("r1", "v1")]);
+    k.start_serve();
+    let head = repo.head().expect("main");
+    let mut promise = bundle_with(&[]);
+    promise["spec"]["workflows"]["promise"]["configure"] = Yaml::Sequence(vec![]);
+    k.apply_yaml(&yaml(&promise), &[]).assert_ok();
+    let mut expected = canaries("worker-1");
+    expected.insert("worker-1/dependencies/bundle/5058f/static/bundle-dependencies.yaml".into());
+    eventually_tree(
+        &repo,
+        "only the canaries and static dependencies are left",
+        &expected,
+    );
+    let new = repo.commits_since(Some(&head));
+    let mut got = subjects(&new);
+    got.sort();
+    assert_eq!(
+        got,
+        vec![
+            "Delete from: bundle-deps".to_string(),
+            "Delete from: bundle-r1-render".to_string()
+        ]
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -713,7 +764,9 @@ fn removed_and_renamed_pipelines_and_deleted_requests_remove_exactly_their_files
 
 #[test]
 fn foreign_files_are_kept_by_all_our_writes_and_deletions() {
-    let (k, repo) = platform("", &bundle(), &[("r1", "v1")]);
+    let (mut k, repo) = platform("", &bundle(), &[("r1", "v1")]);
+    // A Promise update re-runs its requests' workflows after `apply` has returned: serve does it.
+    k.start_serve();
     let render = resource_dir("worker-1", "default", "r1", "render", ROOT_GROUP);
     let extra = resource_dir("worker-1", "default", "r1", "extra", ROOT_GROUP);
     let foreign = [
@@ -1047,21 +1100,27 @@ fn aggregated_yaml_puts_every_placement_of_a_destination_in_one_file() {
             "bundle-settings",
         ]
     );
-    assert!(
-        catalog.contains(&format!(
-            "{}\n---\n{}",
-            emitted("r1", "render", "config.yaml", "v1").trim_end(),
-            emitted("r1", "render", "nested/notes.yaml", "v1").trim_end()
-        )) || catalog.contains(&format!(
-            "{}\n---\n{}",
+    // Byte for byte: every file of every placement, placements by name, joined by `\n---\n`.
+    assert_eq!(
+        catalog,
+        [
+            emitted("bundle", "deps", "deps.yaml", "none"),
             emitted("r1", "render", "config.yaml", "v1"),
-            emitted("r1", "render", "nested/notes.yaml", "v1")
-        )),
-        "documents are the files joined by ---:\n{catalog}"
+            emitted("r1", "render", "nested/notes.yaml", "v1"),
+            emitted("r2", "render", "config.yaml", "v1"),
+            emitted("r2", "render", "nested/notes.yaml", "v1"),
+            static_dependencies_yaml().to_string(),
+        ]
+        .join("\n---\n")
     );
 
-    // Deleting r1 rewrites the file without r1's documents.
+    // Deleting r1 rewrites the file without r1's documents, in one commit.
+    let head = repo.head().expect("main");
     k.run(&["delete", "bundle", "r1"]).assert_ok();
+    assert_eq!(
+        subjects(&repo.commits_since(Some(&head))),
+        vec!["Update from: bundle-r1-render".to_string()]
+    );
     let catalog = repo.read("agg/catalog.yaml").expect("catalog.yaml");
     assert_eq!(
         names(&catalog),
@@ -1293,7 +1352,7 @@ fn scheduling_follows_labels_and_selectors_and_resource_placements_stay_put() {
     ];
     let plain =
         std::fs::read_to_string(fixtures().join("git_writer/plain-promise.yaml")).expect("fixture");
-    let k = Kratix::new();
+    let mut k = Kratix::new();
     k.apply_yaml(
         &setup(&[
             store_yaml("state.git", ""),
@@ -1330,6 +1389,8 @@ fn scheduling_follows_labels_and_selectors_and_resource_placements_stay_put() {
     );
     assert!(!files.contains(&plain_deps("strict")), "{files:#?}");
 
+    // r1 cannot settle while a group is unscheduled, so serve reconciles in the background.
+    k.start_serve();
     // r1: `render` goes to exactly one env=dev Destination; `special` matches nothing yet.
     k.apply_yaml(&request_yaml("r1", "default", "v1"), &["--no-wait"])
         .assert_ok();
@@ -1455,6 +1516,17 @@ fn scheduling_follows_labels_and_selectors_and_resource_placements_stay_put() {
     // Files elsewhere are untouched.
     assert!(repo.read(&plain_deps("prod-a")).is_some());
     assert!(repo.read(&special_dir).is_some());
+    // With its Destination gone, r1's group is placed on one of the env=dev Destinations left.
+    let moved_to = eventually("r1 to be placed again", WAIT, || {
+        let remaining = [other, newcomer.as_str()];
+        let found: Vec<&str> = remaining
+            .into_iter()
+            .filter(|d| !render_files(d).is_empty())
+            .collect();
+        (found.len() == 1).then(|| found[0].to_string())
+    });
+    wait_for(&k, "bundle", "r1", None, "Reconciled");
+    assert_eq!(render_files(&moved_to).len(), 2, "{moved_to}");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1506,7 +1578,8 @@ fn statuses_name_the_commits_that_hold_each_pipelines_files() {
         let work = work_name(&k, "default", "r1", pipeline);
         let commit = only_commit(&commits, &format!("Update from: {work}"));
         let destinations = entry["destinations"].as_array().expect("destinations");
-        assert!(!destinations.is_empty(), "{entry}");
+        // One entry per destination and commit, even for two workload groups on one destination.
+        assert_eq!(destinations.len(), 1, "{entry}");
         for d in destinations {
             assert_eq!(d["destination"], "worker-1", "{entry}");
             assert_eq!(d["version"], commit.sha.as_str(), "{pipeline}: {entry}");
@@ -1643,9 +1716,11 @@ fn assert_recovered(k: &Kratix, repo: &Repo) {
     assert!(repo
         .read("worker-1/dependencies/kratix-canary-namespace.yaml")
         .is_some());
-    assert!(repo
-        .read("worker-1/dependencies/bundle/deps/5058f/deps.yaml")
-        .is_some());
+    // The Promise's own placements were pending too; nothing waits on them but this.
+    eventually("the promise's dependencies to land", WAIT, || {
+        repo.read("worker-1/dependencies/bundle/deps/5058f/deps.yaml")
+            .and(repo.read("worker-1/dependencies/bundle/5058f/static/bundle-dependencies.yaml"))
+    });
     let commits = repo.commits();
     only_commit(&commits, "Update from: bundle-r1-render");
 }
