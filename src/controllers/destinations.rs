@@ -183,7 +183,6 @@ async fn deregister(rt: &Runtime, obj: &Object, dest: &Destination) -> Result<Ne
         .await?;
     if !placements.is_empty() {
         for wp in &placements {
-            let wp_key = ObjectKey::of(wp);
             if keep_files {
                 status::remove_finalizer(
                     rt.cp.as_ref(),
@@ -193,23 +192,7 @@ async fn deregister(rt: &Runtime, obj: &Object, dest: &Destination) -> Result<Ne
                 )
                 .await?;
             }
-            if wp.metadata.deletion_timestamp.is_none() {
-                status::update_object(rt.cp.as_ref(), &wp_kind, &wp_key, |o| {
-                    o.metadata
-                        .annotations
-                        .get_or_insert_with(Default::default)
-                        .insert(works::REMOVAL_REASON.into(), "delete".into());
-                })
-                .await?;
-                match rt
-                    .cp
-                    .delete(&wp_kind, wp_key.namespace.as_deref(), &wp_key.name)
-                    .await
-                {
-                    Ok(_) | Err(crate::store::Error::NotFound { .. }) => {}
-                    Err(e) => return Err(e.into()),
-                }
-            }
+            works::remove_with_reason(rt, &wp_kind, wp, "delete").await?;
         }
         return Ok(Next::After(std::time::Duration::from_millis(500)));
     }

@@ -2,7 +2,7 @@
 //! placements of one Work on one Destination go into one write (one commit in Git). Ownership is
 //! recorded on each placement (`status.files`), and only owned files are ever deleted.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -231,17 +231,38 @@ async fn write_batch(
             }
         }
     }
-    let collisions: BTreeMap<&str, usize> =
-        desired_all.iter().fold(BTreeMap::new(), |mut m, (p, _)| {
-            *m.entry(p.as_str()).or_insert(0) += 1;
-            m
-        });
-    if let Some((path, _)) = collisions.iter().find(|(_, n)| **n > 1) {
-        return Err(WriteError::Invalid(format!(
-            "two placements write {path:?} on Destination {:?}",
-            dest.metadata.name.clone().unwrap_or_default()
-        )));
+    // Two placements must never claim one path: in mode `none` every placement of the
+    // Destination writes flat, so placements of other Works count too.
+    let mut claims: Vec<(String, Vec<String>)> = per_wp
+        .iter()
+        .map(|(wp, desired)| {
+            let name = wp.metadata.name.clone().unwrap_or_default();
+            (name, desired.iter().map(|(p, _)| p.clone()).collect())
+        })
+        .collect();
+    if dest.spec.filepath_mode() == FilepathMode::None {
+        let in_batch: BTreeSet<String> = claims.iter().map(|(n, _)| n.clone()).collect();
+        let dest_name = dest_obj.metadata.name.clone().unwrap_or_default();
+        let others = rt
+            .cp
+            .list(
+                &wp_kind,
+                None,
+                &Selector::from_labels([(labels::TARGET_DESTINATION, dest_name.as_str())]),
+            )
+            .await
+            .map_err(|e| WriteError::Controller(e.into()))?;
+        for other in others
+            .iter()
+            .filter(|o| o.metadata.deletion_timestamp.is_none())
+        {
+            let name = other.metadata.name.clone().unwrap_or_default();
+            if !in_batch.contains(&name) {
+                claims.push((name, owned_paths(other).into_iter().collect()));
+            }
+        }
     }
+    plan::check_collisions(&claims).map_err(|e| WriteError::Invalid(e.to_string()))?;
     let owned_list: Vec<String> = owned_all.into_iter().collect();
     let planned = plan::plan(&desired_all, &owned_list);
 

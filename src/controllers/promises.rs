@@ -175,6 +175,12 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
         }
     })
     .await?;
+    if works_state == workflow::WorksState::Pending
+        && matches!(step, Step::Completed { .. } | Step::NothingToRun)
+    {
+        // NB: a deleted Work's last change cannot name its owner, so look again until it is gone.
+        return Ok(Next::After(std::time::Duration::from_secs(1)));
+    }
     Ok(workflows::wake_after(&step).map_or(Next::Done, Next::After))
 }
 

@@ -151,6 +151,12 @@ pub async fn reconcile(rt: &Runtime, kind: &KindInfo, obj: Object) -> Result<Nex
         }
     })
     .await?;
+    if works_state == workflow::WorksState::Pending
+        && matches!(step, Step::Completed { .. } | Step::NothingToRun)
+    {
+        // NB: a deleted Work's last change cannot name its owner, so look again until it is gone.
+        return Ok(Next::After(std::time::Duration::from_secs(1)));
+    }
     Ok(workflows::wake_after(&step).map_or(Next::Done, Next::After))
 }
 

@@ -294,26 +294,30 @@ pub async fn delete_obsolete(
 pub async fn delete_works(rt: &Runtime, works: &[Object], reason: &str) -> Result<(), Error> {
     let kind = rt.kind("Work");
     for work in works {
-        let key = ObjectKey::of(work);
-        if work.metadata.deletion_timestamp.is_none() {
-            status::update_object(rt.cp.as_ref(), &kind, &key, |w| {
-                w.metadata
-                    .annotations
-                    .get_or_insert_with(Default::default)
-                    .insert(REMOVAL_REASON.into(), reason.into());
-            })
-            .await?;
-            match rt
-                .cp
-                .delete(&kind, key.namespace.as_deref(), &key.name)
-                .await
-            {
-                Ok(_) | Err(crate::store::Error::NotFound { .. }) => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
+        remove_with_reason(rt, &kind, work, reason).await?;
     }
     Ok(())
+}
+
+/// Records why a Work or WorkPlacement goes ([`REMOVAL_REASON`]), then deletes it. Objects
+/// already being deleted keep the reason they were given.
+pub async fn remove_with_reason(
+    rt: &Runtime,
+    kind: &crate::api::KindInfo,
+    obj: &Object,
+    reason: &str,
+) -> Result<(), Error> {
+    if obj.metadata.deletion_timestamp.is_some() {
+        return Ok(());
+    }
+    status::update_object(rt.cp.as_ref(), kind, &ObjectKey::of(obj), |o| {
+        o.metadata
+            .annotations
+            .get_or_insert_with(Default::default)
+            .insert(REMOVAL_REASON.into(), reason.into());
+    })
+    .await?;
+    status::delete_if_present(rt.cp.as_ref(), kind, obj).await
 }
 
 /// Deletes every Work of a Promise (all namespaces); returns how many still exist.
@@ -335,15 +339,7 @@ pub async fn delete_runs(rt: &Runtime, subject: &Subject) -> Result<(), Error> {
     let kind = rt.kind("PipelineRun");
     for (run, _) in super::workflows::runs_of(rt, subject).await? {
         let _ = std::fs::remove_dir_all(super::runs::run_dir(&rt.platform, &run));
-        let key = ObjectKey::of(&run);
-        match rt
-            .cp
-            .delete(&kind, key.namespace.as_deref(), &key.name)
-            .await
-        {
-            Ok(_) | Err(crate::store::Error::NotFound { .. }) => {}
-            Err(e) => return Err(e.into()),
-        }
+        status::delete_if_present(rt.cp.as_ref(), &kind, &run).await?;
     }
     Ok(())
 }
@@ -357,12 +353,15 @@ pub fn works_state(works: &[Object]) -> WorksState {
     if works.is_empty() {
         return WorksState::NoWorks;
     }
+    // A Work's conditions only count for the generation they were written for: a Work that a
+    // new run just changed is pending, whatever its previous generation said. A Work being
+    // deleted (a removed pipeline's) is pending until its files have left the stores.
     let messages: Vec<String> = works
         .iter()
         .map(|w| {
-            if super::status::condition_status(w, "Ready").is_some_and(|(s, _, _)| s == "True")
-                && observed_current(w)
-            {
+            if !observed_current(w) || w.metadata.deletion_timestamp.is_some() {
+                "Pending".to_string()
+            } else if status::condition_status(w, "Ready").is_some_and(|(s, _, _)| s == "True") {
                 "Ready".to_string()
             } else {
                 ready_message(w).unwrap_or_else(|| "Pending".into())
@@ -476,20 +475,7 @@ pub async fn reconcile(rt: &Runtime, work: Object) -> Result<Next, Error> {
             .cloned()
             .unwrap_or_else(|| "delete".into());
         for wp in &placements {
-            if wp.metadata.deletion_timestamp.is_none() {
-                let wp_key = ObjectKey::of(wp);
-                status::update_object(rt.cp.as_ref(), &wp_kind, &wp_key, |o| {
-                    o.metadata
-                        .annotations
-                        .get_or_insert_with(Default::default)
-                        .insert(REMOVAL_REASON.into(), reason.clone());
-                })
-                .await?;
-                match rt.cp.delete(&wp_kind, Some(&namespace), &wp_key.name).await {
-                    Ok(_) | Err(crate::store::Error::NotFound { .. }) => {}
-                    Err(e) => return Err(e.into()),
-                }
-            }
+            remove_with_reason(rt, &wp_kind, wp, &reason).await?;
         }
         if placements.is_empty() {
             status::remove_finalizer(rt.cp.as_ref(), &kind, &work, FINALIZER).await?;
@@ -567,11 +553,13 @@ pub async fn reconcile(rt: &Runtime, work: Object) -> Result<Next, Error> {
             .await?;
         }
     }
-    for wp_name in &decision.delete {
-        match rt.cp.delete(&wp_kind, Some(&namespace), wp_name).await {
-            Ok(_) | Err(crate::store::Error::NotFound { .. }) => {}
-            Err(e) => return Err(e.into()),
-        }
+    for wp in placements.iter().filter(|p| {
+        decision
+            .delete
+            .iter()
+            .any(|d| Some(d) == p.metadata.name.as_ref())
+    }) {
+        status::delete_if_present(rt.cp.as_ref(), &wp_kind, wp).await?;
     }
     // Report: Ready only once every placement is written for its current generation.
     let placements = rt
@@ -714,6 +702,70 @@ async fn upsert_placement(
                 Ok(_) | Err(crate::store::Error::AlreadyExists { .. }) => Ok(()),
                 Err(e) => Err(e.into()),
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn work(generation: i64, observed: i64, ready: &str, message: &str) -> Object {
+        serde_json::from_value(json!({
+            "apiVersion": API_VERSION, "kind": "Work",
+            "metadata": {"name": "w", "namespace": "default", "generation": generation},
+            "status": {"observedGeneration": observed, "conditions": [
+                {"type": "Ready", "status": ready, "message": message}]},
+        }))
+        .expect("valid Work")
+    }
+
+    #[test]
+    fn works_state_counts_only_conditions_of_the_current_generation() {
+        let cases: Vec<(&str, Vec<Object>, WorksState)> = vec![
+            ("no works", vec![], WorksState::NoWorks),
+            (
+                "all ready",
+                vec![work(1, 1, "True", "Ready"), work(2, 2, "True", "Ready")],
+                WorksState::Ready,
+            ),
+            (
+                "ready for an older generation",
+                vec![work(2, 1, "True", "Ready")],
+                WorksState::Pending,
+            ),
+            (
+                "pending",
+                vec![work(1, 1, "True", "Ready"), work(1, 1, "False", "Pending")],
+                WorksState::Pending,
+            ),
+            (
+                "failing wins",
+                vec![
+                    work(1, 1, "False", "Pending"),
+                    work(1, 1, "False", "Failing"),
+                ],
+                WorksState::Failing,
+            ),
+            (
+                "misplaced",
+                vec![
+                    work(1, 1, "True", "Ready"),
+                    work(1, 1, "False", "Misplaced"),
+                ],
+                WorksState::Misplaced,
+            ),
+            (
+                "pending before misplaced",
+                vec![
+                    work(1, 1, "False", "Misplaced"),
+                    work(3, 2, "True", "Ready"),
+                ],
+                WorksState::Pending,
+            ),
+        ];
+        for (name, works, want) in cases {
+            assert_eq!(works_state(&works), want, "{name}");
         }
     }
 }
