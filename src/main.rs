@@ -2,6 +2,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use kratix::cli::{run::run, Cli};
+use kratix::controllers::ErrorChain;
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -16,13 +17,7 @@ async fn main() -> ExitCode {
     match run(cli).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            let mut message = format!("error: {err}");
-            let mut source = std::error::Error::source(&err);
-            while let Some(cause) = source {
-                message.push_str(&format!(": {cause}"));
-                source = cause.source();
-            }
-            eprintln!("{message}");
+            eprintln!("error: {}", ErrorChain(&err));
             ExitCode::FAILURE
         }
     }

@@ -260,6 +260,22 @@ fn request_keys(pipelines: usize) -> BTreeSet<String> {
         .collect()
 }
 
+/// Polls `f` until it returns `Ok`, panicking after [`WAIT`] with `what` and the last `Err`
+/// (what was seen instead).
+#[track_caller]
+fn wait_for<T>(what: &str, mut f: impl FnMut() -> Result<T, String>) -> T {
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        match f() {
+            Ok(found) => return found,
+            Err(seen) if std::time::Instant::now() > deadline => {
+                panic!("timed out waiting for {what}; last seen:\n{seen}")
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(300)),
+        }
+    }
+}
+
 fn condition_is(obj: &Value, type_: &str, status: &str) -> bool {
     condition(obj, type_).is_some_and(|c| c["status"] == status)
 }
@@ -446,11 +462,46 @@ fn removing_the_last_pipeline_removes_exactly_its_objects() {
 
     k.apply_yaml(&promise_without_last_pipeline(), &["--timeout", "300"])
         .assert_ok();
-    eventually("the request to settle on two pipelines", WAIT, || {
-        let request = k.get_json(KIND, REQUEST, Some(NAMESPACE))?;
-        let pipelines = request["status"]["pipelines"].as_array()?.len();
-        let gone = bucket.keys().is_disjoint(&removed);
-        (reconciled_for_current_generation(&request) && pipelines == 2 && gone).then_some(())
+    // `apply` settles the Promise; `wait` drives the request's re-run (no `serve` runs here).
+    k.run(&[
+        "wait",
+        KIND,
+        REQUEST,
+        "-n",
+        NAMESPACE,
+        "--for",
+        "condition=Reconciled",
+        "--timeout",
+        "300",
+    ])
+    .assert_ok();
+    wait_for("the request to settle on two pipelines", || {
+        let request = k
+            .get_json(KIND, REQUEST, Some(NAMESPACE))
+            .ok_or("no request")?;
+        let pipelines = request["status"]["pipelines"]
+            .as_array()
+            .map_or(0, Vec::len);
+        let keys = bucket.keys();
+        if reconciled_for_current_generation(&request)
+            && pipelines == 2
+            && keys.is_disjoint(&removed)
+        {
+            Ok(())
+        } else {
+            Err(format!(
+                "request {:#}\nkeys {keys:#?}\nworks {:#?}\nplacements {:#?}",
+                request["status"],
+                k.list_json("works", &["-n", NAMESPACE])
+                    .iter()
+                    .map(|w| (&w["metadata"], &w["status"]))
+                    .collect::<Vec<_>>(),
+                workplacements(&k)
+                    .iter()
+                    .map(|wp| (&wp["metadata"], &wp["status"]))
+                    .collect::<Vec<_>>()
+            ))
+        }
     });
 
     let keys = bucket.keys();

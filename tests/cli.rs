@@ -476,21 +476,32 @@ fn a_relative_home_works_as_the_default_does() {
 fn applying_a_changed_promise_waits_for_its_requests_to_rerun() {
     let k = Kratix::new();
     let quickstart = fixtures().join("quickstart");
-    k.run(&["apply", "-f", quickstart.to_str().expect("utf-8")]).assert_ok();
+    k.run(&["apply", "-f", quickstart.to_str().expect("utf-8")])
+        .assert_ok();
     let changed = quickstart_promise().replace("- port: 80", "- port: 8080");
-    assert_ne!(changed, quickstart_promise(), "the fixture has the port to change");
+    assert_ne!(
+        changed,
+        quickstart_promise(),
+        "the fixture has the port to change"
+    );
     k.apply_yaml(&changed, &[]).assert_ok();
     let repo = k.home().join("state-store.git");
     for app in k.list_json("webapps", &[]) {
         let name = app["metadata"]["name"].as_str().expect("name");
         assert_eq!(app["status"]["observedPromiseGeneration"], 2, "{name}");
-        assert_eq!(condition(&app, "Reconciled").expect("Reconciled")["status"], "True", "{name}");
+        assert_eq!(
+            condition(&app, "Reconciled").expect("Reconciled")["status"],
+            "True",
+            "{name}"
+        );
         let service = git(
             &[
                 "--git-dir",
                 repo.to_str().expect("utf-8"),
                 "show",
-                &format!("main:worker-1/resources/default/webapp/{name}/service/5058f/service.yaml"),
+                &format!(
+                    "main:worker-1/resources/default/webapp/{name}/service/5058f/service.yaml"
+                ),
             ],
             k.home(),
         );
