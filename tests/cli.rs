@@ -508,3 +508,48 @@ fn applying_a_changed_promise_waits_for_its_requests_to_rerun() {
         assert!(service.contains("port: 8080"), "{name}: {service}");
     }
 }
+
+/// A request whose files were never written (here: no Destination matches its Promise's
+/// selectors) is deleted at once, without waiting for any store.
+#[test]
+fn deleting_a_request_whose_files_were_never_written_completes_at_once() {
+    let mut k = Kratix::new();
+    let promise = quickstart_promise().replace("environment: dev", "environment: nowhere");
+    // The Promise's own Works can't be placed either, so it never settles: don't wait for it.
+    k.apply_yaml(
+        &format!("{STORE_AND_DESTINATION}\n---\n{promise}"),
+        &["--no-wait"],
+    )
+    .assert_ok();
+    k.start_serve();
+    k.apply_yaml(
+        "apiVersion: example.kratix.io/v1alpha1\nkind: WebApp\nmetadata: {name: lost}\nspec: {image: nginx}\n",
+        &["--no-wait"],
+    )
+    .assert_ok();
+    support::eventually(
+        "the request's Works to be unschedulable",
+        Duration::from_secs(60),
+        || {
+            // validate writes no files: its Work has no workload group to place.
+            let works = k.list_json(
+                "works",
+                &[
+                    "-l",
+                    "kratix.io/resource-name=lost,kratix.io/pipeline-name!=validate",
+                ],
+            );
+            (works.len() == 2
+                && works.iter().all(|w| {
+                    condition(w, "ScheduleSucceeded").is_some_and(|c| c["status"] == "False")
+                }))
+            .then_some(())
+        },
+    );
+    k.run(&["delete", "webapp", "lost", "--timeout", "60"])
+        .assert_ok();
+    assert!(k.get_json("webapp", "lost", None).is_none());
+    assert!(k
+        .list_json("works", &["-A", "-l", "kratix.io/resource-name=lost"])
+        .is_empty());
+}

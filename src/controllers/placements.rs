@@ -78,6 +78,15 @@ pub async fn reconcile(rt: &Runtime, wp: Object) -> Result<Next, Error> {
             kind: "Destination".into(),
             reason: e.to_string(),
         })?;
+    // Nothing of it was ever written (or about to be): it can go without the store, even one
+    // that is unreachable. In mode aggregatedYAML its content lives in the shared file instead.
+    if deleting
+        && owned_paths(&wp).is_empty()
+        && dest.spec.filepath_mode() != FilepathMode::AggregatedYaml
+    {
+        status::remove_finalizer(rt.cp.as_ref(), &wp_kind, &wp, FINALIZER).await?;
+        return Ok(Next::Done);
+    }
     let Some(store_ref) = dest.spec.state_store_ref.clone() else {
         return Ok(Next::Done);
     };
