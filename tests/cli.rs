@@ -553,3 +553,35 @@ fn deleting_a_request_whose_files_were_never_written_completes_at_once() {
         .list_json("works", &["-A", "-l", "kratix.io/resource-name=lost"])
         .is_empty());
 }
+
+/// `reconcile promise NAME` re-runs the Promise's own configure workflow.
+#[test]
+fn reconcile_reruns_a_promises_configure_workflow() {
+    let k = Kratix::new();
+    let quickstart = fixtures().join("quickstart");
+    k.run(&["apply", "-f", quickstart.to_str().expect("utf-8")])
+        .assert_ok();
+    let setup_runs = |k: &Kratix| {
+        k.list_json(
+            "pipelineruns",
+            &[
+                "-n",
+                "kratix-platform-system",
+                "-l",
+                "kratix.io/pipeline-name=setup",
+            ],
+        )
+        .len()
+    };
+    assert_eq!(setup_runs(&k), 1);
+    k.run(&["reconcile", "promise", "webapp"]).assert_ok();
+    assert_eq!(setup_runs(&k), 2);
+    let promise = k.get_json("promise", "webapp", None).expect("promise");
+    assert!(promise["metadata"]["labels"]
+        .get("kratix.io/manual-reconciliation")
+        .is_none());
+    assert_eq!(
+        condition(&promise, "Reconciled").expect("Reconciled")["status"],
+        "True"
+    );
+}
