@@ -194,7 +194,8 @@ async fn deregister(rt: &Runtime, obj: &Object, dest: &Destination) -> Result<Ne
             }
             works::remove_with_reason(rt, &wp_kind, wp, "delete").await?;
         }
-        return Ok(Next::After(std::time::Duration::from_millis(500)));
+        // Each placement's deletion wakes this Destination again.
+        return Ok(Next::Done);
     }
     if !keep_files && dest.spec.init_workloads_enabled() {
         if let Some(store_ref) = &dest.spec.state_store_ref {

@@ -73,6 +73,10 @@ pub struct Runtime {
     pub state_stores: Arc<state_stores::Cache>,
     /// Pipeline runs executing in this process.
     pub running: Arc<Mutex<HashSet<ObjectKey>>>,
+    /// The owners each object was last seen with: a deleted object can no longer be read, yet
+    /// its owners (a request waiting for its Works to go, a Destination for its placements)
+    /// must hear of its deletion.
+    owners_seen: Arc<Mutex<std::collections::HashMap<ObjectKey, Vec<ObjectKey>>>>,
     pub settings: Settings,
 }
 
@@ -111,6 +115,7 @@ impl Runtime {
             platform,
             cp,
             running: Arc::new(Mutex::new(HashSet::new())),
+            owners_seen: Arc::new(Mutex::new(std::collections::HashMap::new())),
             settings: Settings::from_env(),
         }
     }
@@ -172,6 +177,8 @@ impl Runtime {
                 continue; // Secrets only matter through the stores that reference them.
             }
             for obj in self.cp.list(&kind, None, &Selector::everything()).await? {
+                let owners = self.owners(&obj).await?;
+                self.remember_owners(ObjectKey::of(&obj), owners);
                 queue.add(ObjectKey::of(&obj));
             }
         }
@@ -188,9 +195,6 @@ impl Runtime {
             out.retain(|k| !k.group.is_empty());
             return Ok(out);
         }
-        if key.group != GROUP {
-            return Ok(out);
-        }
         let Some(kind) = self.platform.kind_of(&key.group, &key.kind).await? else {
             return Ok(out);
         };
@@ -198,25 +202,19 @@ impl Runtime {
             .cp
             .get(&kind, key.namespace.as_deref(), &key.name)
             .await?;
+        let owners = match &obj {
+            Some(obj) => {
+                let owners = self.owners(obj).await?;
+                self.remember_owners(key.clone(), owners.clone());
+                owners
+            }
+            None => self.forget_owners(key),
+        };
+        out.extend(owners);
+        if key.group != GROUP {
+            return Ok(out);
+        }
         match key.kind.as_str() {
-            "PipelineRun" | "Work" => {
-                if let Some(obj) = &obj {
-                    out.extend(self.owner_of_workflow_object(obj).await?);
-                }
-            }
-            "WorkPlacement" => {
-                if let Some(work) = obj
-                    .as_ref()
-                    .and_then(|o| crate::api::object::label(o, labels::WORK))
-                {
-                    out.push(ObjectKey::new(
-                        GROUP,
-                        "Work",
-                        key.namespace.as_deref(),
-                        work,
-                    ));
-                }
-            }
             "Destination" => {
                 for work in self
                     .cp
@@ -235,6 +233,59 @@ impl Runtime {
             _ => {}
         }
         Ok(out)
+    }
+
+    /// The objects that wait on `obj`: the Promise or request of a PipelineRun or Work; the
+    /// Work and Destination of a WorkPlacement; the Promise of a request being deleted.
+    async fn owners(&self, obj: &crate::api::Object) -> Result<Vec<ObjectKey>, Error> {
+        let key = ObjectKey::of(obj);
+        let label = |k| crate::api::object::label(obj, k);
+        if key.group == GROUP {
+            return match key.kind.as_str() {
+                "PipelineRun" | "Work" => self.owner_of_workflow_object(obj).await,
+                "WorkPlacement" => {
+                    let mut out = Vec::new();
+                    if let Some(work) = label(labels::WORK) {
+                        out.push(ObjectKey::new(
+                            GROUP,
+                            "Work",
+                            key.namespace.as_deref(),
+                            work,
+                        ));
+                    }
+                    if let Some(dest) = label(labels::TARGET_DESTINATION) {
+                        out.push(ObjectKey::new(GROUP, "Destination", None, dest));
+                    }
+                    Ok(out)
+                }
+                _ => Ok(vec![]),
+            };
+        }
+        // A Promise being deleted waits for its requests to go.
+        match label(labels::PROMISE_NAME) {
+            Some(promise) if obj.metadata.deletion_timestamp.is_some() && !key.group.is_empty() => {
+                Ok(vec![ObjectKey::new(GROUP, "Promise", None, promise)])
+            }
+            _ => Ok(vec![]),
+        }
+    }
+
+    fn remember_owners(&self, key: ObjectKey, owners: Vec<ObjectKey>) {
+        if let Ok(mut seen) = self.owners_seen.lock() {
+            if owners.is_empty() {
+                seen.remove(&key);
+            } else {
+                seen.insert(key, owners);
+            }
+        }
+    }
+
+    fn forget_owners(&self, key: &ObjectKey) -> Vec<ObjectKey> {
+        self.owners_seen
+            .lock()
+            .ok()
+            .and_then(|mut seen| seen.remove(key))
+            .unwrap_or_default()
     }
 
     /// The Promise or request that a PipelineRun or Work belongs to.

@@ -175,12 +175,6 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
         }
     })
     .await?;
-    if works_state == workflow::WorksState::Pending
-        && matches!(step, Step::Completed { .. } | Step::NothingToRun)
-    {
-        // NB: a deleted Work's last change cannot name its owner, so look again until it is gone.
-        return Ok(Next::After(std::time::Duration::from_secs(1)));
-    }
     Ok(workflows::wake_after(&step).map_or(Next::Done, Next::After))
 }
 
@@ -209,7 +203,8 @@ async fn teardown(rt: &Runtime, subject: &Subject, promise: &Promise) -> Result<
                 &format!("deleting {} requests", requests.len()),
             )
             .await?;
-            return Ok(Next::After(std::time::Duration::from_millis(500)));
+            // Each request's deletion wakes this Promise again.
+            return Ok(Next::Done);
         }
     }
     let delete = pipelines(promise, WorkflowType::Promise, Action::Delete)?;
@@ -227,9 +222,8 @@ async fn teardown(rt: &Runtime, subject: &Subject, promise: &Promise) -> Result<
     let remaining = works::delete_all_of_promise(rt, &subject.promise_name).await?;
     if remaining > 0 {
         set_message(rt, subject, &format!("removing files of {remaining} Works")).await?;
-        // NB: a Work that is finally gone leads no watch event back to its Promise (its labels
-        // went with it), so look again rather than wait for one.
-        return Ok(Next::After(std::time::Duration::from_millis(500)));
+        // Each Work's deletion wakes this Promise again.
+        return Ok(Next::Done);
     }
     works::delete_runs(rt, subject).await?;
     status::remove_finalizer(rt.cp.as_ref(), &kind, &subject.object, FINALIZER).await?;

@@ -16,9 +16,6 @@ use super::{promises, status, works, Error, Next, Runtime};
 
 pub const FINALIZER: &str = "kratix.io/workflows-cleanup";
 
-/// How often a request being deleted checks whether its Works have gone.
-const WORKS_GONE_POLL: std::time::Duration = std::time::Duration::from_millis(500);
-
 /// The Promise that defines a request kind.
 async fn promise_for(rt: &Runtime, kind: &KindInfo, obj: &Object) -> Result<Option<Object>, Error> {
     if let Some(name) = label(obj, labels::PROMISE_NAME) {
@@ -151,12 +148,6 @@ pub async fn reconcile(rt: &Runtime, kind: &KindInfo, obj: Object) -> Result<Nex
         }
     })
     .await?;
-    if works_state == workflow::WorksState::Pending
-        && matches!(step, Step::Completed { .. } | Step::NothingToRun)
-    {
-        // NB: a deleted Work's last change cannot name its owner, so look again until it is gone.
-        return Ok(Next::After(std::time::Duration::from_secs(1)));
-    }
     Ok(workflows::wake_after(&step).map_or(Next::Done, Next::After))
 }
 
@@ -177,10 +168,9 @@ async fn teardown(rt: &Runtime, subject: &Subject, promise: &Promise) -> Result<
     }
     let request_works = works::works_of(rt, subject).await?;
     if !request_works.is_empty() {
+        // Each Work's deletion wakes this request again (the runtime remembers owners).
         works::delete_works(rt, &request_works, "delete").await?;
-        // NB: a Work that is finally gone leads no watch event back to its request (its labels
-        // went with it), so look again rather than wait for one.
-        return Ok(Next::After(WORKS_GONE_POLL));
+        return Ok(Next::Done);
     }
     works::delete_runs(rt, subject).await?;
     status::remove_finalizer(rt.cp.as_ref(), &subject.kind, &subject.object, FINALIZER).await?;
