@@ -5,7 +5,7 @@
 # already installed it prints nothing and touches nothing. Run as root.
 set -eu -o pipefail
 
-packages=(git openssh-server openssh-client bubblewrap pkg-config libssl-dev kubectl)
+packages=(git openssh-server openssh-client bubblewrap pkg-config libssl-dev)
 
 is_installed() {
     dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q '^install ok installed$'
@@ -15,6 +15,8 @@ missing=()
 for package in "${packages[@]}"; do
     is_installed "$package" || missing+=("$package")
 done
+# Any kubectl will do (the machine image may ship one outside Debian's packages).
+command -v kubectl >/dev/null 2>&1 || missing+=(kubernetes-client)
 
 if [ "${#missing[@]}" -eq 0 ]; then
     exit 0
