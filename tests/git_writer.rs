@@ -13,8 +13,9 @@ mod support;
 mod git_servers;
 
 use std::collections::BTreeSet;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -1628,6 +1629,8 @@ impl DaemonOnPort {
             .arg(root)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
+            // `git daemon` runs `git-daemon` as a child: its own process group lets Drop stop both.
+            .process_group(0)
             .spawn()
             .expect("git daemon starts");
         eventually("git daemon to listen", WAIT, || {
@@ -1641,6 +1644,9 @@ impl DaemonOnPort {
 
 impl Drop for DaemonOnPort {
     fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{}", self.child.id())])
+            .status();
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -1808,5 +1814,49 @@ fn wrong_credentials_are_not_ready_and_recover_when_the_secret_is_fixed() {
     }
 
     k.apply_yaml(&secret(password), &["--no-wait"]).assert_ok();
+    assert_recovered(&k, &Repo::new(&bare));
+}
+
+/// A store that goes away after it was ready shows as not ready, with its Destination, and both
+/// come back by themselves with the server.
+#[test]
+fn a_store_that_goes_down_later_is_not_ready_until_it_is_back() {
+    let root = tempfile::tempdir().expect("folder");
+    let bare = root.path().join("state.git");
+    git_servers::init_bare(&bare).expect("bare repository");
+    let port = git_servers::closed_port().expect("a free port");
+    let daemon = DaemonOnPort::start(root.path(), port);
+    let mut k = Kratix::new().with_env("KRATIX_STORE_RECHECK", "1");
+    k.start_serve();
+    k.apply_yaml(
+        &setup(&[
+            store_yaml(&format!("git://127.0.0.1:{port}/state.git"), ""),
+            destination_yaml("worker-1", "{target: worker-1}", ""),
+            yaml(&bundle_with(&["render"])),
+            request_yaml("r1", "default", "v1"),
+        ]),
+        &[],
+    )
+    .assert_ok();
+
+    drop(daemon);
+    eventually_object(
+        &k,
+        "gitstatestore",
+        "default",
+        None,
+        "the store to be not ready",
+        |s| condition_is(s, "Ready", "False"),
+    );
+    eventually_object(
+        &k,
+        "destination",
+        "worker-1",
+        None,
+        "the destination to be not ready",
+        |d| condition_is(d, "Ready", "False"),
+    );
+
+    let _daemon = DaemonOnPort::start(root.path(), port);
     assert_recovered(&k, &Repo::new(&bare));
 }

@@ -88,7 +88,32 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
     if obj.metadata.deletion_timestamp.is_some() {
         return deregister(rt, &obj, &dest).await;
     }
-    if status::condition_status(&obj, "Ready").is_some_and(|(s, _, _)| s == "True")
+    // A Destination is only as ready as its store: mirror a store that stopped being ready.
+    let store_ready = rt
+        .cp
+        .get(&rt.kind(&store_ref.kind), None, &store_ref.name)
+        .await?
+        .and_then(|store| status::condition_status(&store, "Ready"));
+    if let Some((store_status, _, store_message)) = &store_ready {
+        if store_status == "False" {
+            let generation = obj.metadata.generation;
+            let ready = Condition::new(
+                "Ready",
+                ConditionStatus::False,
+                "StateStoreNotReady",
+                &format!("{} {}: {store_message}", store_ref.kind, store_ref.name),
+            );
+            status::update_status(rt.cp.as_ref(), &kind, &key, |_, s| {
+                status::set_conditions(s, [ready.clone()]);
+                status::set_field(s, "observedGeneration", json!(generation));
+            })
+            .await?;
+            // The store's recovery wakes this Destination again.
+            return Ok(Next::Done);
+        }
+    }
+    if store_ready.is_some_and(|(s, _, _)| s == "True")
+        && status::condition_status(&obj, "Ready").is_some_and(|(s, _, _)| s == "True")
         && obj
             .data
             .pointer("/status/observedGeneration")

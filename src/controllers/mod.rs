@@ -87,6 +87,9 @@ pub struct Settings {
     pub pipeline_timeout: Duration,
     /// How often everything is looked at again even without changes (`KRATIX_RESYNC` seconds).
     pub resync: Duration,
+    /// How often a ready state store's access is checked again, so that an outage shows on the
+    /// store and its Destinations (`KRATIX_STORE_RECHECK` seconds, default 60).
+    pub store_recheck: Duration,
 }
 
 impl Settings {
@@ -100,6 +103,7 @@ impl Settings {
         Self {
             pipeline_timeout: Duration::from_secs(secs("KRATIX_PIPELINE_TIMEOUT", 600)),
             resync: Duration::from_secs(secs("KRATIX_RESYNC", 300)),
+            store_recheck: Duration::from_secs(secs("KRATIX_STORE_RECHECK", 60)),
         }
     }
 }

@@ -324,7 +324,7 @@ pub async fn reconcile(rt: &Runtime, kind: &KindInfo, obj: Object) -> Result<Nex
                     "StateStoreReady",
                     "State store is ready",
                 ),
-                Next::After(rt.settings.resync),
+                Next::After(rt.settings.store_recheck),
             ),
             Err(e) => (
                 Condition::new(
