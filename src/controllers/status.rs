@@ -11,31 +11,39 @@ use super::{now_rfc3339, Error};
 
 const ATTEMPTS: usize = 20;
 
-/// Applies `change` to the object's `status` and writes it if anything changed. Returns the
-/// object as stored afterwards, or `None` if it is gone.
-pub async fn update_status(
+/// Which part of an object a read-modify-write writes.
+#[derive(Debug, Clone, Copy)]
+enum Part {
+    /// Metadata and spec (`update`).
+    Object,
+    /// Only `status` (`update_status`).
+    Status,
+}
+
+/// Re-reads the object, applies `change`, and writes `part` back if anything changed, retrying
+/// when someone else wrote in between. Returns the object as stored afterwards, or `None` if it
+/// is gone.
+async fn read_modify_write(
     cp: &dyn ControlPlane,
     kind: &KindInfo,
     key: &ObjectKey,
-    mut change: impl FnMut(&Object, &mut Value),
+    part: Part,
+    mut change: impl FnMut(&mut Object),
 ) -> Result<Option<Object>, Error> {
     for _ in 0..ATTEMPTS {
-        let Some(mut obj) = cp.get(kind, key.namespace.as_deref(), &key.name).await? else {
+        let Some(obj) = cp.get(kind, key.namespace.as_deref(), &key.name).await? else {
             return Ok(None);
         };
-        let before = obj.data.get("status").cloned().unwrap_or_else(|| json!({}));
-        let mut status = before.clone();
-        if !status.is_object() {
-            status = json!({});
-        }
-        change(&obj, &mut status);
-        if status == before {
+        let mut changed = obj.clone();
+        change(&mut changed);
+        if serde_json::to_value(&changed).ok() == serde_json::to_value(&obj).ok() {
             return Ok(Some(obj));
         }
-        if let Some(map) = obj.data.as_object_mut() {
-            map.insert("status".into(), status);
-        }
-        match cp.update_status(kind, &obj).await {
+        let written = match part {
+            Part::Object => cp.update(kind, &changed).await,
+            Part::Status => cp.update_status(kind, &changed).await,
+        };
+        match written {
             Ok(stored) => return Ok(Some(stored)),
             Err(store::Error::Conflict { .. }) => continue,
             Err(store::Error::NotFound { .. }) => return Ok(None),
@@ -49,34 +57,38 @@ pub async fn update_status(
     .into())
 }
 
+/// Applies `change` to the object's `status` (always a mapping) and writes it if anything
+/// changed. Returns the object as stored afterwards, or `None` if it is gone.
+pub async fn update_status(
+    cp: &dyn ControlPlane,
+    kind: &KindInfo,
+    key: &ObjectKey,
+    mut change: impl FnMut(&Object, &mut Value),
+) -> Result<Option<Object>, Error> {
+    read_modify_write(cp, kind, key, Part::Status, |obj| {
+        let mut status = obj
+            .data
+            .get("status")
+            .filter(|s| s.is_object())
+            .cloned()
+            .unwrap_or_else(|| json!({}));
+        change(obj, &mut status);
+        let untouched_absent = obj.data.get("status").is_none() && status == json!({});
+        if let (false, Some(map)) = (untouched_absent, obj.data.as_object_mut()) {
+            map.insert("status".into(), status);
+        }
+    })
+    .await
+}
+
 /// Applies `change` to the object (metadata or spec) and writes it if anything changed.
 pub async fn update_object(
     cp: &dyn ControlPlane,
     kind: &KindInfo,
     key: &ObjectKey,
-    mut change: impl FnMut(&mut Object),
+    change: impl FnMut(&mut Object),
 ) -> Result<Option<Object>, Error> {
-    for _ in 0..ATTEMPTS {
-        let Some(obj) = cp.get(kind, key.namespace.as_deref(), &key.name).await? else {
-            return Ok(None);
-        };
-        let mut changed = obj.clone();
-        change(&mut changed);
-        if serde_json::to_value(&changed).ok() == serde_json::to_value(&obj).ok() {
-            return Ok(Some(obj));
-        }
-        match cp.update(kind, &changed).await {
-            Ok(stored) => return Ok(Some(stored)),
-            Err(store::Error::Conflict { .. }) => continue,
-            Err(store::Error::NotFound { .. }) => return Ok(None),
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Err(store::Error::Conflict {
-        key: key.clone(),
-        expected: "latest".into(),
-    }
-    .into())
+    read_modify_write(cp, kind, key, Part::Object, change).await
 }
 
 pub fn has_finalizer(obj: &Object, finalizer: &str) -> bool {
