@@ -96,7 +96,7 @@ pub enum Command {
     },
     /// Run every controller of the home until SIGINT or SIGTERM.
     Serve,
-    /// Run the controllers against a Kubernetes API server.
+    /// Run the controllers against a Kubernetes API server (not available yet in this build).
     Controller,
     /// Print the CustomResourceDefinitions of Kratix's kinds.
     Crds,
