@@ -36,7 +36,9 @@ const DEST2_GROUP: &str = "76355";
 // Objects to apply
 
 fn scripts_dir() -> String {
-    fixtures().join("git_writer/scripts").display().to_string()
+    support::sandbox_fixtures("git_writer/scripts")
+        .display()
+        .to_string()
 }
 
 fn with_scripts(text: &str) -> String {

@@ -24,7 +24,7 @@ const PATIENCE: Duration = Duration::from_secs(60);
 // ---------------------------------------------------------------------------------------------
 
 fn scripts_dir() -> PathBuf {
-    fixtures().join("workflows").join("scripts")
+    support::sandbox_fixtures("workflows/scripts")
 }
 
 /// A fixture YAML file with `@SCRIPTS@` replaced by the scripts' absolute path.
@@ -152,10 +152,9 @@ fn repo(k: &Kratix) -> PathBuf {
     k.home().join("state-store.git")
 }
 
-/// A folder outside `/tmp` (which sandboxed pipelines see as their own private `/tmp`), so that
-/// sandboxed pipelines see the files tests create in it.
+/// A folder that sandboxed pipelines see (their `/tmp` is private), for files tests create.
 fn shared_dir() -> tempfile::TempDir {
-    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("temporary folder")
+    support::sandbox_visible_dir()
 }
 
 fn text(path: &Path) -> String {

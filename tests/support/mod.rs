@@ -272,3 +272,45 @@ spec:
 "#
     )
 }
+
+/// Sandboxed pipelines get a private `/tmp` that hides the host's, and a clone of this
+/// repository (with its fixtures and `CARGO_TARGET_TMPDIR`) may well live under `/tmp`. Files
+/// that pipelines must see go under `/var/tmp` instead.
+const SANDBOX_VISIBLE_ROOT: &str = "/var/tmp";
+
+/// A fresh folder that sandboxed pipelines can see (read-only, like the rest of the host).
+pub fn sandbox_visible_dir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("kratix-rs-test-")
+        .tempdir_in(SANDBOX_VISIBLE_ROOT)
+        .expect("a folder under /var/tmp")
+}
+
+/// The fixture folder `subdir` (e.g. `workflows/scripts`), copied where sandboxed pipelines can
+/// read it. The copy's place depends only on the checkout, so runs reuse it instead of piling
+/// up copies; files are replaced atomically, so concurrent test binaries don't see half a file.
+pub fn sandbox_fixtures(subdir: &str) -> PathBuf {
+    use sha2::{Digest, Sha256};
+    let source = fixtures().join(subdir);
+    let checkout = hex::encode(&Sha256::digest(source.display().to_string().as_bytes())[..8]);
+    let target = Path::new(SANDBOX_VISIBLE_ROOT)
+        .join("kratix-rs-test-fixtures")
+        .join(checkout)
+        .join(subdir);
+    std::fs::create_dir_all(&target).expect("fixture copy folder");
+    for entry in std::fs::read_dir(&source).expect("fixture folder") {
+        let path = entry.expect("fixture entry").path();
+        if !path.is_file() {
+            continue;
+        }
+        let name = path.file_name().expect("file name");
+        let partial = target.join(format!(
+            ".{}.{}",
+            name.to_string_lossy(),
+            std::process::id()
+        ));
+        std::fs::copy(&path, &partial).expect("copy fixture");
+        std::fs::rename(&partial, target.join(name)).expect("place fixture");
+    }
+    target
+}
