@@ -116,6 +116,28 @@ impl EmbeddedStore {
         })
     }
 
+    /// `update` and `update_status`: read the stored object, let `rule` decide what the write
+    /// becomes, and apply it, all in one transaction.
+    async fn modify(
+        &self,
+        kind: &KindInfo,
+        obj: &Object,
+        what: &'static str,
+        rule: fn(&KindInfo, &Object, &Object) -> Result<Outcome>,
+    ) -> Result<Object> {
+        let key = rules::key_of(kind, obj)?;
+        let (kind, obj) = (kind.clone(), obj.clone());
+        let retain = self.inner.options.retain_changes;
+        self.run(move |conn| {
+            write(conn, &format!("{what} {key}"), |tx| {
+                let stored = db::read_object(tx, &key)?.ok_or_else(|| not_found(&key))?;
+                let outcome = rule(&kind, &stored, &obj)?;
+                Ok(apply(tx, &key, outcome, retain)?.into_object())
+            })
+        })
+        .await
+    }
+
     /// Runs blocking database work off the async threads.
     async fn run<T, F>(&self, work: F) -> Result<T>
     where
@@ -201,31 +223,13 @@ impl ControlPlane for EmbeddedStore {
     }
 
     async fn update(&self, kind: &KindInfo, obj: &Object) -> Result<Object> {
-        let key = rules::key_of(kind, obj)?;
-        let (kind, obj) = (kind.clone(), obj.clone());
-        let retain = self.inner.options.retain_changes;
-        self.run(move |conn| {
-            write(conn, &format!("update {key}"), |tx| {
-                let stored = db::read_object(tx, &key)?.ok_or_else(|| not_found(&key))?;
-                let outcome = rules::prepare_update(&kind, &stored, &obj)?;
-                Ok(apply(tx, &key, outcome, retain)?.into_object())
-            })
-        })
-        .await
+        self.modify(kind, obj, "update", rules::prepare_update)
+            .await
     }
 
     async fn update_status(&self, kind: &KindInfo, obj: &Object) -> Result<Object> {
-        let key = rules::key_of(kind, obj)?;
-        let (kind, obj) = (kind.clone(), obj.clone());
-        let retain = self.inner.options.retain_changes;
-        self.run(move |conn| {
-            write(conn, &format!("update status of {key}"), |tx| {
-                let stored = db::read_object(tx, &key)?.ok_or_else(|| not_found(&key))?;
-                let outcome = rules::prepare_status_update(&kind, &stored, &obj)?;
-                Ok(apply(tx, &key, outcome, retain)?.into_object())
-            })
-        })
-        .await
+        self.modify(kind, obj, "update status of", rules::prepare_status_update)
+            .await
     }
 
     async fn delete(
