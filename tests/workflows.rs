@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{json, Value};
+use support::things::{runs, RunInfo};
 use support::{condition, eventually, fixtures, git, git_destination_yaml, Kratix};
 
 const PROMISE: &str = "thing";
@@ -164,64 +165,6 @@ fn text(path: &Path) -> String {
 // ---------------------------------------------------------------------------------------------
 // Observing: PipelineRuns, objects, the Git state store.
 // ---------------------------------------------------------------------------------------------
-
-/// What a test needs of one PipelineRun.
-#[derive(Debug, Clone)]
-struct RunInfo {
-    name: String,
-    pipeline: String,
-    action: String,
-    hash: String,
-    sequence: i64,
-    phase: String,
-    start: Option<chrono::DateTime<chrono::FixedOffset>>,
-    completion: Option<chrono::DateTime<chrono::FixedOffset>>,
-    message: String,
-    raw: Value,
-}
-
-impl RunInfo {
-    fn from_json(run: &Value) -> Self {
-        let s = |p: &str| {
-            run.pointer(p)
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string()
-        };
-        let time = |p: &str| {
-            run.pointer(p)
-                .and_then(Value::as_str)
-                .map(|t| chrono::DateTime::parse_from_rfc3339(t).expect("RFC 3339 time"))
-        };
-        Self {
-            name: s("/metadata/name"),
-            pipeline: s("/spec/pipelineName"),
-            action: s("/spec/workflowAction"),
-            hash: s("/metadata/labels/kratix.io~1hash"),
-            sequence: run
-                .pointer("/spec/sequence")
-                .and_then(Value::as_i64)
-                .expect("sequence"),
-            phase: s("/status/phase"),
-            start: time("/status/startTime"),
-            completion: time("/status/completionTime"),
-            message: s("/status/message"),
-            raw: run.clone(),
-        }
-    }
-}
-
-/// Every PipelineRun of a request, by sequence.
-fn runs(k: &Kratix, request: &str) -> Vec<RunInfo> {
-    let selector = format!("kratix.io/resource-name={request}");
-    let mut runs: Vec<RunInfo> = k
-        .list_json("pipelineruns", &["-A", "-l", &selector])
-        .iter()
-        .map(RunInfo::from_json)
-        .collect();
-    runs.sort_by_key(|r| r.sequence);
-    runs
-}
 
 /// Runs of a request's configure workflow after sequence `after`.
 fn configure_runs_after(k: &Kratix, request: &str, after: i64) -> Vec<RunInfo> {

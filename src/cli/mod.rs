@@ -2,6 +2,7 @@
 
 pub mod apply;
 pub mod documents;
+mod driver;
 pub mod get;
 pub mod logs;
 pub mod output;

@@ -8,6 +8,7 @@ use crate::platform::Platform;
 use crate::store::embedded::HomeLock;
 use crate::store::{self, ControlPlane};
 
+use super::driver::Driver;
 use super::{apply, documents, get, logs, wait, Cli, Command};
 
 #[derive(Debug, thiserror::Error)]
@@ -55,7 +56,16 @@ pub async fn run(cli: Cli) -> Result<(), Error> {
         return Err(Error::KubernetesModeUnavailable);
     }
     let platform = Platform::open(&cli.home)?;
-    match cli.command {
+    // One set of controllers for the whole command, however many waits it makes.
+    let driver = Driver::new(platform.clone());
+    let result = dispatch(cli.command, &platform, &driver).await;
+    driver.shutdown().await;
+    result
+}
+
+async fn dispatch(command: Command, platform: &Platform, driver: &Driver) -> Result<(), Error> {
+    let platform = platform.clone();
+    match command {
         Command::Apply { files, wait: w } => {
             let docs = documents::load(&files)?;
             let known = apply::Known::load(&platform).await?;
@@ -83,7 +93,7 @@ pub async fn run(cli: Cli) -> Result<(), Error> {
             if !w.no_wait {
                 let targets: Vec<(KindInfo, ObjectKey)> =
                     prepared.iter().map(|p| (p.kind.clone(), p.key())).collect();
-                wait::settle(&platform, &targets, w.timeout()).await?;
+                wait::settle(driver, &platform, &targets, w.timeout()).await?;
                 println!("all {} objects settled", targets.len());
                 print_state_store_hints(&platform, &prepared).await;
             }
@@ -112,7 +122,7 @@ pub async fn run(cli: Cli) -> Result<(), Error> {
                 }
             }
             if !w.no_wait {
-                wait_gone(&platform, &targets, w.timeout()).await?;
+                wait_gone(driver, &platform, &targets, w.timeout()).await?;
             }
             Ok(())
         }
@@ -153,7 +163,7 @@ pub async fn run(cli: Cli) -> Result<(), Error> {
             let key = key_for(&kind, &name, namespace.as_deref());
             let timeout = Duration::from_secs(timeout);
             if for_ == "delete" {
-                return wait_gone(&platform, &[(kind, key)], timeout).await;
+                return wait_gone(driver, &platform, &[(kind, key)], timeout).await;
             }
             let spec = for_.strip_prefix("condition=").ok_or_else(|| {
                 Error::Usage(format!(
@@ -163,7 +173,7 @@ pub async fn run(cli: Cli) -> Result<(), Error> {
             let (type_, status) = spec.split_once('=').unwrap_or((spec, "True"));
             let cp = platform.control_plane();
             wait::drive_until(
-                &platform,
+                driver,
                 timeout,
                 &format!("{key} to have condition {type_}={status}"),
                 || {
@@ -204,7 +214,7 @@ pub async fn run(cli: Cli) -> Result<(), Error> {
             // The controller removes the label when it starts the re-run; only then do the
             // conditions describe the re-run rather than the previous one.
             let cp = platform.control_plane();
-            wait::drive_until(&platform, w.timeout(), "the re-run to start", || {
+            wait::drive_until(driver, w.timeout(), "the re-run to start", || {
                 let (cp, kind, key) = (cp.clone(), kind.clone(), key.clone());
                 async move {
                     let obj = wait::get(cp.as_ref(), &kind, &key).await?;
@@ -217,7 +227,7 @@ pub async fn run(cli: Cli) -> Result<(), Error> {
                 }
             })
             .await?;
-            wait::settle(&platform, &[(kind, key)], w.timeout()).await?;
+            wait::settle(driver, &platform, &[(kind, key)], w.timeout()).await?;
             println!("reconciled");
             Ok(())
         }
@@ -246,10 +256,12 @@ pub async fn run(cli: Cli) -> Result<(), Error> {
                 })?;
             eprintln!("serving {}", platform.home.display());
             let runtime = controllers::Runtime::new(platform.clone());
-            tokio::select! {
-                result = runtime.run(lock) => result?,
-                _ = shutdown_signal() => eprintln!("stopping"),
-            }
+            runtime
+                .run(lock, async {
+                    shutdown_signal().await;
+                    eprintln!("stopping");
+                })
+                .await;
             Ok(())
         }
         Command::Controller | Command::Crds => Ok(()),
@@ -335,12 +347,13 @@ async fn delete_targets(
 }
 
 async fn wait_gone(
+    driver: &Driver,
     platform: &Platform,
     targets: &[(KindInfo, ObjectKey)],
     timeout: Duration,
 ) -> Result<(), Error> {
     let cp = platform.control_plane();
-    wait::drive_until(platform, timeout, "deletion", || {
+    wait::drive_until(driver, timeout, "deletion", || {
         let cp = cp.clone();
         async move {
             for (kind, key) in targets {

@@ -1,5 +1,5 @@
-//! Waiting for objects to settle. When no `serve` holds the home, the waiting command runs the
-//! controllers itself meanwhile; otherwise it only watches.
+//! Waiting for objects to settle. When no other process runs the home's controllers, the waiting
+//! command runs them itself meanwhile (see [`Driver`]); otherwise it only watches.
 
 use std::future::Future;
 use std::time::{Duration, Instant};
@@ -8,10 +8,10 @@ use serde_json::Value;
 
 use crate::api::object::condition;
 use crate::api::{KindInfo, Object, ObjectKey, GROUP};
-use crate::controllers;
 use crate::platform::Platform;
-use crate::store::embedded::HomeLock;
 use crate::store::ControlPlane;
+
+use super::driver::Driver;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -28,12 +28,9 @@ pub enum Error {
         #[source]
         source: crate::store::Error,
     },
-    /// The controllers stopped with an error.
-    #[error("controllers stopped")]
-    Controllers(#[source] controllers::Error),
-    /// The home lock could not be checked.
-    #[error("checking the home lock")]
-    Lock(#[source] crate::store::Error),
+    /// The controllers could not be started here.
+    #[error(transparent)]
+    Driver(#[from] super::driver::Error),
 }
 
 /// Where an object stands.
@@ -118,10 +115,10 @@ fn workflow_settlement(obj: &Object) -> Settlement {
     }
 }
 
-/// Runs `check` every few hundred milliseconds until it returns `Some`, running the controllers
-/// in this process meanwhile when no other process holds the home.
+/// Runs `check` every few hundred milliseconds until it returns `Some`. Meanwhile the controllers
+/// run in this process whenever no other process runs them (see [`Driver`]).
 pub async fn drive_until<T, F, Fut>(
-    platform: &Platform,
+    driver: &Driver,
     timeout: Duration,
     what: &str,
     mut check: F,
@@ -130,47 +127,33 @@ where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<Option<T>, Error>>,
 {
-    let lock = HomeLock::try_acquire(&platform.home).map_err(Error::Lock)?;
     let deadline = Instant::now() + timeout;
-    let poll = async {
-        loop {
-            if let Some(result) = check().await? {
-                return Ok(result);
-            }
-            if Instant::now() >= deadline {
-                return Err(Error::Timeout {
-                    seconds: timeout.as_secs(),
-                    what: what.to_string(),
-                });
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
+    loop {
+        driver.take_over_if_free()?;
+        if let Some(result) = check().await? {
+            return Ok(result);
         }
-    };
-    match lock {
-        Some(lock) => {
-            let runtime = controllers::Runtime::new(platform.clone());
-            tokio::select! {
-                result = poll => result,
-                stopped = runtime.run(lock) => match stopped {
-                    Ok(()) => Err(Error::Timeout { seconds: timeout.as_secs(), what: what.to_string() }),
-                    Err(e) => Err(Error::Controllers(e)),
-                },
-            }
+        if Instant::now() >= deadline {
+            return Err(Error::Timeout {
+                seconds: timeout.as_secs(),
+                what: what.to_string(),
+            });
         }
-        None => poll.await,
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
 
 /// Waits until every object has settled; fails as soon as one has failed. A Promise has settled
 /// once its requests have too (a Promise change re-runs their workflows).
 pub async fn settle(
+    driver: &Driver,
     platform: &Platform,
     objects: &[(KindInfo, ObjectKey)],
     timeout: Duration,
 ) -> Result<(), Error> {
     let cp = platform.control_plane();
     let last_pending = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-    let result = drive_until(platform, timeout, "objects to settle", || {
+    let result = drive_until(driver, timeout, "objects to settle", || {
         let cp = cp.clone();
         let last = last_pending.clone();
         async move {

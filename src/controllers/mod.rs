@@ -2,6 +2,7 @@
 //! pure decision function what to do, and acts. One process at a time runs them for a home (the
 //! holder of the home lock); everything they need to resume after a crash is stored.
 
+mod claims;
 pub mod destinations;
 mod kube_time;
 pub mod placements;
@@ -14,11 +15,13 @@ mod status;
 pub mod workflows;
 pub mod works;
 
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures::StreamExt;
+use tokio::task::JoinHandle;
 use tracing::{debug, warn};
 
 use crate::api::{labels, KindInfo, ObjectKey, GROUP};
@@ -71,8 +74,10 @@ pub struct Runtime {
     pub platform: Platform,
     pub cp: Arc<dyn ControlPlane>,
     pub state_stores: Arc<state_stores::Cache>,
-    /// Pipeline runs executing in this process.
-    pub running: Arc<Mutex<HashSet<ObjectKey>>>,
+    /// Who this controller instance is, as recorded in the runs it claims.
+    pub executor: claims::Executor,
+    /// Pipeline runs this instance is carrying out, each in a task of its own.
+    running: Arc<Mutex<HashMap<ObjectKey, JoinHandle<()>>>>,
     /// The owners each object was last seen with: a deleted object can no longer be read, yet
     /// its owners (a request waiting for its Works to go, a Destination for its placements)
     /// must hear of its deletion.
@@ -90,6 +95,9 @@ pub struct Settings {
     /// How often a ready state store's access is checked again, so that an outage shows on the
     /// store and its Destinations (`KRATIX_STORE_RECHECK` seconds, default 60).
     pub store_recheck: Duration,
+    /// How long stopping controllers let the pipeline runs they carry out finish before killing
+    /// them and giving their claims back (`KRATIX_SHUTDOWN_GRACE` seconds, default 10).
+    pub shutdown_grace: Duration,
 }
 
 impl Settings {
@@ -104,6 +112,7 @@ impl Settings {
             pipeline_timeout: Duration::from_secs(secs("KRATIX_PIPELINE_TIMEOUT", 600)),
             resync: Duration::from_secs(secs("KRATIX_RESYNC", 300)),
             store_recheck: Duration::from_secs(secs("KRATIX_STORE_RECHECK", 60)),
+            shutdown_grace: Duration::from_secs(secs("KRATIX_SHUTDOWN_GRACE", 10)),
         }
     }
 }
@@ -118,23 +127,45 @@ impl Runtime {
             )),
             platform,
             cp,
-            running: Arc::new(Mutex::new(HashSet::new())),
+            executor: claims::Executor::this_process(),
+            running: Arc::new(Mutex::new(HashMap::new())),
             owners_seen: Arc::new(Mutex::new(std::collections::HashMap::new())),
             settings: Settings::from_env(),
         }
     }
 
-    /// Runs every controller until the future is dropped. `lock` proves this process is the only
-    /// one running controllers for the home.
-    pub async fn run(self, lock: HomeLock) -> Result<(), Error> {
+    /// Runs every controller until `stop` completes, then stops executing pipeline runs (see
+    /// [`Runtime::stop_executing`]) and returns. `lock` proves this process is the only one
+    /// running controllers for the home. A process runs one `Runtime` at a time: the claims it
+    /// writes on runs name this instance, and it never runs what another live instance claimed.
+    ///
+    /// Failures of the control plane are retried with backoff, never returned: a transient error
+    /// must not end the controllers.
+    pub async fn run(self, lock: HomeLock, stop: impl Future<Output = ()>) {
         let _lock = lock;
-        runs::recover_interrupted(&self).await?;
+        tokio::pin!(stop);
         let mut queue = Queue::default();
-        let since = self.cp.current_resource_version().await?;
-        self.enqueue_everything(&mut queue).await?;
-        let mut changes = self.cp.watch(&[], &since);
+        let mut backoff = Backoff::default();
+        // Start-up: recover interrupted runs and look at everything, once the store answers.
+        let (since, mut changes) = loop {
+            match self.start_up(&mut queue).await {
+                Ok(started) => break started,
+                Err(err) => {
+                    let delay = backoff.next();
+                    warn!(error = %ErrorChain(&err), "starting the controllers failed; retrying in {delay:?}");
+                    tokio::select! {
+                        _ = &mut stop => return self.stop_executing().await,
+                        _ = tokio::time::sleep(delay) => continue,
+                    }
+                }
+            }
+        };
+        let _ = since;
+        backoff = Backoff::default();
         let mut resync = tokio::time::interval(self.settings.resync);
         resync.tick().await;
+        // When set, everything is looked at again at that moment (after a failure to).
+        let mut resync_due: Option<tokio::time::Instant> = None;
         loop {
             while let Some(key) = queue.pop_due() {
                 match self.reconcile(&key).await {
@@ -149,28 +180,144 @@ impl Runtime {
                 }
                 queue.forget_failures(&key);
             }
-            let sleep = queue.time_to_next().unwrap_or(Duration::from_secs(1));
-            tokio::select! {
-                change = changes.next() => match change {
-                    Some(Ok(change)) => {
-                        for key in self.affected_by(&change.key).await? {
-                            queue.add(key);
-                        }
+            if let Some(due) = resync_due.filter(|due| *due <= tokio::time::Instant::now()) {
+                let _ = due;
+                resync_due = match self.resync(&mut queue).await {
+                    Ok(fresh) => {
+                        changes = fresh;
+                        backoff = Backoff::default();
+                        None
                     }
+                    Err(err) => {
+                        let delay = backoff.next();
+                        warn!(error = %ErrorChain(&err), "looking at everything again failed; retrying in {delay:?}");
+                        Some(tokio::time::Instant::now() + delay)
+                    }
+                };
+                continue;
+            }
+            let mut sleep = queue.time_to_next().unwrap_or(Duration::from_secs(1));
+            if let Some(due) = resync_due {
+                sleep = sleep.min(due.saturating_duration_since(tokio::time::Instant::now()));
+            }
+            tokio::select! {
+                _ = &mut stop => break,
+                change = changes.next() => match change {
+                    Some(Ok(change)) => match self.affected_by(&change.key).await {
+                        Ok(keys) => {
+                            for key in keys {
+                                queue.add(key);
+                            }
+                        }
+                        Err(err) => {
+                            // Its dependants are unknown for now: look at everything soon.
+                            warn!(object = %change.key, error = %ErrorChain(&err), "finding what a change affects failed; looking at everything again");
+                            queue.add(change.key.clone());
+                            resync_due.get_or_insert_with(|| tokio::time::Instant::now() + backoff.next());
+                        }
+                    },
                     Some(Err(err)) => {
                         // The feed was lost (e.g. pruned): look at everything again.
                         warn!(error = %ErrorChain(&err), "change feed interrupted; resyncing");
-                        let since = self.cp.current_resource_version().await?;
-                        changes = self.cp.watch(&[], &since);
-                        self.enqueue_everything(&mut queue).await?;
+                        resync_due = Some(tokio::time::Instant::now());
                     }
-                    None => {
-                        let since = self.cp.current_resource_version().await?;
-                        changes = self.cp.watch(&[], &since);
-                    }
+                    None => resync_due = Some(tokio::time::Instant::now()),
                 },
-                _ = resync.tick() => self.enqueue_everything(&mut queue).await?,
+                _ = resync.tick() => resync_due = Some(tokio::time::Instant::now()),
                 _ = tokio::time::sleep(sleep) => {}
+            }
+        }
+        self.stop_executing().await;
+    }
+
+    /// Recovers interrupted runs, queues everything, and opens the change feed.
+    async fn start_up(
+        &self,
+        queue: &mut Queue,
+    ) -> Result<
+        (
+            String,
+            futures::stream::BoxStream<'static, Result<store::Change, store::Error>>,
+        ),
+        Error,
+    > {
+        runs::recover_interrupted(self).await?;
+        let since = self.cp.current_resource_version().await?;
+        self.enqueue_everything(queue).await?;
+        let changes = self.cp.watch(&[], &since);
+        Ok((since, changes))
+    }
+
+    /// Queues everything and opens a fresh change feed from now.
+    async fn resync(
+        &self,
+        queue: &mut Queue,
+    ) -> Result<futures::stream::BoxStream<'static, Result<store::Change, store::Error>>, Error>
+    {
+        let since = self.cp.current_resource_version().await?;
+        self.enqueue_everything(queue).await?;
+        Ok(self.cp.watch(&[], &since))
+    }
+
+    /// Whether this instance is carrying out `run` right now.
+    pub fn is_executing(&self, run: &ObjectKey) -> bool {
+        self.running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains_key(run)
+    }
+
+    /// Records that `run` is carried out by the task `spawn` starts. The map stays locked while
+    /// the task starts, so its own [`Runtime::done_executing`] cannot come first.
+    fn start_executing(&self, run: ObjectKey, spawn: impl FnOnce() -> JoinHandle<()>) {
+        let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+        running.insert(run, spawn());
+    }
+
+    fn done_executing(&self, run: &ObjectKey) {
+        self.running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(run);
+    }
+
+    /// Stops executing: lets the runs in progress finish for up to the shutdown grace, then
+    /// kills the rest (their containers die with their tasks) and gives their claims back, so
+    /// that they run again from the start — never twice at once, never lost.
+    pub async fn stop_executing(&self) {
+        let deadline = tokio::time::Instant::now() + self.settings.shutdown_grace;
+        loop {
+            let left = self
+                .running
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .len();
+            if left == 0 {
+                return;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                break;
+            }
+            debug!(
+                runs = left,
+                "waiting for pipeline runs to finish before stopping"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let unfinished: Vec<(ObjectKey, JoinHandle<()>)> = self
+            .running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .drain()
+            .collect();
+        for (run, task) in unfinished {
+            task.abort();
+            let _ = task.await;
+            match runs::release(self, &run).await {
+                Ok(()) => warn!(run = %run, "stopped before the run finished; it runs again later"),
+                Err(err) => {
+                    warn!(run = %run, error = %ErrorChain(&err), "could not give the run back; the next controllers take it over")
+                }
             }
         }
     }
@@ -348,6 +495,24 @@ impl Runtime {
     /// The kind info of a built-in kind.
     pub fn kind(&self, kind: &str) -> KindInfo {
         builtin(kind)
+    }
+}
+
+/// Exponential backoff for the controllers' own failures: 100 ms doubling to 30 s.
+#[derive(Debug)]
+struct Backoff(Duration);
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff(Duration::from_millis(100))
+    }
+}
+
+impl Backoff {
+    fn next(&mut self) -> Duration {
+        let now = self.0;
+        self.0 = (self.0 * 2).min(Duration::from_secs(30));
+        now
     }
 }
 

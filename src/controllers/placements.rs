@@ -126,13 +126,8 @@ pub async fn reconcile(rt: &Runtime, wp: Object) -> Result<Next, Error> {
     match write_batch(rt, &handle, &dest, &dest_obj, work.as_ref(), &batch).await {
         Ok(()) => Ok(Next::Done),
         Err(WriteError::Store(e)) => {
-            mark_failed(
-                rt,
-                &batch,
-                "WorkloadsFailedWrite",
-                &ErrorChain(&e).to_string(),
-            )
-            .await?;
+            let message = ErrorChain(&e).to_string();
+            mark_failed(rt, &batch, "WorkloadsFailedWrite", &message).await?;
             Ok(Next::After(RETRY_WRITE))
         }
         Err(WriteError::Invalid(reason)) => {

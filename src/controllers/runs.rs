@@ -1,12 +1,12 @@
-//! Executes PipelineRuns: claims a pending run, runs its containers through the local executor,
-//! turns the output into the pipeline's Work, merges `status.yaml` into the object, and records
-//! the outcome. Only one process runs controllers per home, so a run found `Running` at start-up
-//! was interrupted and is run again.
+//! Executes PipelineRuns: claims a pending run for this executor, runs its containers through the
+//! local executor, turns the output into the pipeline's Work, merges `status.yaml` into the
+//! object, and records the outcome. A run found `Running` is run again only when the executor that
+//! claimed it is gone (see [`claims`]).
 
 use std::path::PathBuf;
 
 use serde_json::{json, Value};
-use tracing::{info, warn};
+use tracing::{error, info, warn};
 
 use crate::api::pipeline::Pipeline;
 use crate::api::{Object, ObjectKey, Promise};
@@ -17,6 +17,7 @@ use crate::pipeline::{self, Isolation, RunOutcome, RunRequest, RunResult};
 use crate::platform::Platform;
 use crate::store::Selector;
 
+use super::claims::{self, Executor, Verdict};
 use super::{now_rfc3339, promises, status, works, Error, ErrorChain, Next, Runtime};
 
 /// Folder of one run: its input, output, metadata and logs.
@@ -38,144 +39,216 @@ fn phase(run: &Object) -> &str {
         .unwrap_or("Pending")
 }
 
-/// Runs left `Running` by a process that stopped are run again from the start.
+/// The executor that claimed the run, if any.
+fn executor_of(run: &Object) -> Option<Executor> {
+    serde_json::from_value(run.data.pointer("/status/executor")?.clone()).ok()
+}
+
+/// Looks at every run found `Running` when the controllers start: those whose executor is gone
+/// were interrupted and run again; those a live executor carries out are left alone.
 pub async fn recover_interrupted(rt: &Runtime) -> Result<(), Error> {
     let kind = rt.kind("PipelineRun");
     for run in rt.cp.list(&kind, None, &Selector::everything()).await? {
         if phase(&run) == "Running" {
-            warn!(run = %ObjectKey::of(&run), "run was interrupted; running it again");
-            kill_leftovers(&rt.platform, &run);
-            status::update_status(rt.cp.as_ref(), &kind, &ObjectKey::of(&run), |_, s| {
-                status::set_field(s, "phase", json!("Pending"));
-                status::set_field(s, "message", json!("interrupted; run again"));
-            })
-            .await?;
+            settle_running(rt, &run).await?;
         }
     }
     Ok(())
 }
 
 pub async fn reconcile(rt: &Runtime, run: Object) -> Result<Next, Error> {
-    let key = ObjectKey::of(&run);
-    let already_running = rt
-        .running
-        .lock()
-        .map(|set| set.contains(&key))
-        .unwrap_or(false);
     match phase(&run) {
-        "Pending" if !already_running => {}
-        "Running" if !already_running => {
-            // Ours, but no task runs it: this process restarted mid-run.
-            kill_leftovers(&rt.platform, &run);
-            status::update_status(rt.cp.as_ref(), &rt.kind("PipelineRun"), &key, |_, s| {
-                status::set_field(s, "phase", json!("Pending"));
+        "Pending" => claim_and_start(rt, &ObjectKey::of(&run)).await,
+        "Running" => settle_running(rt, &run).await,
+        _ => Ok(Next::Done),
+    }
+}
+
+/// A `Running` run: carried out here, by another live executor, or abandoned by a dead one.
+async fn settle_running(rt: &Runtime, run: &Object) -> Result<Next, Error> {
+    let key = ObjectKey::of(run);
+    let claim = executor_of(run);
+    let seen = match &claim {
+        Some(claim) => Executor::observe(claim),
+        None => Executor::observe(&rt.executor),
+    };
+    match claims::verdict(claim.as_ref(), &rt.executor, rt.is_executing(&key), &seen) {
+        Verdict::ExecutingHere => Ok(Next::Done),
+        // Look again later: if that executor dies, the run is taken over then.
+        Verdict::ClaimedElsewhere => Ok(Next::After(CLAIM_RECHECK)),
+        Verdict::Abandoned => {
+            let claimant = claim
+                .as_ref()
+                .map(|c| format!("process {}", c.pid))
+                .unwrap_or_else(|| "an unknown executor".into());
+            warn!(run = %key, "run was interrupted ({claimant} is gone); running it again");
+            kill_leftovers(&rt.platform, run);
+            status::update_status(rt.cp.as_ref(), &rt.kind("PipelineRun"), &key, |obj, s| {
+                // Only the claim that was judged: never undo a newer one.
+                if phase(obj) == "Running" && executor_of(obj) == claim {
+                    status::set_field(s, "phase", json!("Pending"));
+                    status::set_field(s, "message", json!("interrupted; run again"));
+                    if let Some(map) = s.as_object_mut() {
+                        map.remove("executor");
+                    }
+                }
             })
             .await?;
-            return Ok(Next::Done);
+            Ok(Next::Done)
         }
-        _ => return Ok(Next::Done),
+    }
+}
+
+/// How often a run claimed by another live executor is looked at again.
+const CLAIM_RECHECK: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Claims a `Pending` run for this executor and starts carrying it out in a task of its own.
+async fn claim_and_start(rt: &Runtime, key: &ObjectKey) -> Result<Next, Error> {
+    if rt.is_executing(key) {
+        return Ok(Next::Done);
     }
     let started = now_rfc3339();
-    let Some(claimed) =
-        status::update_status(rt.cp.as_ref(), &rt.kind("PipelineRun"), &key, |_, s| {
-            status::set_field(s, "phase", json!("Running"));
-            status::set_field(s, "startTime", json!(started));
-            if let Some(map) = s.as_object_mut() {
-                for stale in ["completionTime", "message", "exitCode", "workflowControl"] {
-                    map.remove(stale);
-                }
+    let me = rt.executor.clone();
+    let claim = serde_json::to_value(&me).map_err(|e| Error::Run {
+        run: key.name.clone(),
+        reason: format!("cannot record the executor: {e}"),
+    })?;
+    let stored = status::update_status(rt.cp.as_ref(), &rt.kind("PipelineRun"), key, |obj, s| {
+        // Someone may have claimed it since it was read.
+        if phase(obj) != "Pending" {
+            return;
+        }
+        status::set_field(s, "phase", json!("Running"));
+        status::set_field(s, "startTime", json!(started));
+        status::set_field(s, "executor", claim.clone());
+        if let Some(map) = s.as_object_mut() {
+            for stale in ["completionTime", "message", "exitCode", "workflowControl"] {
+                map.remove(stale);
             }
-        })
-        .await?
-    else {
+        }
+    })
+    .await?;
+    let Some(claimed) = stored.filter(|run| {
+        phase(run) == "Running"
+            && executor_of(run).as_ref() == Some(&me)
+            && run.data.pointer("/status/startTime") == Some(&json!(started))
+    }) else {
         return Ok(Next::Done);
     };
-    if let Ok(mut set) = rt.running.lock() {
-        set.insert(key.clone());
-    }
     let rt2 = rt.clone();
-    tokio::spawn(async move {
-        let result = execute(&rt2, &claimed).await;
-        if let Err(err) = &result {
-            warn!(run = %key, error = %ErrorChain(err), "pipeline run could not be carried out");
-            let message = ErrorChain(err).to_string();
-            let _ = finish(&rt2, &key, "Failed", &message, None, None).await;
-        }
-        if let Ok(mut set) = rt2.running.lock() {
-            set.remove(&key);
-        }
+    let task_key = key.clone();
+    rt.start_executing(key.clone(), move || {
+        tokio::spawn(async move {
+            let finished = match execute(&rt2, &claimed).await {
+                Ok(finished) => finished,
+                Err(err) => {
+                    warn!(run = %task_key, error = %ErrorChain(&err), "pipeline run could not be carried out");
+                    Finished::failed(ErrorChain(&err).to_string())
+                }
+            };
+            statestores::crash::crash_point("run-before-finish");
+            record_outcome(&rt2, &task_key, &finished).await;
+            rt2.done_executing(&task_key);
+        })
     });
     Ok(Next::Done)
 }
 
-/// Kills what is left of an interrupted run's containers. Plain processes (no sandbox to die
-/// with the process that started them) outlive a crash and would run on beside the re-run. Every
-/// process a container starts inherits the run's `KRATIX_OUTPUT_DIR`, which names this run's
-/// folder and nothing else, so that is how they are found.
+/// Kills what is left of an interrupted run's containers: plain processes (no sandbox to die
+/// with the process that started them) outlive a crash and would run on beside the re-run.
 fn kill_leftovers(platform: &Platform, run: &Object) {
-    let entry = output_dir_entry(&run_dir(platform, run));
-    let Ok(processes) = std::fs::read_dir("/proc") else {
-        return;
-    };
-    for process in processes.flatten() {
-        let Some(pid) = process
-            .file_name()
-            .to_str()
-            .and_then(|name| name.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        // Other users' processes cannot be read, and are none of ours.
-        let Ok(environ) = std::fs::read(process.path().join("environ")) else {
-            continue;
-        };
-        if has_env_entry(&environ, entry.as_bytes()) {
-            warn!(run = %ObjectKey::of(run), pid, "killing a leftover process of the interrupted run");
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(pid),
-                nix::sys::signal::Signal::SIGKILL,
-            );
+    for group in pipeline::groups::kill_recorded(&run_dir(platform, run)) {
+        warn!(run = %ObjectKey::of(run), group, "killed a leftover process group of the interrupted run");
+    }
+}
+
+/// How a run ended, to be recorded on it.
+#[derive(Debug, Clone)]
+struct Finished {
+    phase: &'static str,
+    message: String,
+    exit_code: Option<i32>,
+    control: Option<Value>,
+}
+
+impl Finished {
+    fn failed(message: String) -> Self {
+        Finished {
+            phase: "Failed",
+            message,
+            exit_code: None,
+            control: None,
         }
     }
 }
 
-/// `KRATIX_OUTPUT_DIR=...` as the process executor gives it to a run's containers.
-fn output_dir_entry(run_dir: &std::path::Path) -> String {
-    format!("KRATIX_OUTPUT_DIR={}", run_dir.join("output").display())
-}
-
-/// Whether a `/proc/<pid>/environ` (NUL-separated `NAME=value` entries) holds `entry` exactly.
-fn has_env_entry(environ: &[u8], entry: &[u8]) -> bool {
-    environ.split(|b| *b == 0).any(|e| e == entry)
-}
-
-async fn finish(
-    rt: &Runtime,
-    key: &ObjectKey,
-    phase: &str,
-    message: &str,
-    exit_code: Option<i32>,
-    control: Option<Value>,
-) -> Result<(), Error> {
-    let done = now_rfc3339();
-    status::update_status(rt.cp.as_ref(), &rt.kind("PipelineRun"), key, |_, s| {
-        status::set_field(s, "phase", json!(phase));
-        status::set_field(s, "completionTime", json!(done));
-        if !message.is_empty() {
-            status::set_field(s, "message", json!(message));
+/// Records the outcome on the run, retrying until the control plane takes it: a run must never
+/// stay `Running` because one write failed. If this process dies first, the run's claim names a
+/// dead executor and the run is taken over and run again.
+async fn record_outcome(rt: &Runtime, key: &ObjectKey, finished: &Finished) {
+    let mut delay = std::time::Duration::from_millis(100);
+    loop {
+        match finish(rt, key, finished).await {
+            Ok(()) => return,
+            Err(err) => {
+                error!(run = %key, error = %ErrorChain(&err), "recording the run's outcome failed; retrying in {delay:?}");
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(std::time::Duration::from_secs(10));
+            }
         }
-        if let Some(code) = exit_code {
+    }
+}
+
+async fn finish(rt: &Runtime, key: &ObjectKey, finished: &Finished) -> Result<(), Error> {
+    let done = now_rfc3339();
+    let me = &rt.executor;
+    let mut ours = true;
+    status::update_status(rt.cp.as_ref(), &rt.kind("PipelineRun"), key, |obj, s| {
+        ours = phase(obj) == "Running" && executor_of(obj).as_ref() == Some(me);
+        if !ours {
+            return;
+        }
+        status::set_field(s, "phase", json!(finished.phase));
+        status::set_field(s, "completionTime", json!(done));
+        if !finished.message.is_empty() {
+            status::set_field(s, "message", json!(finished.message));
+        }
+        if let Some(code) = finished.exit_code {
             status::set_field(s, "exitCode", json!(code));
         }
-        if let Some(c) = &control {
+        if let Some(c) = &finished.control {
             status::set_field(s, "workflowControl", c.clone());
+        }
+    })
+    .await?;
+    if !ours {
+        warn!(run = %key, "the run's claim changed while it ran; its outcome is not recorded");
+    }
+    Ok(())
+}
+
+/// Gives back the claim of a run that this executor stops carrying out before it finished (the
+/// process is stopping): it runs again from the start, here or in the next process.
+pub(super) async fn release(rt: &Runtime, key: &ObjectKey) -> Result<(), Error> {
+    let me = &rt.executor;
+    status::update_status(rt.cp.as_ref(), &rt.kind("PipelineRun"), key, |obj, s| {
+        if phase(obj) == "Running" && executor_of(obj).as_ref() == Some(me) {
+            status::set_field(s, "phase", json!("Pending"));
+            status::set_field(
+                s,
+                "message",
+                json!("released by a stopping kratix-rs; run again"),
+            );
+            if let Some(map) = s.as_object_mut() {
+                map.remove("executor");
+            }
         }
     })
     .await?;
     Ok(())
 }
 
-async fn execute(rt: &Runtime, run: &Object) -> Result<(), Error> {
+async fn execute(rt: &Runtime, run: &Object) -> Result<Finished, Error> {
     let key = ObjectKey::of(run);
     let run_name = key.name.clone();
     let spec = run.data.get("spec").cloned().unwrap_or_default();
@@ -310,7 +383,12 @@ async fn execute(rt: &Runtime, run: &Object) -> Result<(), Error> {
         }
     }
     info!(run = %run_name, phase, "pipeline run finished");
-    finish(rt, &key, phase, &message, exit_code, control_value).await
+    Ok(Finished {
+        phase,
+        message,
+        exit_code,
+        control: control_value,
+    })
 }
 
 fn suffix(reason: &str) -> String {
@@ -345,36 +423,4 @@ async fn merge_status(
     })
     .await?;
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn leftovers_are_recognised_by_their_exact_output_dir() {
-        let entry = output_dir_entry(std::path::Path::new("/home/x/runs/default/r-a-1"));
-        assert_eq!(entry, "KRATIX_OUTPUT_DIR=/home/x/runs/default/r-a-1/output");
-        let cases: [(&[u8], bool); 5] = [
-            (
-                b"PATH=/bin\0KRATIX_OUTPUT_DIR=/home/x/runs/default/r-a-1/output\0",
-                true,
-            ),
-            (b"KRATIX_OUTPUT_DIR=/home/x/runs/default/r-a-1/output", true),
-            (
-                b"KRATIX_OUTPUT_DIR=/home/x/runs/default/r-a-10/output\0",
-                false,
-            ),
-            (b"KRATIX_OUTPUT_DIR=/kratix/output\0", false),
-            (b"", false),
-        ];
-        for (environ, want) in cases {
-            assert_eq!(
-                has_env_entry(environ, entry.as_bytes()),
-                want,
-                "{}",
-                String::from_utf8_lossy(environ)
-            );
-        }
-    }
 }

@@ -27,6 +27,10 @@ pub enum Error {
     /// Waiting for the process failed.
     #[error("cannot wait for the process")]
     Wait(#[source] std::io::Error),
+    /// The process group could not be recorded, so a crash could leave it running unseen: the
+    /// process is killed instead.
+    #[error("cannot record the process group")]
+    Record(#[source] super::groups::Error),
 }
 
 /// One process to run.
@@ -49,11 +53,13 @@ pub enum Exit {
 }
 
 /// Runs `invocation` in its own process group, appending its output to `log`. On exit or at the
-/// deadline the whole group is killed, so background children die with it.
+/// deadline the whole group is killed, so background children die with it. `started` hears of
+/// the group as soon as it exists, before the process can do anything that outlives us.
 pub async fn run(
     invocation: Invocation,
     deadline: Instant,
     log: &mut Vec<u8>,
+    started: impl FnOnce(i32) -> Result<(), super::groups::Error>,
 ) -> Result<Exit, Error> {
     // NB: close-on-exec, so that containers started concurrently by other runs do not inherit
     // our write end and hold the pipe open (std::io::pipe would do this but needs Rust 1.87).
@@ -80,6 +86,10 @@ pub async fn run(
         Err(e) => return Ok(Exit::NotStarted(e)),
     };
     let mut group = GroupKiller(child.id().and_then(|id| i32::try_from(id).ok()));
+    if let Some(id) = group.0 {
+        // On failure `group` is dropped, which kills the process.
+        started(id).map_err(Error::Record)?;
+    }
 
     let captured = Arc::new(Mutex::new(Vec::new()));
     let receiver = tokio::net::unix::pipe::Receiver::from_owned_fd(reader).map_err(Error::Pipe)?;

@@ -6,6 +6,7 @@
 
 pub mod contract;
 mod exec;
+pub mod groups;
 pub mod images;
 pub mod isolation;
 pub mod metadata;
@@ -234,13 +235,15 @@ pub async fn run(req: RunRequest) -> Result<RunOutcome, Error> {
                     source,
                 })?;
                 let invocation = invocation(isolation, &root, &dirs, &tmp, &req.env, container);
-                let exit = exec::run(invocation, deadline, &mut logs)
-                    .await
-                    .map_err(|source| Error::Exec {
-                        run: req.run_name.clone(),
-                        container: container.name.clone(),
-                        source,
-                    })?;
+                let exit = exec::run(invocation, deadline, &mut logs, |group| {
+                    groups::record(&req.work_dir, group)
+                })
+                .await
+                .map_err(|source| Error::Exec {
+                    run: req.run_name.clone(),
+                    container: container.name.clone(),
+                    source,
+                })?;
                 if !logs.ends_with(b"\n") {
                     logs.push(b'\n');
                 }

@@ -9,6 +9,7 @@ mod key;
 
 #[cfg(any(test, feature = "conformance"))]
 pub mod conformance;
+pub mod crash;
 mod dir;
 mod git;
 mod memory;

@@ -1,6 +1,8 @@
 //! Drives the `kratix-rs` binary through its command-line contract, each test in its own home.
 #![allow(dead_code)]
 
+pub mod things;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -104,6 +106,14 @@ impl Kratix {
 
     /// Runs a command with `input` on standard input.
     pub fn run_with_stdin(&self, args: &[&str], input: &str) -> Run {
+        self.spawn_with_stdin(args, input)
+            .wait_with_output()
+            .expect("kratix-rs runs")
+            .into()
+    }
+
+    /// Starts a command with `input` on standard input and its output captured.
+    pub fn spawn_with_stdin(&self, args: &[&str], input: &str) -> Child {
         use std::io::Write;
         let mut child = self
             .command(args)
@@ -118,7 +128,7 @@ impl Kratix {
             .expect("stdin is piped")
             .write_all(input.as_bytes())
             .expect("stdin takes the input");
-        child.wait_with_output().expect("kratix-rs runs").into()
+        child
     }
 
     /// `apply -f -` of a YAML text.
@@ -151,24 +161,56 @@ impl Kratix {
         list["items"].as_array().cloned().unwrap_or_default()
     }
 
-    /// Starts `serve` in the background; stopped when the `Kratix` is dropped.
+    /// Starts `serve` in the background and returns once it holds the home (it runs the
+    /// controllers from then on); stopped when the `Kratix` is dropped. Its standard error goes
+    /// to [`Kratix::serve_log`], appended across restarts.
     pub fn start_serve(&mut self) {
-        let child = self
+        self.start_serve_with(&[]);
+    }
+
+    /// [`Kratix::start_serve`] with extra environment for this `serve` only.
+    pub fn start_serve_with(&mut self, env: &[(&str, &str)]) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.serve_log_path())
+            .expect("serve log");
+        let mut child = self
             .command(&["serve"])
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
+            .stderr(log)
             .spawn()
             .expect("serve starts");
-        self.serve = Some(child);
-        // serve holds the home lock once it runs; give it a moment to take it.
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while Instant::now() < deadline {
-            if self.home().join("controller.lock").exists() {
-                std::thread::sleep(Duration::from_millis(300));
-                return;
+        // Holding the home lock is what makes it the one running controllers. The lock file
+        // itself survives a killed `serve`, so its existence proves nothing: the lock must be held.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !kratix::store::embedded::HomeLock::is_held(self.home()) {
+            if let Ok(Some(status)) = child.try_wait() {
+                panic!("serve exited at start ({status}):\n{}", self.serve_log());
             }
-            std::thread::sleep(Duration::from_millis(50));
+            assert!(
+                Instant::now() < deadline,
+                "serve did not take the home lock:\n{}",
+                self.serve_log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
         }
+        self.serve = Some(child);
+    }
+
+    fn serve_log_path(&self) -> PathBuf {
+        self.home().join("serve.log")
+    }
+
+    /// Everything `serve` wrote to standard error so far.
+    pub fn serve_log(&self) -> String {
+        std::fs::read_to_string(self.serve_log_path()).unwrap_or_default()
+    }
+
+    /// The running `serve`, if any.
+    pub fn serve_child(&mut self) -> Option<&mut Child> {
+        self.serve.as_mut()
     }
 
     /// Stops `serve` with SIGTERM and waits for it.

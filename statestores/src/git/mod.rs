@@ -342,6 +342,7 @@ impl Inner {
                 return Ok(WriteOutcome::default());
             };
             let commit = tree::commit(&repo, edited.tree, tip, info)?;
+            crate::crash::crash_point("git-after-commit");
             match self.publish(&repo, tip, commit)? {
                 Publish::Done => {
                     return Ok(WriteOutcome {

@@ -217,6 +217,7 @@ pub(crate) fn push(
     let auth = Auth::new(credentials, remote);
     let refused: RefCell<Option<String>> = RefCell::new(None);
     let mut callbacks = auth.callbacks();
+    callbacks.push_transfer_progress(|_, _, _| crate::crash::crash_point("git-in-push"));
     callbacks.push_update_reference(|_name, status| {
         if let Some(reason) = status {
             *refused.borrow_mut() = Some(reason.to_string());

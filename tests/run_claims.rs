@@ -1,0 +1,182 @@
+//! One run, one executor: rounds of `reconcile`, `apply` and `wait`, each raced by a second CLI
+//! process, with and without `serve`. Every command succeeds, no run of one object overlaps
+//! another (read from the PipelineRuns' stored start and completion times), and nothing claims
+//! that a run was interrupted when nothing was.
+//!
+//! `KRATIX_LONG_TESTS=1` runs 200 rounds per case instead of 50.
+
+mod support;
+
+use std::process::Child;
+use std::time::Duration;
+
+use support::things::{self, assert_never_overlapped, reconciled, runs, KIND};
+use support::{eventually, git_destination_yaml, Kratix};
+
+fn rounds() -> usize {
+    if std::env::var_os("KRATIX_LONG_TESTS").is_some() {
+        200
+    } else {
+        50
+    }
+}
+
+/// What the first process of round `round` does to request `x`, and what the racing second one
+/// does (to `y`, or to `x` too).
+fn round_commands(round: usize) -> [(Vec<String>, Option<String>); 2] {
+    let size = i64::try_from(round).expect("small round") + 2;
+    let reconcile = |name: &str| (strings(&["reconcile", KIND, name]), None);
+    let apply = |name: &str| {
+        (
+            strings(&["apply", "-f", "-", "--timeout", "120"]),
+            Some(things::request(name, size)),
+        )
+    };
+    let wait = |name: &str| {
+        (
+            strings(&[
+                "wait",
+                KIND,
+                name,
+                "--for",
+                "condition=Reconciled",
+                "--timeout",
+                "120",
+            ]),
+            None,
+        )
+    };
+    match round % 3 {
+        0 => [reconcile("x"), apply("y")],
+        1 => [apply("x"), reconcile("y")],
+        _ => [wait("x"), reconcile("x")],
+    }
+}
+
+fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|a| a.to_string()).collect()
+}
+
+fn race_rounds(with_serve: bool) {
+    let mut k = Kratix::new();
+    if with_serve {
+        k.start_serve();
+    }
+    k.apply_yaml(
+        &git_destination_yaml("state-store.git", "worker-1", "{env: dev}"),
+        &["--timeout", "60"],
+    )
+    .assert_ok();
+    k.apply_yaml(&things::promise(&["a", "b", "c"]), &["--timeout", "60"])
+        .assert_ok();
+    for name in ["x", "y"] {
+        k.apply_yaml(&things::request(name, 1), &["--timeout", "60"])
+            .assert_ok();
+    }
+
+    let mut commands_run = 0;
+    for round in 0..rounds() {
+        let children: Vec<(String, Child)> = round_commands(round)
+            .into_iter()
+            .map(|(args, stdin)| {
+                let shown = args.join(" ");
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                (
+                    shown,
+                    k.spawn_with_stdin(&args, stdin.as_deref().unwrap_or_default()),
+                )
+            })
+            .collect();
+        for (shown, child) in children {
+            let out = child.wait_with_output().expect("kratix-rs runs");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                out.status.success(),
+                "round {round}: `{shown}` failed ({}):\n{stderr}",
+                out.status
+            );
+            assert!(
+                !stderr.contains("interrupted"),
+                "round {round}: `{shown}` says a run was interrupted:\n{stderr}"
+            );
+            commands_run += 1;
+        }
+    }
+
+    for name in ["x", "y"] {
+        eventually(
+            &format!("{name} to settle"),
+            Duration::from_secs(60),
+            || reconciled(&k, name),
+        );
+        let runs = runs(&k, name);
+        assert!(runs.len() >= 3, "{name} ran its pipelines: {runs:#?}");
+        assert_never_overlapped(&runs);
+    }
+    if with_serve {
+        let log = k.serve_log();
+        assert!(
+            !log.contains("interrupted"),
+            "serve says a run was interrupted:\n{log}"
+        );
+    }
+    eprintln!(
+        "{} rounds, {commands_run} commands, with serve: {with_serve}",
+        rounds()
+    );
+}
+
+#[test]
+fn racing_commands_without_serve_never_run_one_run_twice() {
+    race_rounds(false);
+}
+
+#[test]
+fn racing_commands_beside_serve_never_run_one_run_twice() {
+    race_rounds(true);
+}
+
+/// `serve` stopped with SIGTERM mid-run gives the run back; the next `serve` runs it from the start
+/// without calling it interrupted, and it runs once to completion.
+#[test]
+fn a_stopping_serve_gives_its_runs_back() {
+    let mut k = Kratix::new().with_env("KRATIX_SHUTDOWN_GRACE", "0");
+    k.start_serve();
+    k.apply_yaml(
+        &git_destination_yaml("state-store.git", "worker-1", "{env: dev}"),
+        &["--timeout", "60"],
+    )
+    .assert_ok();
+    let marker_dir = support::sandbox_visible_dir();
+    let marker = marker_dir.path().join("go");
+    // The pipeline renders its file only once the test lets it.
+    let waits = format!(
+        "while [ ! -e {} ]; do sleep 0.05; done; exec {}",
+        marker.display(),
+        things::step_command().join(" ")
+    );
+    let promise = things::promise_with(&[("a", vec!["sh".into(), "-c".into(), waits])]);
+    k.apply_yaml(&promise, &["--timeout", "60"]).assert_ok();
+    k.apply_yaml(&things::request("x", 1), &["--no-wait"])
+        .assert_ok();
+    eventually("a to run", Duration::from_secs(60), || {
+        runs(&k, "x").into_iter().find(|r| r.phase == "Running")
+    });
+    k.stop_serve();
+    let after_stop = runs(&k, "x");
+    assert!(
+        after_stop.iter().all(|r| r.phase == "Pending"),
+        "the run was given back: {after_stop:#?}"
+    );
+    std::fs::write(&marker, "go").expect("marker");
+    k.start_serve();
+    eventually("x to settle", Duration::from_secs(60), || {
+        reconciled(&k, "x")
+    });
+    let runs = runs(&k, "x");
+    assert_eq!(runs.len(), 1, "{runs:#?}");
+    assert_never_overlapped(&runs);
+    let log = k.serve_log();
+    assert!(log.contains("stopped before the run finished"), "{log}");
+    assert!(!log.contains("interrupted"), "{log}");
+}
