@@ -26,9 +26,11 @@ fn serve_outlives_a_control_plane_that_refuses_writes_for_a_while() {
 
     // Longer than the 5 s a writer waits for the lock, twice over.
     let db = rusqlite::Connection::open(k.home().join("state.db")).expect("open the database");
-    db.execute_batch("BEGIN IMMEDIATE").expect("take the write lock");
+    db.execute_batch("BEGIN IMMEDIATE")
+        .expect("take the write lock");
     std::thread::sleep(Duration::from_secs(12));
-    db.execute_batch("ROLLBACK").expect("let go of the write lock");
+    db.execute_batch("ROLLBACK")
+        .expect("let go of the write lock");
     drop(db);
 
     let settled = eventually("x to settle", Duration::from_secs(120), || {

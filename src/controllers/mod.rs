@@ -147,7 +147,7 @@ impl Runtime {
         let mut queue = Queue::default();
         let mut backoff = Backoff::default();
         // Start-up: recover interrupted runs and look at everything, once the store answers.
-        let (since, mut changes) = loop {
+        let mut changes = loop {
             match self.start_up(&mut queue).await {
                 Ok(started) => break started,
                 Err(err) => {
@@ -160,7 +160,6 @@ impl Runtime {
                 }
             }
         };
-        let _ = since;
         backoff = Backoff::default();
         let mut resync = tokio::time::interval(self.settings.resync);
         resync.tick().await;
@@ -180,8 +179,7 @@ impl Runtime {
                 }
                 queue.forget_failures(&key);
             }
-            if let Some(due) = resync_due.filter(|due| *due <= tokio::time::Instant::now()) {
-                let _ = due;
+            if resync_due.is_some_and(|due| due <= tokio::time::Instant::now()) {
                 resync_due = match self.resync(&mut queue).await {
                     Ok(fresh) => {
                         changes = fresh;
@@ -231,29 +229,13 @@ impl Runtime {
     }
 
     /// Recovers interrupted runs, queues everything, and opens the change feed.
-    async fn start_up(
-        &self,
-        queue: &mut Queue,
-    ) -> Result<
-        (
-            String,
-            futures::stream::BoxStream<'static, Result<store::Change, store::Error>>,
-        ),
-        Error,
-    > {
+    async fn start_up(&self, queue: &mut Queue) -> Result<ChangeFeed, Error> {
         runs::recover_interrupted(self).await?;
-        let since = self.cp.current_resource_version().await?;
-        self.enqueue_everything(queue).await?;
-        let changes = self.cp.watch(&[], &since);
-        Ok((since, changes))
+        self.resync(queue).await
     }
 
     /// Queues everything and opens a fresh change feed from now.
-    async fn resync(
-        &self,
-        queue: &mut Queue,
-    ) -> Result<futures::stream::BoxStream<'static, Result<store::Change, store::Error>>, Error>
-    {
+    async fn resync(&self, queue: &mut Queue) -> Result<ChangeFeed, Error> {
         let since = self.cp.current_resource_version().await?;
         self.enqueue_everything(queue).await?;
         Ok(self.cp.watch(&[], &since))
@@ -497,6 +479,9 @@ impl Runtime {
         builtin(kind)
     }
 }
+
+/// The control plane's changes, as the controllers follow them.
+type ChangeFeed = futures::stream::BoxStream<'static, Result<store::Change, store::Error>>;
 
 /// Exponential backoff for the controllers' own failures: 100 ms doubling to 30 s.
 #[derive(Debug)]

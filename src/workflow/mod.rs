@@ -6,6 +6,7 @@
 //! starts only after pipeline `i` succeeded for the current hash in the current attempt, and
 //! nothing starts while any run of the object is pending or running.
 
+mod backoff;
 mod cleanup;
 mod conditions;
 mod history;
@@ -16,6 +17,7 @@ mod status;
 #[cfg(test)]
 mod tests;
 
+pub use backoff::{retry_backoff_ms, RETRY_BACKOFF_BASE_MS, RETRY_BACKOFF_MAX_MS};
 pub use cleanup::obsolete_pipelines;
 pub use conditions::{
     configure_conditions, delete_condition, reconciled, WorksState, CONFIGURE_WORKFLOW_COMPLETED,
@@ -24,7 +26,7 @@ pub use conditions::{
 pub use model::{
     Action, Observed, RunPhase, RunRecord, StartReason, Step, Suspension, WorkflowType,
 };
-pub use next_step::{next_step, retry_backoff_ms, RETRY_BACKOFF_BASE_MS, RETRY_BACKOFF_MAX_MS};
+pub use next_step::next_step;
 pub use status::{pipeline_statuses, PipelinePhase, PipelineStatus};
 
 /// Errors of the workflow module: only label values that name no workflow type or action.

@@ -176,11 +176,11 @@ impl RunRecord {
     /// When a failed run's pipeline is retried, after `failures` failures in a row.
     pub(crate) fn retry_at_ms(&self, failures: u32) -> i64 {
         self.completed_at_ms()
-            .saturating_add(super::next_step::retry_backoff_ms(failures))
+            .saturating_add(super::backoff::retry_backoff_ms(failures))
     }
 }
 
-/// Everything [`super::next_step`] looks at for one object and one workflow type.
+/// Everything the next-step decision looks at for one object and one workflow type.
 #[derive(Debug, Clone, Copy)]
 pub struct Observed<'a> {
     /// The workflow being driven: configure while the object lives, delete once it is deleted.

@@ -3,22 +3,6 @@
 use super::history::{read_history, History, Staleness};
 use super::model::{Observed, RunPhase, StartReason, Step};
 
-/// Delay before the first retry of a failed pipeline.
-pub const RETRY_BACKOFF_BASE_MS: i64 = 5_000;
-/// Longest delay between retries of a failed pipeline.
-pub const RETRY_BACKOFF_MAX_MS: i64 = 300_000;
-
-/// Delay before retrying a pipeline that failed `attempts` times in a row:
-/// 5 s, 10 s, 20 s, … doubling up to 5 minutes. `attempts` 0 is treated as 1.
-pub fn retry_backoff_ms(attempts: u32) -> i64 {
-    let doublings = attempts.saturating_sub(1);
-    // 2^6 * 5 s already exceeds the cap; larger shifts would only overflow.
-    if doublings >= 6 {
-        return RETRY_BACKOFF_MAX_MS;
-    }
-    (RETRY_BACKOFF_BASE_MS << doublings).min(RETRY_BACKOFF_MAX_MS)
-}
-
 /// Decides what the controller does next for one object's workflow.
 ///
 /// Precedence, highest first:
