@@ -382,7 +382,7 @@ fn kube_testenv() -> PathBuf {
     )
 }
 
-/// A kube-apiserver started by `kube-testenv` (DESIGN.md section 8), stopped on drop.
+/// A kube-apiserver started by `kube-testenv`, stopped on drop.
 struct ApiServer {
     dir: tempfile::TempDir,
     kubeconfig: PathBuf,

@@ -1,4 +1,4 @@
-//! The command-line contract (DESIGN.md section 4) and the foundation: apply, get, wait, bad
+//! The command-line contract (docs/cli.md) and the foundation: apply, get, wait, bad
 //! input refused before anything is stored, the quickstart.
 
 mod support;

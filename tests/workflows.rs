@@ -1,4 +1,4 @@
-//! The workflow engine end to end, through the `kratix-rs` binary (DESIGN.md section 6): pipelines
+//! The workflow engine end to end, through the `kratix-rs` binary: pipelines
 //! run in order, one at a time, once each; updates, pipeline list changes, manual reconciliation,
 //! failures, delete workflows, the pipeline contract, output checks, status, and a crash.
 //!

@@ -1,4 +1,4 @@
-//! The command-line contract of DESIGN.md section 4.
+//! The command-line contract (docs/cli.md).
 
 pub mod apply;
 pub mod documents;

@@ -1,5 +1,5 @@
 //! Runs one pipeline on this machine: its containers in order, in a bubblewrap sandbox or as
-//! plain processes, then checks what they wrote (DESIGN.md section 6).
+//! plain processes, then checks what they wrote (see docs/architecture.md).
 //!
 //! [`run`] is the I/O shell; the decisions (command lines, environment, sandbox arguments,
 //! output and metadata checks) are pure functions in the submodules.
