@@ -147,7 +147,7 @@ fn child_increments_the_counter() {
                     Err(err) => panic!("update failed: {err:?}"),
                 }
             }
-            let seq = store.next_sequence("runs").expect("sequence");
+            let seq = store.next_sequence("runs").await.expect("sequence");
             println!("sequence {seq}");
         }
     });

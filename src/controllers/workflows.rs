@@ -188,7 +188,7 @@ async fn start_run(
     index: usize,
     last: bool,
 ) -> Result<(), Error> {
-    let sequence = rt.platform.store.next_sequence("pipelinerun")?;
+    let sequence = rt.cp.next_sequence("pipelinerun").await?;
     let mut run_labels = serde_json::Map::new();
     for (k, v) in subject.selector_labels() {
         run_labels.insert(k, json!(v));

@@ -109,4 +109,8 @@ pub trait ControlPlane: Debug + Send + Sync + 'static {
 
     /// Changes to objects of any of `kinds` (all kinds when empty) after `since`.
     fn watch(&self, kinds: &[KindInfo], since: &str) -> BoxStream<'static, Result<Change>>;
+
+    /// Increments the counter `name` (starting at 1) and returns it. Values MUST only grow, across
+    /// processes and restarts: pipeline runs are ordered by them, never by clocks.
+    async fn next_sequence(&self, name: &str) -> Result<i64>;
 }

@@ -108,14 +108,6 @@ impl EmbeddedStore {
         &self.inner.home
     }
 
-    /// Increments the stored counter `name` (starting at 1) and returns it. Values only grow,
-    /// across processes and restarts: pipeline runs are ordered by them, never by clocks.
-    pub fn next_sequence(&self, name: &str) -> Result<i64> {
-        self.inner.with_connection(|conn| {
-            write(conn, "advance a sequence", |tx| db::next_sequence(tx, name))
-        })
-    }
-
     /// `update` and `update_status`: read the stored object, let `rule` decide what the write
     /// becomes, and apply it, all in one transaction.
     async fn modify(
@@ -262,6 +254,12 @@ impl ControlPlane for EmbeddedStore {
 
     fn watch(&self, kinds: &[KindInfo], since: &str) -> BoxStream<'static, Result<Change>> {
         watch::watch(self.inner.clone(), kinds, since)
+    }
+
+    async fn next_sequence(&self, name: &str) -> Result<i64> {
+        self.inner.with_connection(|conn| {
+            write(conn, "advance a sequence", |tx| db::next_sequence(tx, name))
+        })
     }
 }
 

@@ -619,13 +619,13 @@ async fn sequences_increase_across_handles() {
     let home = tempfile::tempdir().expect("tempdir");
     let first = EmbeddedStore::open(home.path()).expect("open");
     let second = EmbeddedStore::open(home.path()).expect("open again");
-    assert_eq!(first.next_sequence("runs").expect("seq"), 1);
-    assert_eq!(second.next_sequence("runs").expect("seq"), 2);
-    assert_eq!(second.next_sequence("other").expect("seq"), 1);
-    assert_eq!(first.next_sequence("runs").expect("seq"), 3);
+    assert_eq!(first.next_sequence("runs").await.expect("seq"), 1);
+    assert_eq!(second.next_sequence("runs").await.expect("seq"), 2);
+    assert_eq!(second.next_sequence("other").await.expect("seq"), 1);
+    assert_eq!(first.next_sequence("runs").await.expect("seq"), 3);
     drop((first, second));
     let reopened = EmbeddedStore::open(home.path()).expect("reopen");
-    assert_eq!(reopened.next_sequence("runs").expect("seq"), 4);
+    assert_eq!(reopened.next_sequence("runs").await.expect("seq"), 4);
 }
 
 /// Read-modify-write with retry on conflict, the way controllers write.
