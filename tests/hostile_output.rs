@@ -52,6 +52,11 @@ const OUTPUT_ENTRIES: &[Case] = &[
         r#"output file "\u{1b}[31mred.yaml" has a control character in its name"#,
     ),
     (
+        "git-dir",
+        "output path app/.git has a .git element, which no Git repository can hold",
+    ),
+    ("git-dir-upper", "output path .GIT has a .git element"),
+    (
         "non-utf8-name",
         "output file caf\u{fffd}.yaml has a name that is not UTF-8",
     ),

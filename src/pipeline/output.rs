@@ -36,6 +36,10 @@ pub enum Error {
     /// log line and commit that shows it.
     #[error("output file {path:?} has a control character in its name")]
     ControlCharacter { path: String },
+    /// Git refuses to check out any path with a `.git` element (in any case), so one such file
+    /// in a commit would break every clone of the state store.
+    #[error("output path {path} has a .git element, which no Git repository can hold")]
+    GitReserved { path: String },
     /// The output folder itself was replaced by a link or something else than a folder.
     #[error("the output folder is a {kind}, not a folder")]
     RootNotFolder { kind: &'static str },
@@ -235,6 +239,9 @@ pub fn relative_name(rel: &Path) -> Result<String, Error> {
     if name.chars().any(char::is_control) {
         return Err(Error::ControlCharacter { path: name });
     }
+    if parts.iter().any(|p| p.eq_ignore_ascii_case(".git")) {
+        return Err(Error::GitReserved { path: name });
+    }
     Ok(name)
 }
 
@@ -418,6 +425,16 @@ mod tests {
                 Err(r#""\u{1b}[31mred.yaml" has a control character"#),
             ),
             (Path::new("tab\there"), Err("control character")),
+            (
+                Path::new("app/.git/config"),
+                Err("output path app/.git/config has a .git element"),
+            ),
+            (
+                Path::new(".Git"),
+                Err("output path .Git has a .git element"),
+            ),
+            (Path::new("a/.gitignore"), Ok("a/.gitignore")),
+            (Path::new("a/x.git"), Ok("a/x.git")),
             (Path::new("del\u{7f}"), Err("control character")),
             (Path::new("c1\u{85}"), Err("control character")),
         ];

@@ -23,6 +23,7 @@ fn element() -> impl Strategy<Value = Vec<u8>> {
         Just(b".".to_vec()),
         Just(b"..".to_vec()),
         Just(b"".to_vec()),
+        Just(b".gIt".to_vec()),
         "[a-z.]{1,6}".prop_map(String::into_bytes),
         "[a-z\n\t\u{1b}\u{7f}\u{85}é ]{1,6}".prop_map(String::into_bytes),
         proptest::collection::vec(1u8..=255, 1..6)
@@ -102,6 +103,7 @@ proptest! {
                 prop_assert!(!name.chars().any(char::is_control), "{name:?}");
                 for part in name.split('/') {
                     prop_assert!(!matches!(part, "" | "." | ".."), "{name:?}");
+                    prop_assert!(!part.eq_ignore_ascii_case(".git"), "{name:?}");
                 }
                 let root = Path::new("/srv/output");
                 let joined = root.join(&name);
