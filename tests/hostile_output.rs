@@ -57,6 +57,10 @@ const OUTPUT_ENTRIES: &[Case] = &[
     ),
     ("git-dir-upper", "output path .GIT has a .git element"),
     (
+        "deep-folders",
+        "output path d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/d/... is 1025 bytes long, more than the 1024 allowed",
+    ),
+    (
         "non-utf8-name",
         "output file caf\u{fffd}.yaml has a name that is not UTF-8",
     ),

@@ -17,6 +17,11 @@ pub const DEFAULT_MAX_FILES: u64 = 10_000;
 /// the writer's blobs), so this keeps a run's peak memory in the hundreds of MiB. Kratix itself
 /// stops far earlier: a Work must fit in one etcd object (about 1.5 MiB, compressed).
 pub const DEFAULT_MAX_BYTES: u64 = 64 * 1024 * 1024;
+/// Longest path below the output folder. The store prefixes it with the Destination and the
+/// request's folders, and Git, Flux and most file systems stop near 4096 bytes.
+pub const MAX_PATH_BYTES: usize = 1024;
+/// How much of an over-long path messages show.
+const SHOWN_PATH_CHARS: usize = 64;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -36,6 +41,9 @@ pub enum Error {
     /// log line and commit that shows it.
     #[error("output file {path:?} has a control character in its name")]
     ControlCharacter { path: String },
+    /// Longer than [`MAX_PATH_BYTES`]; `path` is its beginning.
+    #[error("output path {path}... is {len} bytes long, more than the {MAX_PATH_BYTES} allowed")]
+    PathTooLong { path: String, len: usize },
     /// Git refuses to check out any path with a `.git` element (in any case), so one such file
     /// in a commit would break every clone of the state store.
     #[error("output path {path} has a .git element, which no Git repository can hold")]
@@ -239,6 +247,12 @@ pub fn relative_name(rel: &Path) -> Result<String, Error> {
     if name.chars().any(char::is_control) {
         return Err(Error::ControlCharacter { path: name });
     }
+    if name.len() > MAX_PATH_BYTES {
+        return Err(Error::PathTooLong {
+            path: name.chars().take(SHOWN_PATH_CHARS).collect(),
+            len: name.len(),
+        });
+    }
     if parts.iter().any(|p| p.eq_ignore_ascii_case(".git")) {
         return Err(Error::GitReserved { path: name });
     }
@@ -400,6 +414,8 @@ mod tests {
     #[test]
     fn relative_names() {
         let bad_utf8 = Path::new(OsStr::from_bytes(b"dir/caf\xe9.yaml"));
+        let long_ok = "dd/".repeat(341) + "d";
+        let too_long = long_ok.clone() + "d";
         let cases: Vec<(&Path, Result<&str, &str>)> = vec![
             (Path::new("a.yaml"), Ok("a.yaml")),
             (Path::new("dir/sub/a.yaml"), Ok("dir/sub/a.yaml")),
@@ -434,6 +450,11 @@ mod tests {
                 Err("output path .Git has a .git element"),
             ),
             (Path::new("a/.gitignore"), Ok("a/.gitignore")),
+            (Path::new(&long_ok), Ok(long_ok.as_str())),
+            (
+                Path::new(&too_long),
+                Err("output path dd/dd/dd/dd/dd/dd/dd/dd/dd/dd/dd/dd/dd/dd/dd/dd/dd/dd/dd/dd/dd/d... is 1025 bytes long, more than the 1024 allowed"),
+            ),
             (Path::new("a/x.git"), Ok("a/x.git")),
             (Path::new("del\u{7f}"), Err("control character")),
             (Path::new("c1\u{85}"), Err("control character")),

@@ -25,6 +25,7 @@ fn element() -> impl Strategy<Value = Vec<u8>> {
         Just(b"".to_vec()),
         Just(b".gIt".to_vec()),
         "[a-z.]{1,6}".prop_map(String::into_bytes),
+        "[a-z]{200,255}".prop_map(String::into_bytes),
         "[a-z\n\t\u{1b}\u{7f}\u{85}é ]{1,6}".prop_map(String::into_bytes),
         proptest::collection::vec(1u8..=255, 1..6)
             .prop_map(|b| b.into_iter().filter(|c| *c != b'/').collect()),
@@ -90,7 +91,18 @@ fn yamlish() -> impl Strategy<Value = String> {
     proptest::collection::vec(token, 0..40).prop_map(|t| t.concat())
 }
 
+/// Proptest's default number of cases, or many more with `KRATIX_LONG_TESTS=1`.
+fn config() -> ProptestConfig {
+    let mut config = ProptestConfig::default();
+    if std::env::var_os("KRATIX_LONG_TESTS").is_some_and(|v| v == "1") {
+        config.cases = config.cases.max(20_000);
+    }
+    config
+}
+
 proptest! {
+    #![proptest_config(config())]
+
     #[test]
     fn no_accepted_output_name_escapes_and_every_one_round_trips(path in hostile_path()) {
         let climbs = path
@@ -101,6 +113,7 @@ proptest! {
                 prop_assert!(!climbs, "{path:?} climbs out but was accepted as {name:?}");
                 prop_assert!(!name.is_empty() && !name.starts_with('/'), "{name:?}");
                 prop_assert!(!name.chars().any(char::is_control), "{name:?}");
+                prop_assert!(name.len() <= super::output::MAX_PATH_BYTES, "{name:?}");
                 for part in name.split('/') {
                     prop_assert!(!matches!(part, "" | "." | ".."), "{name:?}");
                     prop_assert!(!part.eq_ignore_ascii_case(".git"), "{name:?}");
