@@ -2,17 +2,25 @@
 //! and `workflow-control.yaml` (reference 4.3, 4.4).
 
 use std::collections::BTreeMap;
+use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::output::EntryKind;
+
 pub const STATUS_FILE: &str = "status.yaml";
 // NB: Kratix's contract.md says `destination_selectors.yaml`, but its work-creator reads the
 // hyphenated name; pipelines in the wild use the hyphenated one.
 pub const DESTINATION_SELECTORS_FILE: &str = "destination-selectors.yaml";
 pub const WORKFLOW_CONTROL_FILE: &str = "workflow-control.yaml";
+
+/// Largest metadata file read: far more than any status or selector list needs, and below the
+/// 1.5 MiB Kubernetes allows a whole object, which `status.yaml` is merged into.
+pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -23,6 +31,18 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// A link (which could point at any host file), fifo, device or folder.
+    #[error("metadata/{file} is a {kind}, not a regular file")]
+    NotRegular {
+        file: &'static str,
+        kind: &'static str,
+    },
+    /// The metadata folder itself was replaced by a link or something else than a folder.
+    #[error("the metadata folder is a {kind}, not a folder")]
+    FolderNotFolder { kind: &'static str },
+    /// Larger than [`MAX_FILE_BYTES`].
+    #[error("metadata/{file} is larger than {limit} bytes")]
+    TooLarge { file: &'static str, limit: u64 },
     /// A metadata file is not valid YAML of the expected shape.
     #[error("metadata/{file} is not valid")]
     Parse {
@@ -48,6 +68,24 @@ pub enum Error {
     /// `retryAfter` is not a duration like `30s`, `5m` or `1h30m`.
     #[error("metadata/{WORKFLOW_CONTROL_FILE}: retryAfter {value:?} is not a duration like 30s, 5m or 1h30m")]
     RetryAfter { value: String },
+}
+
+impl Error {
+    /// The metadata file the error is about, `None` for the folder itself.
+    pub fn file(&self) -> Option<&'static str> {
+        match self {
+            Error::Read { file, .. }
+            | Error::NotRegular { file, .. }
+            | Error::TooLarge { file, .. }
+            | Error::Parse { file, .. } => Some(file),
+            Error::FolderNotFolder { .. } => None,
+            Error::StatusNotMapping | Error::StatusReservedKey => Some(STATUS_FILE),
+            Error::SelectorWithoutLabels { .. }
+            | Error::SelectorDirectory { .. }
+            | Error::SelectorDuplicate { .. } => Some(DESTINATION_SELECTORS_FILE),
+            Error::RetryAfter { .. } => Some(WORKFLOW_CONTROL_FILE),
+        }
+    }
 }
 
 /// What a pipeline run wrote to its metadata folder.
@@ -134,8 +172,11 @@ pub fn parse_destination_selectors(text: &str) -> Result<Vec<DestinationSelector
 }
 
 /// `Ok(None)` for the root, `Ok(Some(name))` for one folder name, `Err` for anything deeper,
-/// absolute or climbing.
+/// absolute or climbing, or with a control character (no output folder has one).
 fn clean_directory(dir: &str) -> Result<Option<String>, ()> {
+    if dir.chars().any(char::is_control) {
+        return Err(());
+    }
     let parts: Vec<&str> = dir
         .split('/')
         .filter(|p| !p.is_empty() && *p != ".")
@@ -231,6 +272,14 @@ pub fn parse_duration(text: &str) -> Option<Duration> {
 
 /// Reads the three files from `dir`; a missing file means "nothing said".
 pub fn read_metadata(dir: &Path) -> Result<Metadata, Error> {
+    let kind = std::fs::symlink_metadata(dir)
+        .map(|m| EntryKind::of(m.file_type()))
+        .map_err(|source| Error::Read { file: ".", source })?;
+    if kind != EntryKind::Dir {
+        return Err(Error::FolderNotFolder {
+            kind: kind.describe(),
+        });
+    }
     let status = read_optional(dir, STATUS_FILE)?
         .map(|t| parse_status(&t))
         .transpose()?
@@ -250,12 +299,53 @@ pub fn read_metadata(dir: &Path) -> Result<Metadata, Error> {
     })
 }
 
+/// The text of `dir/file`, `None` when absent. Never follows a link (the pipeline could point
+/// it at any host file), never blocks on a fifo, never reads more than [`MAX_FILE_BYTES`].
 fn read_optional(dir: &Path, file: &'static str) -> Result<Option<String>, Error> {
-    match std::fs::read_to_string(dir.join(file)) {
-        Ok(text) => Ok(Some(text)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(source) => Err(Error::Read { file, source }),
+    let read_error = |source| Error::Read { file, source };
+    let path = dir.join(file);
+    let flags = nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_NONBLOCK;
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(flags.bits())
+        .open(&path);
+    let mut handle = match opened {
+        Ok(handle) => handle,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.raw_os_error() == Some(nix::libc::ELOOP) => {
+            return Err(Error::NotRegular {
+                file,
+                kind: EntryKind::Symlink.describe(),
+            })
+        }
+        Err(e) => return Err(read_error(e)),
+    };
+    let meta = handle.metadata().map_err(read_error)?;
+    let kind = EntryKind::of(meta.file_type());
+    if kind != EntryKind::File {
+        return Err(Error::NotRegular {
+            file,
+            kind: kind.describe(),
+        });
     }
+    let too_large = Error::TooLarge {
+        file,
+        limit: MAX_FILE_BYTES,
+    };
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(too_large);
+    }
+    let mut bytes = Vec::new();
+    (&mut handle)
+        .take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(read_error)?;
+    if u64::try_from(bytes.len()).unwrap_or(u64::MAX) > MAX_FILE_BYTES {
+        return Err(too_large);
+    }
+    String::from_utf8(bytes)
+        .map(Some)
+        .map_err(|e| read_error(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
 }
 
 #[cfg(test)]
@@ -330,6 +420,10 @@ mod tests {
             (
                 "- matchLabels: {a: b}\n  directory: ..\n",
                 Err("directory \"..\" must be a single folder name"),
+            ),
+            (
+                "- matchLabels: {a: b}\n  directory: \"a\\nb\"\n",
+                Err("directory \"a\\nb\" must be a single folder name"),
             ),
             (
                 "- matchLabels: {a: b}\n  directory: /etc\n",
@@ -414,6 +508,107 @@ mod tests {
         ];
         for (text, want) in cases {
             assert_eq!(parse_duration(text), want, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn refuses_links_fifos_folders_and_large_files_without_reading_them() {
+        type Setup = fn(&Path);
+        let cases: [(&str, Setup, &str); 7] = [
+            (
+                "link to a host file",
+                |d| std::os::unix::fs::symlink("/etc/hostname", d.join(STATUS_FILE)).expect("ln"),
+                "metadata/status.yaml is a symbolic link, not a regular file",
+            ),
+            (
+                "dangling link",
+                |d| {
+                    std::os::unix::fs::symlink("nowhere", d.join(DESTINATION_SELECTORS_FILE))
+                        .expect("ln")
+                },
+                "metadata/destination-selectors.yaml is a symbolic link",
+            ),
+            (
+                "fifo nobody writes to",
+                |d| {
+                    nix::unistd::mkfifo(
+                        &d.join(WORKFLOW_CONTROL_FILE),
+                        nix::sys::stat::Mode::S_IRWXU,
+                    )
+                    .expect("mkfifo")
+                },
+                "metadata/workflow-control.yaml is a fifo, not a regular file",
+            ),
+            (
+                "folder",
+                |d| std::fs::create_dir(d.join(STATUS_FILE)).expect("mkdir"),
+                "metadata/status.yaml is a folder, not a regular file",
+            ),
+            (
+                "sparse 1 GiB file",
+                |d| {
+                    std::fs::File::create(d.join(STATUS_FILE))
+                        .and_then(|f| f.set_len(1 << 30))
+                        .expect("sparse")
+                },
+                "metadata/status.yaml is larger than 1048576 bytes",
+            ),
+            (
+                "not UTF-8",
+                |d| {
+                    std::fs::write(d.join(WORKFLOW_CONTROL_FILE), b"message: \xff\n")
+                        .expect("write")
+                },
+                "cannot read metadata/workflow-control.yaml",
+            ),
+            (
+                "folder replaced by a link",
+                |d| {
+                    std::fs::remove_dir_all(d).expect("rm");
+                    std::os::unix::fs::symlink("/etc", d).expect("ln");
+                },
+                "the metadata folder is a symbolic link, not a folder",
+            ),
+        ];
+        for (case, setup, want) in cases {
+            let tmp = tempfile::tempdir().expect("tempdir");
+            let dir = tmp.path().join("metadata");
+            std::fs::create_dir(&dir).expect("mkdir");
+            setup(&dir);
+            let err = read_metadata(&dir).expect_err(case);
+            assert!(err.to_string().contains(want), "{case}: {err}");
+        }
+        // Exactly at the cap is still read.
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let padded = format!("message: x\n{}", "#".repeat(1024 * 1024 - 12) + "\n");
+        assert_eq!(padded.len() as u64, MAX_FILE_BYTES);
+        std::fs::write(tmp.path().join(STATUS_FILE), &padded).expect("write");
+        let meta = read_metadata(tmp.path()).expect("at the cap");
+        assert_eq!(meta.status, Some(json!({"message": "x"})));
+    }
+
+    #[test]
+    fn errors_name_their_file() {
+        let cases = [
+            (Error::StatusNotMapping, Some(STATUS_FILE)),
+            (
+                Error::SelectorDuplicate {
+                    index: 1,
+                    directory: "a".into(),
+                },
+                Some(DESTINATION_SELECTORS_FILE),
+            ),
+            (
+                Error::RetryAfter { value: "x".into() },
+                Some(WORKFLOW_CONTROL_FILE),
+            ),
+            (Error::FolderNotFolder { kind: "fifo" }, None),
+        ];
+        for (err, want) in cases {
+            assert_eq!(err.file(), want, "{err}");
+            if let Some(file) = want {
+                assert!(err.to_string().contains(file), "{err}");
+            }
         }
     }
 

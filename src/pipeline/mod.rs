@@ -62,6 +62,9 @@ pub enum Error {
     /// Sandbox isolation was asked for, but bubblewrap cannot run here.
     #[error("bubblewrap (bwrap) is missing or cannot create a sandbox on this machine ({detail}); install bubblewrap, or set KRATIX_ISOLATION=process to run pipeline containers as plain processes without isolation")]
     BubblewrapUnavailable { detail: String },
+    /// `KRATIX_OUTPUT_MAX_FILES` or `KRATIX_OUTPUT_MAX_BYTES` is not a number.
+    #[error("invalid output limit")]
+    Limits(#[source] output::Error),
     /// The host's `/` could not be listed to build the sandbox.
     #[error("cannot list / to build the sandbox")]
     ListRoot(#[source] std::io::Error),
@@ -194,6 +197,7 @@ fn container_environment(
 /// everything the pipeline got wrong is a [`RunResult::Failed`] with its reason.
 #[tracing::instrument(skip_all, fields(run = %req.run_name, isolation))]
 pub async fn run(req: RunRequest) -> Result<RunOutcome, Error> {
+    let limits = output::Limits::from_env().map_err(Error::Limits)?;
     let dirs = RunDirs::create(&req.work_dir)?;
     let object_path = dirs.input.join("object.yaml");
     std::fs::write(&object_path, &req.object_yaml).map_err(|source| Error::WriteFile {
@@ -258,7 +262,7 @@ pub async fn run(req: RunRequest) -> Result<RunOutcome, Error> {
         }
     }
     if outcome.result == RunResult::Succeeded {
-        check_results(&dirs, &mut outcome, &mut logs);
+        check_results(&dirs, limits, &mut outcome, &mut logs);
     }
     outcome.logs = String::from_utf8_lossy(&logs).into_owned();
     let logs_path = req.work_dir.join(LOGS_FILE);
@@ -270,7 +274,12 @@ pub async fn run(req: RunRequest) -> Result<RunOutcome, Error> {
 }
 
 /// Reads and checks output and metadata once every container has succeeded.
-fn check_results(dirs: &RunDirs, outcome: &mut RunOutcome, logs: &mut Vec<u8>) {
+fn check_results(
+    dirs: &RunDirs,
+    limits: output::Limits,
+    outcome: &mut RunOutcome,
+    logs: &mut Vec<u8>,
+) {
     let mut fail = |container: &str, reason: String| {
         logs.extend_from_slice(format!("== {container} ==\n{reason}\n").as_bytes());
         RunResult::Failed {
@@ -279,7 +288,7 @@ fn check_results(dirs: &RunDirs, outcome: &mut RunOutcome, logs: &mut Vec<u8>) {
             reason,
         }
     };
-    let output = match output::read_output(&dirs.output) {
+    let output = match output::read_output(&dirs.output, limits) {
         Ok(output) => output,
         Err(e) => {
             outcome.result = fail(WORK_WRITER, error_chain(&e));
@@ -292,15 +301,9 @@ fn check_results(dirs: &RunDirs, outcome: &mut RunOutcome, logs: &mut Vec<u8>) {
             outcome.metadata = metadata;
         }
         Err(e) => {
-            let checker = match &e {
-                metadata::Error::SelectorWithoutLabels { .. }
-                | metadata::Error::SelectorDirectory { .. }
-                | metadata::Error::SelectorDuplicate { .. } => WORK_WRITER,
-                metadata::Error::Parse { file, .. } | metadata::Error::Read { file, .. }
-                    if *file == metadata::DESTINATION_SELECTORS_FILE =>
-                {
-                    WORK_WRITER
-                }
+            // Kratix's work-creator reads the selectors; its status-writer the rest.
+            let checker = match e.file() {
+                Some(metadata::DESTINATION_SELECTORS_FILE) => WORK_WRITER,
                 _ => STATUS_WRITER,
             };
             outcome.result = fail(checker, error_chain(&e));
@@ -463,5 +466,7 @@ fn error_chain(e: &dyn std::error::Error) -> String {
     text
 }
 
+#[cfg(test)]
+mod props;
 #[cfg(test)]
 mod tests;

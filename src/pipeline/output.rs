@@ -1,10 +1,27 @@
 //! Checks what a pipeline left in its output folder before anything is scheduled: only regular
-//! files and folders with UTF-8 names, nothing that points outside.
+//! files and folders with printable UTF-8 names, nothing that points outside, and no more files
+//! or bytes than the limits allow.
 
-use std::fs::File;
 use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Component, Path, PathBuf};
+
+/// Most files and folders one run may leave (all folders together).
+pub const MAX_FILES_ENV: &str = "KRATIX_OUTPUT_MAX_FILES";
+/// Most bytes one run's files may hold together.
+pub const MAX_BYTES_ENV: &str = "KRATIX_OUTPUT_MAX_BYTES";
+/// A GitOps repository is read by people and by Flux or Argo CD: ten thousand files from one
+/// pipeline is already far more than any of them handles well.
+pub const DEFAULT_MAX_FILES: u64 = 10_000;
+/// The whole output is held in memory several times (the files, the Work's gzip+base64 copy,
+/// the writer's blobs), so this keeps a run's peak memory in the hundreds of MiB. Kratix itself
+/// stops far earlier: a Work must fit in one etcd object (about 1.5 MiB, compressed).
+pub const DEFAULT_MAX_BYTES: u64 = 64 * 1024 * 1024;
+/// Longest path below the output folder. The store prefixes it with the Destination and the
+/// request's folders, and Git, Flux and most file systems stop near 4096 bytes.
+pub const MAX_PATH_BYTES: usize = 1024;
+/// How much of an over-long path messages show.
+const SHOWN_PATH_CHARS: usize = 64;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -20,6 +37,29 @@ pub enum Error {
     /// A name that is not UTF-8 cannot be a Work's file path.
     #[error("output file {path} has a name that is not UTF-8")]
     NonUtf8Name { path: String },
+    /// A newline, escape or other control character in a name would garble every listing,
+    /// log line and commit that shows it.
+    #[error("output file {path:?} has a control character in its name")]
+    ControlCharacter { path: String },
+    /// Longer than [`MAX_PATH_BYTES`]; `path` is its beginning.
+    #[error("output path {path}... is {len} bytes long, more than the {MAX_PATH_BYTES} allowed")]
+    PathTooLong { path: String, len: usize },
+    /// Git refuses to check out any path with a `.git` element (in any case), so one such file
+    /// in a commit would break every clone of the state store.
+    #[error("output path {path} has a .git element, which no Git repository can hold")]
+    GitReserved { path: String },
+    /// The output folder itself was replaced by a link or something else than a folder.
+    #[error("the output folder is a {kind}, not a folder")]
+    RootNotFolder { kind: &'static str },
+    /// More files and folders than [`Limits::max_files`].
+    #[error("output has more than {limit} files and folders ({MAX_FILES_ENV}={limit}); the limit was exceeded at {path}")]
+    TooManyFiles { path: String, limit: u64 },
+    /// More bytes than [`Limits::max_bytes`].
+    #[error("output holds more than {limit} bytes ({MAX_BYTES_ENV}={limit}); the limit was exceeded at {path} ({size} bytes)")]
+    TooManyBytes { path: String, size: u64, limit: u64 },
+    /// A limit variable that is not a positive whole number.
+    #[error("{var}={value:?} is not a positive whole number")]
+    BadLimit { var: &'static str, value: String },
     /// Listing a folder or reading a file failed.
     #[error("cannot read output file {path}")]
     Read {
@@ -46,6 +86,94 @@ impl Output {
     }
 }
 
+/// How much one run may leave in its output folder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Files and folders together.
+    pub max_files: u64,
+    /// Bytes of all files together.
+    pub max_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_files: DEFAULT_MAX_FILES,
+            max_bytes: DEFAULT_MAX_BYTES,
+        }
+    }
+}
+
+impl Limits {
+    /// From [`MAX_FILES_ENV`] and [`MAX_BYTES_ENV`]; unset or empty means the default.
+    pub fn from_env() -> Result<Self, Error> {
+        let var =
+            |name: &str| std::env::var_os(name).map(|v| v.to_str().map(str::to_string).ok_or(v));
+        let text = |name: &'static str| match var(name) {
+            None => Ok(None),
+            Some(Ok(v)) => Ok(Some(v)),
+            Some(Err(v)) => Err(Error::BadLimit {
+                var: name,
+                value: v.to_string_lossy().into_owned(),
+            }),
+        };
+        Self::parse(
+            text(MAX_FILES_ENV)?.as_deref(),
+            text(MAX_BYTES_ENV)?.as_deref(),
+        )
+    }
+
+    /// The limits from the variables' values.
+    pub fn parse(max_files: Option<&str>, max_bytes: Option<&str>) -> Result<Self, Error> {
+        let one = |var: &'static str, value: Option<&str>, default: u64| match value
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+        {
+            None => Ok(default),
+            Some(v) => v
+                .parse::<u64>()
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or_else(|| Error::BadLimit {
+                    var,
+                    value: v.to_string(),
+                }),
+        };
+        Ok(Self {
+            max_files: one(MAX_FILES_ENV, max_files, DEFAULT_MAX_FILES)?,
+            max_bytes: one(MAX_BYTES_ENV, max_bytes, DEFAULT_MAX_BYTES)?,
+        })
+    }
+}
+
+/// What the walk has taken in so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tally {
+    pub files: u64,
+    pub bytes: u64,
+}
+
+/// Takes one more entry of `size` bytes (0 for a folder) into `tally`, or refuses it, naming
+/// `name`, when it would pass a limit.
+pub fn admit(tally: Tally, name: &str, size: u64, limits: Limits) -> Result<Tally, Error> {
+    let files = tally.files.saturating_add(1);
+    if files > limits.max_files {
+        return Err(Error::TooManyFiles {
+            path: name.to_string(),
+            limit: limits.max_files,
+        });
+    }
+    let bytes = tally.bytes.saturating_add(size);
+    if bytes > limits.max_bytes {
+        return Err(Error::TooManyBytes {
+            path: name.to_string(),
+            size,
+            limit: limits.max_bytes,
+        });
+    }
+    Ok(Tally { files, bytes })
+}
+
 /// What an entry of the output folder is, from its `lstat`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EntryKind {
@@ -60,7 +188,7 @@ pub enum EntryKind {
 }
 
 impl EntryKind {
-    fn of(file_type: std::fs::FileType) -> Self {
+    pub fn of(file_type: std::fs::FileType) -> Self {
         if file_type.is_symlink() {
             EntryKind::Symlink
         } else if file_type.is_file() {
@@ -79,10 +207,24 @@ impl EntryKind {
             EntryKind::Unknown
         }
     }
+
+    /// How messages call it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            EntryKind::File => "regular file",
+            EntryKind::Dir => "folder",
+            EntryKind::Symlink => "symbolic link",
+            EntryKind::Fifo => "fifo",
+            EntryKind::Socket => "socket",
+            EntryKind::BlockDevice => "block device",
+            EntryKind::CharDevice => "character device",
+            EntryKind::Unknown => "special file",
+        }
+    }
 }
 
 /// The `/`-separated name of `rel` (a path below the output folder), refusing anything that
-/// could leave the folder or cannot be written down as UTF-8.
+/// could leave the folder or cannot be written down as printable UTF-8.
 pub fn relative_name(rel: &Path) -> Result<String, Error> {
     let lossy = || rel.to_string_lossy().into_owned();
     let mut parts = Vec::new();
@@ -101,33 +243,53 @@ pub fn relative_name(rel: &Path) -> Result<String, Error> {
     if parts.is_empty() {
         return Err(Error::Escapes { path: lossy() });
     }
-    Ok(parts.join("/"))
+    let name = parts.join("/");
+    if name.chars().any(char::is_control) {
+        return Err(Error::ControlCharacter { path: name });
+    }
+    if name.len() > MAX_PATH_BYTES {
+        return Err(Error::PathTooLong {
+            path: name.chars().take(SHOWN_PATH_CHARS).collect(),
+            len: name.len(),
+        });
+    }
+    if parts.iter().any(|p| p.eq_ignore_ascii_case(".git")) {
+        return Err(Error::GitReserved { path: name });
+    }
+    Ok(name)
 }
 
 /// Whether an entry may be in the output: folders are walked, regular files read, the rest refused.
 pub fn check_entry(name: &str, kind: EntryKind) -> Result<(), Error> {
-    let refuse = |kind: &'static str| {
-        Err(Error::NotRegular {
-            path: name.to_string(),
-            kind,
-        })
-    };
     match kind {
         EntryKind::File | EntryKind::Dir => Ok(()),
         EntryKind::Symlink => Err(Error::Symlink {
             path: name.to_string(),
         }),
-        EntryKind::Fifo => refuse("fifo"),
-        EntryKind::Socket => refuse("socket"),
-        EntryKind::BlockDevice => refuse("block device"),
-        EntryKind::CharDevice => refuse("character device"),
-        EntryKind::Unknown => refuse("special file"),
+        other => Err(Error::NotRegular {
+            path: name.to_string(),
+            kind: other.describe(),
+        }),
     }
 }
 
-/// Walks `root` and reads every file, failing on the first entry [`check_entry`] refuses.
-pub fn read_output(root: &Path) -> Result<Output, Error> {
+/// Walks `root` and reads every file, failing on the first entry [`check_entry`] refuses or
+/// [`admit`] does not take in: the walk stops there, so a huge output is never listed or read
+/// whole.
+pub fn read_output(root: &Path, limits: Limits) -> Result<Output, Error> {
+    let root_kind = std::fs::symlink_metadata(root)
+        .map(|m| EntryKind::of(m.file_type()))
+        .map_err(|source| Error::Read {
+            path: ".".into(),
+            source,
+        })?;
+    if root_kind != EntryKind::Dir {
+        return Err(Error::RootNotFolder {
+            kind: root_kind.describe(),
+        });
+    }
     let mut output = Output::default();
+    let mut tally = Tally::default();
     let mut pending: Vec<PathBuf> = vec![PathBuf::new()];
     while let Some(rel_dir) = pending.pop() {
         let dir_name = || rel_dir.to_string_lossy().into_owned();
@@ -152,10 +314,12 @@ pub fn read_output(root: &Path) -> Result<Output, Error> {
                 })?;
             check_entry(&name, kind)?;
             if kind == EntryKind::Dir {
+                tally = admit(tally, &name, 0, limits)?;
                 output.dirs.push(name);
                 pending.push(rel);
             } else {
-                let bytes = read_regular_file(&root.join(&rel), &name)?;
+                let (bytes, after) = read_regular_file(&root.join(&rel), &name, tally, limits)?;
+                tally = after;
                 output.files.push((name, bytes));
             }
         }
@@ -166,14 +330,49 @@ pub fn read_output(root: &Path) -> Result<Output, Error> {
 }
 
 /// Opens without following links and without blocking, then checks again that it is a regular
-/// file: a left-over process could have swapped the entry since it was listed.
-fn read_regular_file(path: &Path, name: &str) -> Result<Vec<u8>, Error> {
+/// file (a left-over process could have swapped the entry since it was listed), that its size
+/// fits the limits before reading it, and reads no more than the limit allows in case it grows.
+fn read_regular_file(
+    path: &Path,
+    name: &str,
+    tally: Tally,
+    limits: Limits,
+) -> Result<(Vec<u8>, Tally), Error> {
     let read_error = |source| Error::Read {
         path: name.to_string(),
         source,
     };
+    let mut file = open_regular(path, name)?;
+    let size = file.metadata().map_err(read_error)?.len();
+    let after = admit(tally, name, size, limits)?;
+    let allowed = limits.max_bytes.saturating_sub(tally.bytes);
+    let mut bytes = Vec::new();
+    (&mut file)
+        .take(allowed.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(read_error)?;
+    let read = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
+    if read > allowed {
+        return Err(Error::TooManyBytes {
+            path: name.to_string(),
+            size: read,
+            limit: limits.max_bytes,
+        });
+    }
+    Ok((
+        bytes,
+        Tally {
+            bytes: tally.bytes.saturating_add(read),
+            ..after
+        },
+    ))
+}
+
+/// Opens `path` for reading if it is a regular file: not through a link, never blocking on a
+/// fifo or device.
+pub(crate) fn open_regular(path: &Path, name: &str) -> Result<std::fs::File, Error> {
     let flags = nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_NONBLOCK;
-    let mut file = std::fs::OpenOptions::new()
+    let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(flags.bits())
         .open(path)
@@ -183,24 +382,27 @@ fn read_regular_file(path: &Path, name: &str) -> Result<Vec<u8>, Error> {
                     path: name.to_string(),
                 }
             } else {
-                read_error(e)
+                Error::Read {
+                    path: name.to_string(),
+                    source: e,
+                }
             }
         })?;
-    let kind = file.metadata().map_err(read_error)?.file_type();
+    let kind = file
+        .metadata()
+        .map_err(|source| Error::Read {
+            path: name.to_string(),
+            source,
+        })?
+        .file_type();
     check_entry(name, EntryKind::of(kind))?;
     if !kind.is_file() {
         return Err(Error::NotRegular {
             path: name.to_string(),
-            kind: "folder",
+            kind: EntryKind::Dir.describe(),
         });
     }
-    read_all(&mut file).map_err(read_error)
-}
-
-fn read_all(file: &mut File) -> std::io::Result<Vec<u8>> {
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes)?;
-    Ok(bytes)
+    Ok(file)
 }
 
 #[cfg(test)]
@@ -212,10 +414,16 @@ mod tests {
     #[test]
     fn relative_names() {
         let bad_utf8 = Path::new(OsStr::from_bytes(b"dir/caf\xe9.yaml"));
+        let long_ok = "dd/".repeat(341) + "d";
+        let too_long = long_ok.clone() + "d";
         let cases: Vec<(&Path, Result<&str, &str>)> = vec![
             (Path::new("a.yaml"), Ok("a.yaml")),
             (Path::new("dir/sub/a.yaml"), Ok("dir/sub/a.yaml")),
             (Path::new("./dir/.hidden"), Ok("dir/.hidden")),
+            (
+                Path::new("dir/caf\u{e9} \\ x.yaml"),
+                Ok("dir/caf\u{e9} \\ x.yaml"),
+            ),
             (Path::new("../etc/passwd"), Err("leaves the output folder")),
             (Path::new("dir/../../x"), Err("leaves the output folder")),
             (Path::new("/etc/passwd"), Err("leaves the output folder")),
@@ -224,6 +432,32 @@ mod tests {
                 bad_utf8,
                 Err("dir/caf\u{fffd}.yaml has a name that is not UTF-8"),
             ),
+            (
+                Path::new("dir/two\nlines.yaml"),
+                Err(r#"output file "dir/two\nlines.yaml" has a control character in its name"#),
+            ),
+            (
+                Path::new("\u{1b}[31mred.yaml"),
+                Err(r#""\u{1b}[31mred.yaml" has a control character"#),
+            ),
+            (Path::new("tab\there"), Err("control character")),
+            (
+                Path::new("app/.git/config"),
+                Err("output path app/.git/config has a .git element"),
+            ),
+            (
+                Path::new(".Git"),
+                Err("output path .Git has a .git element"),
+            ),
+            (Path::new("a/.gitignore"), Ok("a/.gitignore")),
+            (Path::new(&long_ok), Ok(long_ok.as_str())),
+            (
+                Path::new(&too_long),
+                Err("output path dd/dd/dd/dd/dd/dd/dd/dd/dd/dd/dd/dd/dd/dd/dd/dd/dd/dd/dd/dd/dd/d... is 1025 bytes long, more than the 1024 allowed"),
+            ),
+            (Path::new("a/x.git"), Ok("a/x.git")),
+            (Path::new("del\u{7f}"), Err("control character")),
+            (Path::new("c1\u{85}"), Err("control character")),
         ];
         for (path, want) in cases {
             match (relative_name(path), want) {
@@ -261,6 +495,90 @@ mod tests {
     }
 
     #[test]
+    fn limits_from_variables() {
+        let default = Limits::default();
+        type Case = (
+            Option<&'static str>,
+            Option<&'static str>,
+            Result<Limits, &'static str>,
+        );
+        let cases: Vec<Case> = vec![
+            (None, None, Ok(default)),
+            (Some(""), Some("  "), Ok(default)),
+            (
+                Some("5"),
+                Some(" 1024 "),
+                Ok(Limits {
+                    max_files: 5,
+                    max_bytes: 1024,
+                }),
+            ),
+            (
+                Some("0"),
+                None,
+                Err(r#"KRATIX_OUTPUT_MAX_FILES="0" is not a positive whole number"#),
+            ),
+            (
+                None,
+                Some("64MiB"),
+                Err(r#"KRATIX_OUTPUT_MAX_BYTES="64MiB" is not a positive whole number"#),
+            ),
+            (Some("-1"), None, Err("KRATIX_OUTPUT_MAX_FILES")),
+            (
+                None,
+                Some("99999999999999999999999"),
+                Err("KRATIX_OUTPUT_MAX_BYTES"),
+            ),
+        ];
+        for (files, bytes, want) in cases {
+            match (Limits::parse(files, bytes), want) {
+                (Ok(got), Ok(want)) => assert_eq!(got, want, "{files:?} {bytes:?}"),
+                (Err(got), Err(want)) => {
+                    assert!(got.to_string().contains(want), "{files:?} {bytes:?}: {got}")
+                }
+                (got, want) => panic!("{files:?} {bytes:?}: got {got:?}, want {want:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn admitting_entries_against_the_limits() {
+        let limits = Limits {
+            max_files: 3,
+            max_bytes: 100,
+        };
+        let t = |files, bytes| Tally { files, bytes };
+        type Case = (Tally, u64, Result<Tally, &'static str>);
+        let cases: Vec<Case> = vec![
+            (t(0, 0), 0, Ok(t(1, 0))),
+            (t(0, 0), 100, Ok(t(1, 100))),
+            (t(2, 99), 1, Ok(t(3, 100))),
+            (
+                t(3, 0),
+                0,
+                Err("output has more than 3 files and folders (KRATIX_OUTPUT_MAX_FILES=3); the limit was exceeded at a/f"),
+            ),
+            (
+                t(0, 0),
+                101,
+                Err("output holds more than 100 bytes (KRATIX_OUTPUT_MAX_BYTES=100); the limit was exceeded at a/f (101 bytes)"),
+            ),
+            (t(1, 60), 41, Err("exceeded at a/f (41 bytes)")),
+            (t(1, u64::MAX), u64::MAX, Err("KRATIX_OUTPUT_MAX_BYTES")),
+            (t(u64::MAX, 0), 0, Err("KRATIX_OUTPUT_MAX_FILES")),
+        ];
+        for (tally, size, want) in cases {
+            match (admit(tally, "a/f", size, limits), want) {
+                (Ok(got), Ok(want)) => assert_eq!(got, want, "{tally:?} + {size}"),
+                (Err(got), Err(want)) => {
+                    assert!(got.to_string().contains(want), "{tally:?} + {size}: {got}")
+                }
+                (got, want) => panic!("{tally:?} + {size}: got {got:?}, want {want:?}"),
+            }
+        }
+    }
+
+    #[test]
     fn reads_files_and_folders_sorted() {
         let dir = tempfile::tempdir().expect("tempdir");
         let root = dir.path();
@@ -269,7 +587,7 @@ mod tests {
         std::fs::write(root.join("z.yaml"), "z").expect("write");
         std::fs::write(root.join("b/deep/x.yaml"), "x").expect("write");
         std::fs::write(root.join(".hidden"), "h").expect("write");
-        let out = read_output(root).expect("valid output");
+        let out = read_output(root, Limits::default()).expect("valid output");
         let files: Vec<(&str, &[u8])> = out
             .files
             .iter()
@@ -284,12 +602,20 @@ mod tests {
             ]
         );
         assert_eq!(out.dirs, vec!["b", "b/deep", "empty"]);
+        let exact = Limits {
+            max_files: 6,
+            max_bytes: 3,
+        };
+        assert_eq!(
+            read_output(root, exact).expect("exactly at the limits"),
+            out
+        );
     }
 
     #[test]
     fn refuses_links_fifos_and_bad_names() {
         type Setup = fn(&Path);
-        let cases: [(&str, Setup, &str); 4] = [
+        let cases: [(&str, Setup, &str); 6] = [
             (
                 "symlink to a host file",
                 |root| {
@@ -318,14 +644,64 @@ mod tests {
                 },
                 "output file d/caf\u{fffd} has a name that is not UTF-8",
             ),
+            (
+                "newline in a name",
+                |root| std::fs::write(root.join("d/a\nb"), "x").expect("write"),
+                r#"output file "d/a\nb" has a control character"#,
+            ),
+            (
+                "output folder replaced by a link",
+                |root| {
+                    std::fs::remove_dir_all(root).expect("rm");
+                    std::os::unix::fs::symlink("/etc", root).expect("symlink");
+                },
+                "the output folder is a symbolic link, not a folder",
+            ),
         ];
         for (case, setup, want) in cases {
             let dir = tempfile::tempdir().expect("tempdir");
-            std::fs::create_dir(dir.path().join("d")).expect("mkdir");
-            std::fs::write(dir.path().join("d/ok.yaml"), "ok").expect("write");
-            setup(dir.path());
-            let err = read_output(dir.path()).expect_err(case);
+            let root = dir.path().join("out");
+            std::fs::create_dir_all(root.join("d")).expect("mkdir");
+            std::fs::write(root.join("d/ok.yaml"), "ok").expect("write");
+            setup(&root);
+            let err = read_output(&root, Limits::default()).expect_err(case);
             assert!(err.to_string().contains(want), "{case}: {err}");
         }
+    }
+
+    #[test]
+    fn stops_at_the_limits_naming_the_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        for i in 0..50 {
+            std::fs::write(root.join(format!("{i:02}.yaml")), "x").expect("write");
+        }
+        let few = Limits {
+            max_files: 10,
+            ..Limits::default()
+        };
+        let err = read_output(root, few).expect_err("too many files");
+        let text = err.to_string();
+        assert!(
+            matches!(&err, Error::TooManyFiles { path, limit: 10 } if path.ends_with(".yaml")),
+            "{text}"
+        );
+        assert!(text.contains("KRATIX_OUTPUT_MAX_FILES=10"), "{text}");
+
+        // A sparse 1 GiB file is refused from its size alone: the error reports the size the
+        // file claims, not the few bytes a read would have been cut to.
+        let big = root.join("big.yaml");
+        std::fs::File::create(&big)
+            .and_then(|f| f.set_len(1 << 30))
+            .expect("sparse file");
+        let small = Limits {
+            max_bytes: 1 << 20,
+            ..Limits::default()
+        };
+        let err = read_output(root, small).expect_err("too many bytes");
+        assert_eq!(
+            err.to_string(),
+            "output holds more than 1048576 bytes (KRATIX_OUTPUT_MAX_BYTES=1048576); the limit was exceeded at big.yaml (1073741824 bytes)"
+        );
     }
 }
