@@ -74,6 +74,8 @@ pub struct Runtime {
     pub platform: Platform,
     pub cp: Arc<dyn ControlPlane>,
     pub state_stores: Arc<state_stores::Cache>,
+    /// What carries out pipeline runs.
+    pub pipelines: Arc<dyn crate::pipeline::Executor>,
     /// Who this controller instance is, as recorded in the runs it claims.
     pub executor: claims::Executor,
     /// Pipeline runs this instance is carrying out, each in a task of its own.
@@ -127,6 +129,7 @@ impl Runtime {
             )),
             platform,
             cp,
+            pipelines: Arc::new(crate::pipeline::Local),
             executor: claims::Executor::this_process(),
             running: Arc::new(Mutex::new(HashMap::new())),
             owners_seen: Arc::new(Mutex::new(std::collections::HashMap::new())),

@@ -82,7 +82,7 @@ async fn settle_running(rt: &Runtime, run: &Object) -> Result<Next, Error> {
                 .map(|c| format!("process {}", c.pid))
                 .unwrap_or_else(|| "an unknown executor".into());
             warn!(run = %key, "run was interrupted ({claimant} is gone); running it again");
-            kill_leftovers(&rt.platform, run);
+            kill_leftovers(rt, run);
             status::update_status(rt.cp.as_ref(), &rt.kind("PipelineRun"), &key, |obj, s| {
                 // Only the claim that was judged: never undo a newer one.
                 if phase(obj) == "Running" && executor_of(obj) == claim {
@@ -156,8 +156,8 @@ async fn claim_and_start(rt: &Runtime, key: &ObjectKey) -> Result<Next, Error> {
 
 /// Kills what is left of an interrupted run's containers: plain processes (no sandbox to die
 /// with the process that started them) outlive a crash and would run on beside the re-run.
-fn kill_leftovers(platform: &Platform, run: &Object) {
-    for group in pipeline::groups::kill_recorded(&run_dir(platform, run)) {
+fn kill_leftovers(rt: &Runtime, run: &Object) {
+    for group in rt.pipelines.kill_leftovers(&run_dir(&rt.platform, run)) {
         warn!(run = %ObjectKey::of(run), group, "killed a leftover process group of the interrupted run");
     }
 }
@@ -320,18 +320,20 @@ async fn execute(rt: &Runtime, run: &Object) -> Result<Finished, Error> {
     let images = pipeline::ImageMap::load_for_home(&rt.platform.home)
         .map_err(|e| bad(ErrorChain(&e).to_string()))?;
     info!(run = %run_name, pipeline = pipeline.name(), "pipeline run started");
-    let outcome: RunOutcome = pipeline::run(RunRequest {
-        run_name: run_name.clone(),
-        pipeline: pipeline.clone(),
-        object_yaml,
-        env,
-        work_dir: work_dir.clone(),
-        timeout: rt.settings.pipeline_timeout,
-        images,
-        isolation,
-    })
-    .await
-    .map_err(|e| bad(ErrorChain(&e).to_string()))?;
+    let outcome: RunOutcome = rt
+        .pipelines
+        .run(RunRequest {
+            run_name: run_name.clone(),
+            pipeline: pipeline.clone(),
+            object_yaml,
+            env,
+            work_dir: work_dir.clone(),
+            timeout: rt.settings.pipeline_timeout,
+            images,
+            isolation,
+        })
+        .await
+        .map_err(|e| bad(ErrorChain(&e).to_string()))?;
 
     let (phase, message, exit_code) = match &outcome.result {
         RunResult::Succeeded => ("Succeeded", String::new(), Some(0)),

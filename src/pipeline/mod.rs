@@ -193,6 +193,34 @@ fn container_environment(
         .collect()
 }
 
+/// Carries out pipeline runs. The controllers only know this trait; [`Local`] runs containers on
+/// this machine.
+#[async_trait::async_trait]
+pub trait Executor: std::fmt::Debug + Send + Sync + 'static {
+    /// Runs every container of the pipeline in order and checks what they wrote.
+    async fn run(&self, req: RunRequest) -> Result<RunOutcome, Error>;
+
+    /// Kills whatever a run that an executor which is now gone started in `work_dir` left
+    /// running, and returns what it killed (process groups, for the local executor).
+    fn kill_leftovers(&self, work_dir: &Path) -> Vec<i32>;
+}
+
+/// The executor of the embedded runtime: containers run on this machine, sandboxed or as plain
+/// processes.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Local;
+
+#[async_trait::async_trait]
+impl Executor for Local {
+    async fn run(&self, req: RunRequest) -> Result<RunOutcome, Error> {
+        run(req).await
+    }
+
+    fn kill_leftovers(&self, work_dir: &Path) -> Vec<i32> {
+        groups::kill_recorded(work_dir)
+    }
+}
+
 /// Runs the pipeline. `Err` only when the executor itself cannot work (folders, bubblewrap);
 /// everything the pipeline got wrong is a [`RunResult::Failed`] with its reason.
 #[tracing::instrument(skip_all, fields(run = %req.run_name, isolation))]
