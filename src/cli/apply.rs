@@ -9,7 +9,11 @@ use super::documents::Document;
 use crate::api::kinds::builtin_kinds;
 use crate::api::object::{from_typed, to_typed};
 use crate::api::pipeline::Pipeline;
-use crate::api::{promise_api, validation, KindInfo, Object, ObjectKey, Promise, GROUP};
+use crate::api::destination::{CLEANUP_ALL, CLEANUP_NONE};
+use crate::api::state_store::{BUCKET_AUTH_METHODS, GIT_AUTH_METHODS};
+use crate::api::{
+    crds, defaults, names, promise_api, validation, KindInfo, Object, ObjectKey, Promise, GROUP,
+};
 use crate::platform::Platform;
 use crate::store::{self, ControlPlane, Selector};
 
@@ -186,7 +190,7 @@ fn prepare_one(
     if name.is_empty() {
         return Err("metadata.name: required".into());
     }
-    validate_name(name).map_err(|reason| format!("metadata.name: {name:?} {reason}"))?;
+    check_name(name, &kind).map_err(|reason| format!("metadata.name: {} {reason}", shown(name)))?;
 
     let mut value = doc.value.clone();
     // Status is written by controllers only.
@@ -214,10 +218,18 @@ fn prepare_one(
             .filter(|s| !s.is_empty())
             .unwrap_or("default")
             .to_string();
-        validate_name(&ns).map_err(|reason| format!("metadata.namespace: {ns:?} {reason}"))?;
+        names::dns1123_label(&ns)
+            .map_err(|reason| format!("metadata.namespace: {} {reason}", shown(&ns)))?;
         metadata.insert("namespace".into(), json!(ns));
     } else {
         metadata.remove("namespace");
+    }
+    check_labels("metadata.labels", metadata.get("labels"))?;
+    if kind.group == GROUP {
+        // The API server stores every default the kind's CRD declares.
+        if let Some(schema) = crds::schema_of(&kind.kind) {
+            defaults::apply(schema, &mut value);
+        }
     }
 
     let mut pruned = Vec::new();
@@ -225,10 +237,22 @@ fn prepare_one(
         (GROUP, "Promise") => check_promise(&value)?,
         (GROUP, "Destination") => check_destination(&value, state_stores, known)?,
         (GROUP, "GitStateStore") => {
-            typed::<crate::api::GitStateStore>(&value)?;
+            let store = typed::<crate::api::GitStateStore>(&value)?;
+            check_store_path(store.spec.path.as_deref())?;
+            check_enum(
+                "spec.authMethod",
+                store.spec.auth_method.as_deref(),
+                &GIT_AUTH_METHODS,
+            )?;
         }
         (GROUP, "BucketStateStore") => {
-            typed::<crate::api::BucketStateStore>(&value)?;
+            let store = typed::<crate::api::BucketStateStore>(&value)?;
+            check_store_path(store.spec.path.as_deref())?;
+            check_enum(
+                "spec.authMethod",
+                store.spec.auth_method.as_deref(),
+                &BUCKET_AUTH_METHODS,
+            )?;
         }
         (GROUP, "Work") => {
             typed::<crate::api::Work>(&value)?;
@@ -278,23 +302,78 @@ fn typed<T: serde::de::DeserializeOwned>(value: &Value) -> Result<T, String> {
     serde_json::from_value(value.clone()).map_err(|e| e.to_string())
 }
 
-/// Names must be DNS-1123 subdomains, as Kubernetes requires.
-fn validate_name(name: &str) -> Result<(), &'static str> {
-    let ok = name.len() <= 253
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
-        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
-        && name.ends_with(|c: char| c.is_ascii_alphanumeric());
-    if ok {
-        Ok(())
-    } else {
-        Err("is not a valid name: lower-case letters, digits, '-' and '.', starting and ending with a letter or digit")
+/// Names must be DNS-1123 subdomains, as Kubernetes requires. Names Kratix also writes into
+/// label values (Promises, Destinations, requests) must fit one: 63 characters at most.
+fn check_name(name: &str, kind: &KindInfo) -> Result<(), String> {
+    names::dns1123_subdomain(name)?;
+    let in_labels = kind.group != GROUP && !kind.group.is_empty()
+        || matches!(kind.kind.as_str(), "Promise" | "Destination") && kind.group == GROUP;
+    if in_labels && name.len() > names::LABEL_VALUE_MAX {
+        return Err(format!(
+            "must be no more than {} characters: Kratix labels objects with it (it has {})",
+            names::LABEL_VALUE_MAX,
+            name.len()
+        ));
+    }
+    Ok(())
+}
+
+/// `metadata.labels` keys and values, as the API server checks them.
+fn check_labels(path: &str, labels: Option<&Value>) -> Result<(), String> {
+    let Some(labels) = labels else {
+        return Ok(());
+    };
+    let Some(map) = labels.as_object() else {
+        return Err(format!("{path}: must be a mapping of strings"));
+    };
+    for (key, value) in map {
+        names::qualified_name(key).map_err(|reason| format!("{path}: key {} {reason}", shown(key)))?;
+        let value = value
+            .as_str()
+            .ok_or_else(|| format!("{path}.{key}: must be a string"))?;
+        names::label_value(value)
+            .map_err(|reason| format!("{path}.{key}: {} {reason}", shown(value)))?;
+    }
+    Ok(())
+}
+
+fn check_store_path(path: Option<&str>) -> Result<(), String> {
+    match path {
+        Some(path) => {
+            names::store_path(path).map_err(|reason| format!("spec.path: {} {reason}", shown(path)))
+        }
+        None => Ok(()),
     }
 }
 
+fn check_enum(path: &str, value: Option<&str>, allowed: &[&str]) -> Result<(), String> {
+    match value {
+        Some(v) if !allowed.contains(&v) => Err(format!(
+            "{path}: {} is not one of {}",
+            shown(v),
+            allowed.join(", ")
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// A value quoted for an error message, cut short when it is long: errors must stay readable
+/// however large the input.
+fn shown(value: &str) -> String {
+    const MAX: usize = 64;
+    match value.char_indices().nth(MAX) {
+        Some((cut, _)) => format!("{:?}... ({} bytes)", &value[..cut], value.len()),
+        None => format!("{value:?}"),
+    }
+}
+
+/// Kratix names a pipeline's Kubernetes objects `<promise>-<type>-<action>-<pipeline>`, and
+/// refuses Promises where that is longer than this.
+const PIPELINE_ID_MAX: usize = 60;
+
 fn check_promise(value: &Value) -> Result<(), String> {
     let promise: Promise = typed(value)?;
+    let promise_name = promise.metadata.name.clone().unwrap_or_default();
     promise_api::request_kind(&promise).map_err(|e| e.to_string())?;
     if let Some(workflows) = &promise.spec.workflows {
         for (ty, actions) in [
@@ -309,13 +388,54 @@ fn check_promise(value: &Value) -> Result<(), String> {
                 let path = format!("spec.workflows.{ty}.{action}");
                 let pipelines = Pipeline::parse_list(&path, list).map_err(|e| e.to_string())?;
                 for (i, p) in pipelines.iter().enumerate() {
-                    if p.spec.containers.is_empty() {
-                        return Err(format!(
-                            "{path}[{i}].spec.containers: a pipeline needs at least one container"
-                        ));
-                    }
+                    check_pipeline(&format!("{path}[{i}]"), p, &promise_name, ty, action)?;
                 }
             }
+        }
+    }
+    Ok(())
+}
+
+/// A pipeline's name and its containers' names become Kubernetes names in Kratix (a Job's
+/// containers, label values), so they follow the same rules here; they also name folders and
+/// log files.
+fn check_pipeline(
+    path: &str,
+    pipeline: &Pipeline,
+    promise: &str,
+    ty: &str,
+    action: &str,
+) -> Result<(), String> {
+    let name = pipeline.name();
+    names::dns1123_label(name)
+        .map_err(|reason| format!("{path}.metadata.name: {} {reason}", shown(name)))?;
+    let id_len = [promise, ty, action, name].iter().map(|s| s.len()).sum::<usize>() + 3;
+    if id_len > PIPELINE_ID_MAX {
+        return Err(format!(
+            "{path}.metadata.name: {} is too long: \"{promise}-{ty}-{action}-{name}\" names the \
+             pipeline's objects and must be no more than {PIPELINE_ID_MAX} characters (it has {id_len})",
+            shown(name)
+        ));
+    }
+    check_labels(
+        &format!("{path}.metadata.labels"),
+        Some(&json!(pipeline.metadata.labels)),
+    )?;
+    if pipeline.spec.containers.is_empty() {
+        return Err(format!(
+            "{path}.spec.containers: a pipeline needs at least one container"
+        ));
+    }
+    let mut seen = BTreeSet::new();
+    for (i, container) in pipeline.spec.containers.iter().enumerate() {
+        let field = format!("{path}.spec.containers[{i}].name");
+        names::dns1123_label(&container.name)
+            .map_err(|reason| format!("{field}: {} {reason}", shown(&container.name)))?;
+        if !seen.insert(container.name.as_str()) {
+            return Err(format!(
+                "{field}: duplicate container name {:?}",
+                container.name
+            ));
         }
     }
     Ok(())
@@ -348,6 +468,13 @@ fn check_destination(
             store_ref.kind, store_ref.name
         ));
     }
+    names::store_path(&dest.spec.path)
+        .map_err(|reason| format!("spec.path: {} {reason}", shown(&dest.spec.path)))?;
+    check_enum(
+        "spec.cleanup",
+        dest.spec.cleanup.as_deref(),
+        &[CLEANUP_NONE, CLEANUP_ALL],
+    )?;
     let mode = value
         .pointer("/spec/filepath/mode")
         .and_then(Value::as_str)
