@@ -94,14 +94,38 @@ mod tests {
         // (kind, JSON pointer into the schema's properties, default)
         let cases = [
             ("Destination", "/spec/properties/cleanup", json!("none")),
-            ("Destination", "/spec/properties/filepath", json!({"mode": "nestedByMetadata"})),
-            ("Destination", "/spec/properties/filepath/properties/mode", json!("nestedByMetadata")),
+            (
+                "Destination",
+                "/spec/properties/filepath",
+                json!({"mode": "nestedByMetadata"}),
+            ),
+            (
+                "Destination",
+                "/spec/properties/filepath/properties/mode",
+                json!("nestedByMetadata"),
+            ),
             ("Destination", "/spec/properties/initWorkloads", json!({})),
-            ("Destination", "/spec/properties/initWorkloads/properties/enabled", json!(true)),
+            (
+                "Destination",
+                "/spec/properties/initWorkloads/properties/enabled",
+                json!(true),
+            ),
             ("GitStateStore", "/spec/properties/branch", json!("main")),
-            ("GitStateStore", "/spec/properties/authMethod", json!("basicAuth")),
-            ("GitStateStore", "/spec/properties/gitAuthor", json!({"name": "kratix"})),
-            ("BucketStateStore", "/spec/properties/authMethod", json!("accessKey")),
+            (
+                "GitStateStore",
+                "/spec/properties/authMethod",
+                json!("basicAuth"),
+            ),
+            (
+                "GitStateStore",
+                "/spec/properties/gitAuthor",
+                json!({"name": "kratix"}),
+            ),
+            (
+                "BucketStateStore",
+                "/spec/properties/authMethod",
+                json!("accessKey"),
+            ),
         ];
         for (kind, pointer, want) in cases {
             let schema = schema_of(kind).expect(kind);

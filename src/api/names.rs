@@ -27,14 +27,16 @@ fn label_shape(s: &str) -> bool {
 pub fn dns1123_label(s: &str) -> Result<(), String> {
     if s.len() > DNS1123_LABEL_MAX {
         return Err(format!(
-            "must be no more than {DNS1123_LABEL_MAX} characters (it has {})",
+            "is longer than {DNS1123_LABEL_MAX} characters (it has {})",
             s.len()
         ));
     }
     if !label_shape(s) {
-        return Err("a lowercase RFC 1123 label must consist of lower case alphanumeric \
-                    characters or '-', and must start and end with an alphanumeric character"
-            .into());
+        return Err(
+            "is not a lowercase RFC 1123 label (lower case alphanumeric characters or \
+                    '-', starting and ending with an alphanumeric character)"
+                .into(),
+        );
     }
     Ok(())
 }
@@ -43,14 +45,16 @@ pub fn dns1123_label(s: &str) -> Result<(), String> {
 pub fn dns1123_subdomain(s: &str) -> Result<(), String> {
     if s.len() > DNS1123_SUBDOMAIN_MAX {
         return Err(format!(
-            "must be no more than {DNS1123_SUBDOMAIN_MAX} characters (it has {})",
+            "is longer than {DNS1123_SUBDOMAIN_MAX} characters (it has {})",
             s.len()
         ));
     }
     if !s.split('.').all(label_shape) {
-        return Err("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric \
-                    characters, '-' or '.', and must start and end with an alphanumeric character"
-            .into());
+        return Err(
+            "is not a lowercase RFC 1123 subdomain (lower case alphanumeric characters, \
+                    '-' or '.', starting and ending with an alphanumeric character)"
+                .into(),
+        );
     }
     Ok(())
 }
@@ -59,8 +63,7 @@ pub fn dns1123_subdomain(s: &str) -> Result<(), String> {
 fn name_shape(s: &str) -> bool {
     s.starts_with(|c: char| c.is_ascii_alphanumeric())
         && s.ends_with(|c: char| c.is_ascii_alphanumeric())
-        && s
-            .chars()
+        && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
@@ -73,22 +76,24 @@ pub fn qualified_name(s: &str) -> Result<(), String> {
     };
     if let Some(prefix) = prefix {
         if prefix.is_empty() {
-            return Err("prefix part must be non-empty".into());
+            return Err("has an empty prefix before '/'".into());
         }
-        dns1123_subdomain(prefix).map_err(|reason| format!("prefix part {reason}"))?;
+        dns1123_subdomain(prefix).map_err(|reason| format!("has a prefix that {reason}"))?;
     }
     if name.is_empty() {
-        return Err("name part must be non-empty".into());
+        return Err("has an empty name part".into());
     }
     if name.len() > DNS1123_LABEL_MAX {
         return Err(format!(
-            "name part must be no more than {DNS1123_LABEL_MAX} characters"
+            "has a name part longer than {DNS1123_LABEL_MAX} characters"
         ));
     }
     if !name_shape(name) {
-        return Err("name part must consist of alphanumeric characters, '-', '_' or '.', and \
-                    must start and end with an alphanumeric character"
-            .into());
+        return Err(
+            "has a name part that is not alphanumeric characters, '-', '_' or '.', \
+                    starting and ending with an alphanumeric character"
+                .into(),
+        );
     }
     Ok(())
 }
@@ -100,14 +105,16 @@ pub fn label_value(s: &str) -> Result<(), String> {
     }
     if s.len() > LABEL_VALUE_MAX {
         return Err(format!(
-            "must be no more than {LABEL_VALUE_MAX} characters"
+            "is longer than {LABEL_VALUE_MAX} characters (it has {})",
+            s.len()
         ));
     }
     if !name_shape(s) {
-        return Err("a valid label must be an empty string or consist of alphanumeric \
-                    characters, '-', '_' or '.', and must start and end with an alphanumeric \
-                    character"
-            .into());
+        return Err(
+            "is not a label value (empty, or alphanumeric characters, '-', '_' or '.', \
+                    starting and ending with an alphanumeric character)"
+                .into(),
+        );
     }
     Ok(())
 }
@@ -117,16 +124,17 @@ pub fn label_value(s: &str) -> Result<(), String> {
 /// Kratix documents for Destinations.
 pub fn store_path(s: &str) -> Result<(), String> {
     if s.chars().any(char::is_control) {
-        return Err("must not contain control characters".into());
+        return Err("contains control characters".into());
     }
     if s.starts_with('/') && s != "/" {
         return Err(format!(
-            "must be relative to the state store (write {:?}); only \"/\" alone means its root",
+            "is absolute: write it relative to the state store ({:?}); only \"/\" alone means \
+             its root",
             s.trim_start_matches('/')
         ));
     }
     if s.split('/').any(|segment| segment == "..") {
-        return Err("must not contain \"..\": a path may not climb out of its folder".into());
+        return Err("climbs out of its folder with \"..\"".into());
     }
     Ok(())
 }
@@ -168,7 +176,13 @@ mod tests {
 
     #[test]
     fn dns1123_subdomains() {
-        let long = ["a".repeat(63), "b".repeat(63), "c".repeat(63), "d".repeat(61)].join(".");
+        let long = [
+            "a".repeat(63),
+            "b".repeat(63),
+            "c".repeat(63),
+            "d".repeat(61),
+        ]
+        .join(".");
         assert_eq!(long.len(), 253);
         let too_long = format!("{long}e");
         check(
@@ -250,7 +264,8 @@ mod tests {
         );
         assert_eq!(
             store_path("/dev").expect_err("absolute"),
-            "must be relative to the state store (write \"dev\"); only \"/\" alone means its root"
+            "is absolute: write it relative to the state store (\"dev\"); only \"/\" alone \
+             means its root"
         );
     }
 }

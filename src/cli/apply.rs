@@ -6,10 +6,10 @@ use base64::Engine;
 use serde_json::{json, Value};
 
 use super::documents::Document;
+use crate::api::destination::{CLEANUP_ALL, CLEANUP_NONE};
 use crate::api::kinds::builtin_kinds;
 use crate::api::object::{from_typed, to_typed};
 use crate::api::pipeline::Pipeline;
-use crate::api::destination::{CLEANUP_ALL, CLEANUP_NONE};
 use crate::api::state_store::{BUCKET_AUTH_METHODS, GIT_AUTH_METHODS};
 use crate::api::{
     crds, defaults, names, promise_api, validation, KindInfo, Object, ObjectKey, Promise, GROUP,
@@ -306,11 +306,13 @@ fn typed<T: serde::de::DeserializeOwned>(value: &Value) -> Result<T, String> {
 /// label values (Promises, Destinations, requests) must fit one: 63 characters at most.
 fn check_name(name: &str, kind: &KindInfo) -> Result<(), String> {
     names::dns1123_subdomain(name)?;
-    let in_labels = kind.group != GROUP && !kind.group.is_empty()
-        || matches!(kind.kind.as_str(), "Promise" | "Destination") && kind.group == GROUP;
+    let is_request = kind.group != GROUP && !kind.group.is_empty();
+    let is_labelled_by =
+        kind.group == GROUP && matches!(kind.kind.as_str(), "Promise" | "Destination");
+    let in_labels = is_request || is_labelled_by;
     if in_labels && name.len() > names::LABEL_VALUE_MAX {
         return Err(format!(
-            "must be no more than {} characters: Kratix labels objects with it (it has {})",
+            "is longer than {} characters, and Kratix labels objects with it (it has {})",
             names::LABEL_VALUE_MAX,
             name.len()
         ));
@@ -327,7 +329,8 @@ fn check_labels(path: &str, labels: Option<&Value>) -> Result<(), String> {
         return Err(format!("{path}: must be a mapping of strings"));
     };
     for (key, value) in map {
-        names::qualified_name(key).map_err(|reason| format!("{path}: key {} {reason}", shown(key)))?;
+        names::qualified_name(key)
+            .map_err(|reason| format!("{path}: key {} {reason}", shown(key)))?;
         let value = value
             .as_str()
             .ok_or_else(|| format!("{path}.{key}: must be a string"))?;
@@ -409,7 +412,11 @@ fn check_pipeline(
     let name = pipeline.name();
     names::dns1123_label(name)
         .map_err(|reason| format!("{path}.metadata.name: {} {reason}", shown(name)))?;
-    let id_len = [promise, ty, action, name].iter().map(|s| s.len()).sum::<usize>() + 3;
+    let id_len = [promise, ty, action, name]
+        .iter()
+        .map(|s| s.len())
+        .sum::<usize>()
+        + 3;
     if id_len > PIPELINE_ID_MAX {
         return Err(format!(
             "{path}.metadata.name: {} is too long: \"{promise}-{ty}-{action}-{name}\" names the \

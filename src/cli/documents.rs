@@ -338,12 +338,9 @@ fn too_deep(value: &Value, limit: usize) -> Option<String> {
     fn walk(value: &Value, depth: usize, limit: usize, path: &mut Vec<String>) -> bool {
         let children: Box<dyn Iterator<Item = (String, &Value)>> = match value {
             Value::Object(map) => Box::new(map.iter().map(|(k, v)| (format!(".{k}"), v))),
-            Value::Array(items) => Box::new(
-                items
-                    .iter()
-                    .enumerate()
-                    .map(|(i, v)| (format!("[{i}]"), v)),
-            ),
+            Value::Array(items) => {
+                Box::new(items.iter().enumerate().map(|(i, v)| (format!("[{i}]"), v)))
+            }
             _ => return false,
         };
         if depth >= limit {

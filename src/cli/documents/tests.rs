@@ -63,7 +63,11 @@ fn split_cuts_at_markers_only() {
             "a: 1\n...\nb: 2\n",
             &["a: 1\n...\n", "b: 2\n"],
         ),
-        ("CRLF line ends", "a: 1\r\n---\r\nb: 2\r\n", &["a: 1\r\n", "---\r\nb: 2\r\n"]),
+        (
+            "CRLF line ends",
+            "a: 1\r\n---\r\nb: 2\r\n",
+            &["a: 1\r\n", "---\r\nb: 2\r\n"],
+        ),
         ("nothing", "", &[]),
         ("only comments", "# a\n\n# b", &[]),
     ];
@@ -95,8 +99,8 @@ fn documents_over_the_size_limit_are_refused_by_position() {
 #[test]
 fn input_over_the_budget_is_refused_before_it_is_all_read() {
     let mut budget = 10;
-    let err = read_limited("x".repeat(11).as_bytes(), "big.yaml", &mut budget)
-        .expect_err("must fail");
+    let err =
+        read_limited("x".repeat(11).as_bytes(), "big.yaml", &mut budget).expect_err("must fail");
     assert!(
         err.to_string()
             .starts_with("big.yaml: the input is more than the limit of 10 bytes"),
@@ -144,14 +148,17 @@ fn deep_nesting_is_refused_with_the_field_that_goes_too_deep() {
     }
     let err = parse_default(&nested_flow(MAX_DEPTH)).expect_err("too deep");
     assert!(
-        err.to_string().contains(": a[0][0][0][0][0][0][0]... nests"),
+        err.to_string()
+            .contains(": a[0][0][0][0][0][0][0]... nests"),
         "names the field: {err}"
     );
 }
 
 #[test]
 fn alias_bombs_are_refused() {
-    let mut text = String::from("a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n");
+    let mut text = String::from(
+        "a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n",
+    );
     let names: Vec<char> = ('b'..='j').collect();
     let mut previous = 'a';
     for name in names {
