@@ -119,19 +119,13 @@ pub fn label_value(s: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// A path inside a state store (`spec.path` of Destinations and state stores): relative, never
-/// climbing up with `..`, no control characters. `/` alone is allowed and means the root, as
-/// Kratix documents for Destinations.
+/// A path inside a state store (`spec.path` of Destinations and state stores): never climbing
+/// up with `..` (a Destination's files would land in another's folder, or outside the store's
+/// `spec.path`), no control characters. A leading `/` is allowed: Kratix documents `/` as the
+/// root, and its Git writer reads `/platform` as `platform`, which the layout does too.
 pub fn store_path(s: &str) -> Result<(), String> {
     if s.chars().any(char::is_control) {
         return Err("contains control characters".into());
-    }
-    if s.starts_with('/') && s != "/" {
-        return Err(format!(
-            "is absolute: write it relative to the state store ({:?}); only \"/\" alone means \
-             its root",
-            s.trim_start_matches('/')
-        ));
     }
     if s.split('/').any(|segment| segment == "..") {
         return Err("climbs out of its folder with \"..\"".into());
@@ -256,16 +250,12 @@ mod tests {
                 ("a/../../x", false),
                 ("a/..", false),
                 ("..", false),
-                ("/etc", false),
-                ("//x", false),
+                ("/etc", true),
+                ("/platform/", true),
+                ("/../x", false),
                 ("a\0b", false),
                 ("a\nb", false),
             ],
-        );
-        assert_eq!(
-            store_path("/dev").expect_err("absolute"),
-            "is absolute: write it relative to the state store (\"dev\"); only \"/\" alone \
-             means its root"
         );
     }
 }
