@@ -170,6 +170,11 @@ fn hostile_documents_are_refused_and_nothing_is_stored() {
                 .replace("metadata: {name: \"setup\"}", "metadata: {name: setup, labels: {team: \"a b\"}}"),
             vec!["spec.workflows.resource.configure[0].metadata.labels.team", "\"a b\""],
         ),
+        (
+            "request kind's plural like a path",
+            SETUP.split("---\n").nth(1).expect("the Promise").replace("plural: apps", "plural: ../apps").replace("apps.example", "../apps.example"),
+            vec!["spec.api.spec.names.plural", "\"../apps\""],
+        ),
         ("destination name with a slash", destination("a/b", "a", ""), vec!["metadata.name", "\"a/b\""]),
         ("destination path climbing up", destination("d", "../other-team", ""), vec!["spec.path", "\"../other-team\"", ".."]),
         ("destination path climbing up midway", destination("d", "a/../../x", ""), vec!["spec.path", "\"a/../../x\""]),

@@ -41,6 +41,16 @@ pub fn dns1123_label(s: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// A DNS-1035 label (a CRD's plural, singular, short names and lower-cased kind): a DNS-1123
+/// label that starts with a letter.
+pub fn dns1035_label(s: &str) -> Result<(), String> {
+    dns1123_label(s)?;
+    if !s.starts_with(|c: char| c.is_ascii_lowercase()) {
+        return Err("is not a DNS-1035 label (it must start with a letter)".into());
+    }
+    Ok(())
+}
+
 /// A DNS-1123 subdomain: labels joined by dots, 253 characters at most.
 pub fn dns1123_subdomain(s: &str) -> Result<(), String> {
     if s.len() > DNS1123_SUBDOMAIN_MAX {
@@ -164,6 +174,21 @@ mod tests {
                 ("a/b", false),
                 ("..", false),
                 ("é", false),
+            ],
+        );
+    }
+
+    #[test]
+    fn dns1035_labels() {
+        check(
+            dns1035_label,
+            &[
+                ("webapps", true),
+                ("web-app2", true),
+                ("2apps", false),
+                ("../x", false),
+                ("Apps", false),
+                ("", false),
             ],
         );
     }

@@ -377,7 +377,9 @@ const PIPELINE_ID_MAX: usize = 60;
 fn check_promise(value: &Value) -> Result<(), String> {
     let promise: Promise = typed(value)?;
     let promise_name = promise.metadata.name.clone().unwrap_or_default();
-    promise_api::request_kind(&promise).map_err(|e| e.to_string())?;
+    if let Some(api) = promise_api::request_kind(&promise).map_err(|e| e.to_string())? {
+        check_api_names(&api.kind)?;
+    }
     if let Some(workflows) = &promise.spec.workflows {
         for (ty, actions) in [
             ("resource", &workflows.resource),
@@ -395,6 +397,37 @@ fn check_promise(value: &Value) -> Result<(), String> {
                 }
             }
         }
+    }
+    Ok(())
+}
+
+/// The names of a Promise's request kind, as the API server checks a CRD's: they end up in
+/// `get` arguments, URLs and object keys.
+fn check_api_names(kind: &KindInfo) -> Result<(), String> {
+    let names_path = "spec.api.spec.names";
+    let lower_kind = kind.kind.to_ascii_lowercase();
+    let mut fields = vec![
+        (format!("{names_path}.plural"), kind.plural.as_str()),
+        (format!("{names_path}.singular"), kind.singular.as_str()),
+        (
+            format!("{names_path}.kind (lower-cased)"),
+            lower_kind.as_str(),
+        ),
+    ];
+    for (i, short) in kind.short_names.iter().enumerate() {
+        fields.push((format!("{names_path}.shortNames[{i}]"), short.as_str()));
+    }
+    for (field, value) in fields {
+        names::dns1035_label(value)
+            .map_err(|reason| format!("{field}: {} {reason}", shown(value)))?;
+    }
+    names::dns1123_subdomain(&kind.group)
+        .map_err(|reason| format!("spec.api.spec.group: {} {reason}", shown(&kind.group)))?;
+    if !kind.group.contains('.') {
+        return Err(format!(
+            "spec.api.spec.group: {} must contain a '.'",
+            shown(&kind.group)
+        ));
     }
     Ok(())
 }
