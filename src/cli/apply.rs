@@ -14,6 +14,11 @@ use crate::api::state_store::{BUCKET_AUTH_METHODS, GIT_AUTH_METHODS};
 use crate::api::{
     crds, defaults, names, promise_api, validation, KindInfo, Object, ObjectKey, Promise, GROUP,
 };
+use checks::{
+    check_api_names, check_enum, check_labels, check_name, check_pipeline, check_store_path, shown,
+};
+
+mod checks;
 use crate::platform::Platform;
 use crate::store::{self, ControlPlane, Selector};
 
@@ -302,78 +307,6 @@ fn typed<T: serde::de::DeserializeOwned>(value: &Value) -> Result<T, String> {
     serde_json::from_value(value.clone()).map_err(|e| e.to_string())
 }
 
-/// Names must be DNS-1123 subdomains, as Kubernetes requires. Names Kratix also writes into
-/// label values (Promises, Destinations, requests) must fit one: 63 characters at most.
-fn check_name(name: &str, kind: &KindInfo) -> Result<(), String> {
-    names::dns1123_subdomain(name)?;
-    let is_request = kind.group != GROUP && !kind.group.is_empty();
-    let is_labelled_by =
-        kind.group == GROUP && matches!(kind.kind.as_str(), "Promise" | "Destination");
-    let in_labels = is_request || is_labelled_by;
-    if in_labels && name.len() > names::LABEL_VALUE_MAX {
-        return Err(format!(
-            "is longer than {} characters, and Kratix labels objects with it (it has {})",
-            names::LABEL_VALUE_MAX,
-            name.len()
-        ));
-    }
-    Ok(())
-}
-
-/// `metadata.labels` keys and values, as the API server checks them.
-fn check_labels(path: &str, labels: Option<&Value>) -> Result<(), String> {
-    let Some(labels) = labels else {
-        return Ok(());
-    };
-    let Some(map) = labels.as_object() else {
-        return Err(format!("{path}: must be a mapping of strings"));
-    };
-    for (key, value) in map {
-        names::qualified_name(key)
-            .map_err(|reason| format!("{path}: key {} {reason}", shown(key)))?;
-        let value = value
-            .as_str()
-            .ok_or_else(|| format!("{path}.{key}: must be a string"))?;
-        names::label_value(value)
-            .map_err(|reason| format!("{path}.{key}: {} {reason}", shown(value)))?;
-    }
-    Ok(())
-}
-
-fn check_store_path(path: Option<&str>) -> Result<(), String> {
-    match path {
-        Some(path) => {
-            names::store_path(path).map_err(|reason| format!("spec.path: {} {reason}", shown(path)))
-        }
-        None => Ok(()),
-    }
-}
-
-fn check_enum(path: &str, value: Option<&str>, allowed: &[&str]) -> Result<(), String> {
-    match value {
-        Some(v) if !allowed.contains(&v) => Err(format!(
-            "{path}: {} is not one of {}",
-            shown(v),
-            allowed.join(", ")
-        )),
-        _ => Ok(()),
-    }
-}
-
-/// A value quoted for an error message, cut short when it is long: errors must stay readable
-/// however large the input.
-fn shown(value: &str) -> String {
-    const MAX: usize = 64;
-    match value.char_indices().nth(MAX) {
-        Some((cut, _)) => format!("{:?}... ({} bytes)", &value[..cut], value.len()),
-        None => format!("{value:?}"),
-    }
-}
-
-/// Kratix names a pipeline's Kubernetes objects `<promise>-<type>-<action>-<pipeline>`, and
-/// refuses Promises where that is longer than this.
-const PIPELINE_ID_MAX: usize = 60;
-
 fn check_promise(value: &Value) -> Result<(), String> {
     let promise: Promise = typed(value)?;
     let promise_name = promise.metadata.name.clone().unwrap_or_default();
@@ -396,86 +329,6 @@ fn check_promise(value: &Value) -> Result<(), String> {
                     check_pipeline(&format!("{path}[{i}]"), p, &promise_name, ty, action)?;
                 }
             }
-        }
-    }
-    Ok(())
-}
-
-/// The names of a Promise's request kind, as the API server checks a CRD's: they end up in
-/// `get` arguments, URLs and object keys.
-fn check_api_names(kind: &KindInfo) -> Result<(), String> {
-    let names_path = "spec.api.spec.names";
-    let lower_kind = kind.kind.to_ascii_lowercase();
-    let mut fields = vec![
-        (format!("{names_path}.plural"), kind.plural.as_str()),
-        (format!("{names_path}.singular"), kind.singular.as_str()),
-        (
-            format!("{names_path}.kind (lower-cased)"),
-            lower_kind.as_str(),
-        ),
-    ];
-    for (i, short) in kind.short_names.iter().enumerate() {
-        fields.push((format!("{names_path}.shortNames[{i}]"), short.as_str()));
-    }
-    for (field, value) in fields {
-        names::dns1035_label(value)
-            .map_err(|reason| format!("{field}: {} {reason}", shown(value)))?;
-    }
-    names::dns1123_subdomain(&kind.group)
-        .map_err(|reason| format!("spec.api.spec.group: {} {reason}", shown(&kind.group)))?;
-    if !kind.group.contains('.') {
-        return Err(format!(
-            "spec.api.spec.group: {} must contain a '.'",
-            shown(&kind.group)
-        ));
-    }
-    Ok(())
-}
-
-/// A pipeline's name and its containers' names become Kubernetes names in Kratix (a Job's
-/// containers, label values), so they follow the same rules here; they also name folders and
-/// log files.
-fn check_pipeline(
-    path: &str,
-    pipeline: &Pipeline,
-    promise: &str,
-    ty: &str,
-    action: &str,
-) -> Result<(), String> {
-    let name = pipeline.name();
-    names::dns1123_label(name)
-        .map_err(|reason| format!("{path}.metadata.name: {} {reason}", shown(name)))?;
-    let id_len = [promise, ty, action, name]
-        .iter()
-        .map(|s| s.len())
-        .sum::<usize>()
-        + 3;
-    if id_len > PIPELINE_ID_MAX {
-        return Err(format!(
-            "{path}.metadata.name: {} is too long: \"{promise}-{ty}-{action}-{name}\" names the \
-             pipeline's objects and must be no more than {PIPELINE_ID_MAX} characters (it has {id_len})",
-            shown(name)
-        ));
-    }
-    check_labels(
-        &format!("{path}.metadata.labels"),
-        Some(&json!(pipeline.metadata.labels)),
-    )?;
-    if pipeline.spec.containers.is_empty() {
-        return Err(format!(
-            "{path}.spec.containers: a pipeline needs at least one container"
-        ));
-    }
-    let mut seen = BTreeSet::new();
-    for (i, container) in pipeline.spec.containers.iter().enumerate() {
-        let field = format!("{path}.spec.containers[{i}].name");
-        names::dns1123_label(&container.name)
-            .map_err(|reason| format!("{field}: {} {reason}", shown(&container.name)))?;
-        if !seen.insert(container.name.as_str()) {
-            return Err(format!(
-                "{field}: duplicate container name {:?}",
-                container.name
-            ));
         }
     }
     Ok(())
