@@ -92,6 +92,17 @@ fn billion_laughs() -> String {
     text
 }
 
+/// 40 KiB of YAML that expands to a hundred million values: serde_yaml's limit on aliases
+/// followed does not catch it.
+fn wide_anchor() -> String {
+    let wide: Vec<String> = (0..10_000).map(|i| format!("v{i}")).collect();
+    format!(
+        "apiVersion: v1\nkind: Secret\nmetadata: {{name: wide}}\nw: &w [{}]\nmany: [{}]\n",
+        wide.join(", "),
+        vec!["*w"; 10_000].join(", ")
+    )
+}
+
 #[test]
 fn hostile_documents_are_refused_and_nothing_is_stored() {
     let k = Kratix::new();
@@ -116,7 +127,12 @@ fn hostile_documents_are_refused_and_nothing_is_stored() {
         (
             "billion laughs",
             billion_laughs(),
-            vec!["repetition limit exceeded", "billion laughs"],
+            vec!["invalid YAML", "billion laughs"],
+        ),
+        (
+            "one wide anchor named ten thousand times",
+            wide_anchor(),
+            vec!["many[", "aliases expand the document beyond its size limit"],
         ),
         (
             "a document over 3 MiB",

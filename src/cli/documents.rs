@@ -5,7 +5,6 @@ use std::fmt;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
 use serde_json::Value;
 
 /// One YAML document and where it came from.
@@ -271,7 +270,7 @@ pub fn parse(source_name: &str, text: &str, limits: &Limits) -> Result<Vec<Docum
                 limit: limits.max_document_bytes,
             });
         }
-        let Some(value) = parse_one(source_name, index, chunk)? else {
+        let Some(value) = parse_one(source_name, index, chunk, limits)? else {
             continue;
         };
         if !value.is_object() {
@@ -297,40 +296,41 @@ pub fn parse(source_name: &str, text: &str, limits: &Limits) -> Result<Vec<Docum
 }
 
 /// One document's text as JSON; `None` when it is empty.
-fn parse_one(source_name: &str, index: usize, chunk: &str) -> Result<Option<Value>, Error> {
+fn parse_one(
+    source_name: &str,
+    index: usize,
+    chunk: &str,
+    limits: &Limits,
+) -> Result<Option<Value>, Error> {
     let yaml_error = |reason: String| Error::Yaml {
         source_name: source_name.to_string(),
         index,
         reason,
     };
+    // Twice what any document within the size limit costs without aliases.
+    let budget = limits.max_document_bytes.saturating_mul(2);
     let mut values = Vec::new();
     for de in serde_yaml::Deserializer::from_str(chunk) {
-        let value = serde_yaml::Value::deserialize(de).map_err(|e| {
+        let value = bounded::value(de, budget).map_err(|e| {
             let reason = e.to_string();
-            // serde_yaml's guards against nesting bombs and alias ("billion laughs") bombs.
-            if reason.starts_with("recursion limit exceeded") {
+            // serde_yaml's guard against nesting bombs.
+            if reason.contains("recursion limit exceeded") {
                 return Error::TooDeep {
                     source_name: source_name.to_string(),
                     index,
                     field: "the document".into(),
                 };
             }
-            if reason.starts_with("repetition limit exceeded") {
-                return yaml_error(format!(
-                    "{reason}: aliases expand to too much data (a \"billion laughs\" document?)"
-                ));
+            // serde_yaml's guard and ours against alias ("billion laughs") bombs.
+            if reason.contains("repetition limit exceeded") || reason.contains(bounded::EXHAUSTED) {
+                return yaml_error(format!("{reason} (a \"billion laughs\" document?)"));
             }
             yaml_error(reason)
         })?;
         values.push(value);
     }
     // `split` cuts at every document marker, so a chunk holds one document at most.
-    let Some(value) = values.into_iter().find(|v| !v.is_null()) else {
-        return Ok(None);
-    };
-    serde_json::to_value(&value)
-        .map(Some)
-        .map_err(|e| yaml_error(e.to_string()))
+    Ok(values.into_iter().find(|v| !v.is_null()))
 }
 
 /// The path of the first value nested deeper than `limit` levels (a scalar at the top is level 0).
@@ -411,6 +411,8 @@ fn is_marker(line: &str, marker: &str) -> bool {
     line.strip_prefix(marker)
         .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '\r', '\n']))
 }
+
+mod bounded;
 
 #[cfg(test)]
 mod tests;
