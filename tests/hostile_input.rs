@@ -135,6 +135,11 @@ fn hostile_documents_are_refused_and_nothing_is_stored() {
             vec!["many[", "aliases expand the document beyond its size limit"],
         ),
         (
+            "a key given twice",
+            "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\nmetadata: {name: t}\n".to_string(),
+            vec!["duplicate key \"metadata\""],
+        ),
+        (
             "a document over 3 MiB",
             format!("apiVersion: v1\nkind: Secret\nmetadata: {{name: big}}\nstringData: {{a: {big_value}}}\n"),
             vec!["bytes per document", "KRATIX_MAX_DOCUMENT_BYTES"],

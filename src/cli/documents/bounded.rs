@@ -116,6 +116,10 @@ impl<'de> Visitor<'de> for Seed<'_> {
         while let Some(key) = map.next_key_seed(self)? {
             let key = key_text(key).map_err(de::Error::custom)?;
             let value = map.next_value_seed(self)?;
+            // As Kubernetes' YAML reader: a key given twice is an error, not "last one wins".
+            if out.contains_key(&key) {
+                return Err(de::Error::custom(format!("duplicate key {key:?}")));
+            }
             out.insert(key, value);
         }
         Ok(Value::Object(out))
@@ -193,6 +197,8 @@ mod tests {
             ("a: .nan", "NaN is not a JSON number"),
             ("? [a]\n: b", "a mapping key must be a scalar, not a list"),
             ("a: !custom x", "the YAML tag !custom is not supported"),
+            ("a: 1\nb: 2\na: 3", "duplicate key \"a\""),
+            ("1: a\n\"1\": b", "duplicate key \"1\""),
         ];
         for (yaml, want) in cases {
             let err = read(yaml, 1000).expect_err(yaml);
