@@ -1,5 +1,6 @@
 //! Reading YAML documents from files, folders and standard input, each remembered by where it came
-//! from so that errors can name it.
+//! from so that errors can name it. Input is hostile until read: the whole input, each document,
+//! its nesting and what its aliases expand to are bounded before anything is kept.
 
 use std::fmt;
 use std::io::Read;
