@@ -1359,9 +1359,14 @@ fn scheduling_follows_labels_and_selectors_and_resource_placements_stay_put() {
     k.apply_yaml(
         &setup(&[
             store_yaml("state.git", ""),
-            destination_yaml("dev-a", "{env: dev}", ""),
+            // `cleanup: all`: deregistering one of these below must remove its files.
+            destination_yaml("dev-a", "{env: dev}", "cleanup: all"),
             destination_yaml("prod-a", "{env: prod}", ""),
-            destination_yaml("strict", "{env: dev, zone: z1}", "strictMatchLabels: true"),
+            destination_yaml(
+                "strict",
+                "{env: dev, zone: z1}",
+                "strictMatchLabels: true\ncleanup: all",
+            ),
             yaml(&promise),
             plain,
         ]),

@@ -5,6 +5,9 @@
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
 
 use super::{
     BucketStateStore, Destination, GitStateStore, PipelineRun, Promise, Work, WorkPlacement,
@@ -37,13 +40,37 @@ pub fn crds_yaml() -> String {
     out
 }
 
+/// The `openAPIV3Schema` of the Kratix kind named `kind` (e.g. `Destination`), as JSON, or `None`
+/// for kinds without a CRD here. Generated once: derives build the whole schema each call.
+pub fn schema_of(kind: &str) -> Option<&'static Value> {
+    static SCHEMAS: OnceLock<BTreeMap<String, Value>> = OnceLock::new();
+    SCHEMAS
+        .get_or_init(|| {
+            crds()
+                .into_iter()
+                .filter_map(|crd| {
+                    let schema = crd
+                        .spec
+                        .versions
+                        .first()?
+                        .schema
+                        .as_ref()?
+                        .open_api_v3_schema
+                        .as_ref()?;
+                    Some((crd.spec.names.kind, serde_json::to_value(schema).ok()?))
+                })
+                .collect()
+        })
+        .get(kind)
+}
+
 /// Where [`crds_yaml`] is kept, relative to the workspace root.
 pub const CRDS_FILE: &str = "deploy/crds/platform.kratix.io_crds.yaml";
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::Value;
+    use serde_json::json;
 
     #[test]
     fn deploy_crds_file_matches_the_types() {
@@ -60,6 +87,52 @@ mod tests {
             "{CRDS_FILE} is out of date with src/api; regenerate it with \
              `KRATIX_REGENERATE_CRDS=1 cargo test --lib api::crds`"
         );
+    }
+
+    #[test]
+    fn kratix_defaults_are_declared() {
+        // (kind, JSON pointer into the schema's properties, default)
+        let cases = [
+            ("Destination", "/spec/properties/cleanup", json!("none")),
+            (
+                "Destination",
+                "/spec/properties/filepath",
+                json!({"mode": "nestedByMetadata"}),
+            ),
+            (
+                "Destination",
+                "/spec/properties/filepath/properties/mode",
+                json!("nestedByMetadata"),
+            ),
+            ("Destination", "/spec/properties/initWorkloads", json!({})),
+            (
+                "Destination",
+                "/spec/properties/initWorkloads/properties/enabled",
+                json!(true),
+            ),
+            ("GitStateStore", "/spec/properties/branch", json!("main")),
+            (
+                "GitStateStore",
+                "/spec/properties/authMethod",
+                json!("basicAuth"),
+            ),
+            (
+                "GitStateStore",
+                "/spec/properties/gitAuthor",
+                json!({"name": "kratix"}),
+            ),
+            (
+                "BucketStateStore",
+                "/spec/properties/authMethod",
+                json!("accessKey"),
+            ),
+        ];
+        for (kind, pointer, want) in cases {
+            let schema = schema_of(kind).expect(kind);
+            let got = schema["properties"].pointer(&format!("{pointer}/default"));
+            assert_eq!(got, Some(&want), "{kind} {pointer}");
+        }
+        assert!(schema_of("Secret").is_none());
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use super::condition::Condition;
 
@@ -32,11 +32,19 @@ pub struct DestinationSpec {
     pub state_store_ref: Option<StateStoreRef>,
     #[serde(default)]
     pub strict_match_labels: bool,
+    // The CRD defaults below are Kratix's (`+kubebuilder:default` markers in
+    // https://github.com/syntasso/kratix/blob/ae170e22e974e45bb7cfda00986057e01b3ccfde/api/v1alpha1/destination_types.go);
+    // apply stores them, so `get -o yaml` shows what the controllers act on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = json!({"mode": "nestedByMetadata"})))]
     pub filepath: Option<Filepath>,
+    /// `none` (the default): deleting the Destination leaves its files in the state store;
+    /// `all`: its placements' files and canary files are removed first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = CLEANUP_NONE, "enum" = json!([CLEANUP_NONE, CLEANUP_ALL])))]
     pub cleanup: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = json!({})))]
     pub init_workloads: Option<InitWorkloads>,
 }
 
@@ -80,7 +88,17 @@ fn default_true() -> bool {
     true
 }
 
+/// `spec.cleanup` values.
+pub const CLEANUP_NONE: &str = "none";
+pub const CLEANUP_ALL: &str = "all";
+
 impl DestinationSpec {
+    /// Files are removed on deletion only with `cleanup: all`; a missing value is Kratix's
+    /// default, `none` (objects stored before defaults were applied lack it).
+    pub fn cleanup_all(&self) -> bool {
+        self.cleanup.as_deref() == Some(CLEANUP_ALL)
+    }
+
     pub fn filepath_mode(&self) -> FilepathMode {
         self.filepath.as_ref().map(|f| f.mode).unwrap_or_default()
     }

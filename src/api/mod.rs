@@ -5,9 +5,11 @@
 
 pub mod condition;
 pub mod crds;
+pub mod defaults;
 pub mod destination;
 pub mod hash;
 pub mod kinds;
+pub mod names;
 pub mod object;
 pub mod pipeline;
 pub mod pipeline_run;

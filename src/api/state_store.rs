@@ -3,8 +3,13 @@
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_json::json;
 
 use super::destination::StatusWithConditions;
+
+/// `spec.authMethod` values Kratix's CRDs allow.
+pub const GIT_AUTH_METHODS: [&str; 3] = ["basicAuth", "ssh", "githubApp"];
+pub const BUCKET_AUTH_METHODS: [&str; 2] = ["accessKey", "IAM"];
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -28,9 +33,13 @@ pub struct SecretRef {
     printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#
 )]
 #[serde(rename_all = "camelCase")]
+// The CRD defaults are Kratix's (`+kubebuilder:default` markers in
+// https://github.com/syntasso/kratix/blob/ae170e22e974e45bb7cfda00986057e01b3ccfde/api/v1alpha1/gitstatestore_types.go
+// and bucketstatestore_types.go); the controllers fall back to the same values.
 pub struct GitStateStoreSpec {
     pub url: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = "main"))]
     pub branch: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
@@ -38,8 +47,10 @@ pub struct GitStateStoreSpec {
     pub secret_ref: Option<SecretRef>,
     /// `basicAuth` (default), `ssh` or `githubApp`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = "basicAuth", "enum" = json!(GIT_AUTH_METHODS)))]
     pub auth_method: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = json!({"name": "kratix"})))]
     pub git_author: Option<GitAuthor>,
 }
 
@@ -85,6 +96,7 @@ pub struct BucketStateStoreSpec {
     pub secret_ref: Option<SecretRef>,
     /// `accessKey` (default) or `IAM`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = "accessKey", "enum" = json!(BUCKET_AUTH_METHODS)))]
     pub auth_method: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub use_dual_stack: Option<bool>,

@@ -6,10 +6,19 @@ use base64::Engine;
 use serde_json::{json, Value};
 
 use super::documents::Document;
+use crate::api::destination::{CLEANUP_ALL, CLEANUP_NONE};
 use crate::api::kinds::builtin_kinds;
 use crate::api::object::{from_typed, to_typed};
 use crate::api::pipeline::Pipeline;
-use crate::api::{promise_api, validation, KindInfo, Object, ObjectKey, Promise, GROUP};
+use crate::api::state_store::{BUCKET_AUTH_METHODS, GIT_AUTH_METHODS};
+use crate::api::{
+    crds, defaults, names, promise_api, validation, KindInfo, Object, ObjectKey, Promise, GROUP,
+};
+use checks::{
+    check_api_names, check_enum, check_labels, check_name, check_pipeline, check_store_path, shown,
+};
+
+mod checks;
 use crate::platform::Platform;
 use crate::store::{self, ControlPlane, Selector};
 
@@ -186,7 +195,7 @@ fn prepare_one(
     if name.is_empty() {
         return Err("metadata.name: required".into());
     }
-    validate_name(name).map_err(|reason| format!("metadata.name: {name:?} {reason}"))?;
+    check_name(name, &kind).map_err(|reason| format!("metadata.name: {} {reason}", shown(name)))?;
 
     let mut value = doc.value.clone();
     // Status is written by controllers only.
@@ -214,10 +223,18 @@ fn prepare_one(
             .filter(|s| !s.is_empty())
             .unwrap_or("default")
             .to_string();
-        validate_name(&ns).map_err(|reason| format!("metadata.namespace: {ns:?} {reason}"))?;
+        names::dns1123_label(&ns)
+            .map_err(|reason| format!("metadata.namespace: {} {reason}", shown(&ns)))?;
         metadata.insert("namespace".into(), json!(ns));
     } else {
         metadata.remove("namespace");
+    }
+    check_labels("metadata.labels", metadata.get("labels"))?;
+    if kind.group == GROUP {
+        // The API server stores every default the kind's CRD declares.
+        if let Some(schema) = crds::schema_of(&kind.kind) {
+            defaults::apply(schema, &mut value);
+        }
     }
 
     let mut pruned = Vec::new();
@@ -225,10 +242,22 @@ fn prepare_one(
         (GROUP, "Promise") => check_promise(&value)?,
         (GROUP, "Destination") => check_destination(&value, state_stores, known)?,
         (GROUP, "GitStateStore") => {
-            typed::<crate::api::GitStateStore>(&value)?;
+            let store = typed::<crate::api::GitStateStore>(&value)?;
+            check_store_path(store.spec.path.as_deref())?;
+            check_enum(
+                "spec.authMethod",
+                store.spec.auth_method.as_deref(),
+                &GIT_AUTH_METHODS,
+            )?;
         }
         (GROUP, "BucketStateStore") => {
-            typed::<crate::api::BucketStateStore>(&value)?;
+            let store = typed::<crate::api::BucketStateStore>(&value)?;
+            check_store_path(store.spec.path.as_deref())?;
+            check_enum(
+                "spec.authMethod",
+                store.spec.auth_method.as_deref(),
+                &BUCKET_AUTH_METHODS,
+            )?;
         }
         (GROUP, "Work") => {
             typed::<crate::api::Work>(&value)?;
@@ -278,24 +307,12 @@ fn typed<T: serde::de::DeserializeOwned>(value: &Value) -> Result<T, String> {
     serde_json::from_value(value.clone()).map_err(|e| e.to_string())
 }
 
-/// Names must be DNS-1123 subdomains, as Kubernetes requires.
-fn validate_name(name: &str) -> Result<(), &'static str> {
-    let ok = name.len() <= 253
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
-        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
-        && name.ends_with(|c: char| c.is_ascii_alphanumeric());
-    if ok {
-        Ok(())
-    } else {
-        Err("is not a valid name: lower-case letters, digits, '-' and '.', starting and ending with a letter or digit")
-    }
-}
-
 fn check_promise(value: &Value) -> Result<(), String> {
     let promise: Promise = typed(value)?;
-    promise_api::request_kind(&promise).map_err(|e| e.to_string())?;
+    let promise_name = promise.metadata.name.clone().unwrap_or_default();
+    if let Some(api) = promise_api::request_kind(&promise).map_err(|e| e.to_string())? {
+        check_api_names(&api.kind)?;
+    }
     if let Some(workflows) = &promise.spec.workflows {
         for (ty, actions) in [
             ("resource", &workflows.resource),
@@ -309,11 +326,7 @@ fn check_promise(value: &Value) -> Result<(), String> {
                 let path = format!("spec.workflows.{ty}.{action}");
                 let pipelines = Pipeline::parse_list(&path, list).map_err(|e| e.to_string())?;
                 for (i, p) in pipelines.iter().enumerate() {
-                    if p.spec.containers.is_empty() {
-                        return Err(format!(
-                            "{path}[{i}].spec.containers: a pipeline needs at least one container"
-                        ));
-                    }
+                    check_pipeline(&format!("{path}[{i}]"), p, &promise_name, ty, action)?;
                 }
             }
         }
@@ -348,6 +361,13 @@ fn check_destination(
             store_ref.kind, store_ref.name
         ));
     }
+    names::store_path(&dest.spec.path)
+        .map_err(|reason| format!("spec.path: {} {reason}", shown(&dest.spec.path)))?;
+    check_enum(
+        "spec.cleanup",
+        dest.spec.cleanup.as_deref(),
+        &[CLEANUP_NONE, CLEANUP_ALL],
+    )?;
     let mode = value
         .pointer("/spec/filepath/mode")
         .and_then(Value::as_str)

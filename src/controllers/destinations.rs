@@ -192,11 +192,11 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
 }
 
 /// Removes every placement on the Destination (their finalizers delete their files), then the
-/// canary files, then lets the Destination go. With `cleanup: none` files are left in place.
+/// canary files, then lets the Destination go. Unless `cleanup: all`, files are left in place.
 async fn deregister(rt: &Runtime, obj: &Object, dest: &Destination) -> Result<Next, Error> {
     let kind = rt.kind("Destination");
     let name = obj.metadata.name.clone().unwrap_or_default();
-    let keep_files = dest.spec.cleanup.as_deref() == Some("none");
+    let keep_files = !dest.spec.cleanup_all();
     let wp_kind = rt.kind("WorkPlacement");
     let placements = rt
         .cp

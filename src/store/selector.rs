@@ -163,6 +163,7 @@ fn valid_key(key: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs
@@ -195,6 +196,109 @@ mod tests {
         for (text, want) in cases {
             let sel = Selector::parse(text).expect(text);
             assert_eq!(sel.matches(&l), *want, "{text}");
+        }
+    }
+
+    /// A requirement as plain data, with its own obviously-correct meaning, to check the parser
+    /// and matcher against.
+    #[derive(Debug, Clone)]
+    enum Model {
+        Equals(String, String),
+        NotEquals(String, String),
+        In(String, Vec<String>),
+        NotIn(String, Vec<String>),
+        Exists(String),
+        NotExists(String),
+    }
+
+    impl Model {
+        fn text(&self) -> String {
+            match self {
+                Model::Equals(k, v) => format!("{k}={v}"),
+                Model::NotEquals(k, v) => format!("{k} != {v}"),
+                Model::In(k, vs) => format!("{k} in ({})", vs.join(", ")),
+                Model::NotIn(k, vs) => format!("{k} notin ({})", vs.join(",")),
+                Model::Exists(k) => k.clone(),
+                Model::NotExists(k) => format!("!{k}"),
+            }
+        }
+
+        fn holds(&self, labels: &BTreeMap<String, String>) -> bool {
+            let value = |k: &String| labels.iter().find(|(lk, _)| *lk == k).map(|(_, v)| v);
+            match self {
+                Model::Equals(k, v) => value(k) == Some(v),
+                Model::NotEquals(k, v) => value(k) != Some(v),
+                Model::In(k, vs) => value(k).is_some_and(|l| vs.iter().any(|v| v == l)),
+                Model::NotIn(k, vs) => !value(k).is_some_and(|l| vs.iter().any(|v| v == l)),
+                Model::Exists(k) => value(k).is_some(),
+                Model::NotExists(k) => value(k).is_none(),
+            }
+        }
+    }
+
+    // Few keys and values, so that generated labels and selectors often meet.
+    fn key() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just("env".to_string()),
+            Just("team".to_string()),
+            Just("kratix.io/promise-name".to_string()),
+            Just("in".to_string()),
+            Just("notin".to_string()),
+            "[a-z][a-z0-9._-]{0,6}[a-z0-9]",
+        ]
+    }
+
+    fn value() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just("dev".to_string()),
+            Just("prod".to_string()),
+            Just(String::new()),
+            "[A-Za-z0-9][A-Za-z0-9._-]{0,4}",
+        ]
+    }
+
+    fn model() -> impl Strategy<Value = Model> {
+        let values = || prop::collection::vec("[A-Za-z0-9][A-Za-z0-9._-]{0,4}|dev|prod", 1..4);
+        prop_oneof![
+            (key(), value()).prop_map(|(k, v)| Model::Equals(k, v)),
+            (key(), value()).prop_map(|(k, v)| Model::NotEquals(k, v)),
+            (key(), values()).prop_map(|(k, vs)| Model::In(k, vs)),
+            (key(), values()).prop_map(|(k, vs)| Model::NotIn(k, vs)),
+            key().prop_map(Model::Exists),
+            key().prop_map(Model::NotExists),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(
+            if std::env::var_os("KRATIX_LONG_TESTS").is_some() { 10_000 } else { 512 }
+        ))]
+
+        #[test]
+        fn matching_agrees_with_the_model(
+            models in prop::collection::vec(model(), 0..5),
+            labels in prop::collection::btree_map(key(), value(), 0..5),
+        ) {
+            let text: Vec<String> = models.iter().map(Model::text).collect();
+            let text = text.join(" , ");
+            let selector = Selector::parse(&text).expect("generated selectors are valid");
+            let want = models.iter().all(|m| m.holds(&labels));
+            prop_assert_eq!(selector.matches(&labels), want, "{}", text);
+        }
+
+        #[test]
+        fn display_round_trips_through_parse(models in prop::collection::vec(model(), 0..5)) {
+            let text: Vec<String> = models.iter().map(Model::text).collect();
+            let selector = Selector::parse(&text.join(",")).expect("valid");
+            let shown = selector.to_string();
+            let again = Selector::parse(&shown).expect("Display output parses");
+            prop_assert_eq!(&again, &selector);
+            prop_assert_eq!(again.to_string(), shown);
+        }
+
+        #[test]
+        fn parse_never_panics(text in "[a-z!=(), ]{0,40}|.{0,40}") {
+            let _ = Selector::parse(&text);
         }
     }
 
