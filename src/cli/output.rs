@@ -5,7 +5,8 @@ use serde_json::{json, Value};
 use crate::api::object::condition;
 use crate::api::{KindInfo, Object};
 
-/// Replaces every value of a Secret's `data`/`stringData` so that `get` never shows credentials.
+/// Replaces every value of a Secret's `data`/`stringData`, and the password of a GitStateStore's
+/// URL (`https://user:password@host/…`), so that `get` never shows credentials.
 pub fn redact(kind: &KindInfo, obj: &Object) -> Value {
     let mut value = serde_json::to_value(obj).unwrap_or(Value::Null);
     if kind.group.is_empty() && kind.kind == "Secret" {
@@ -17,7 +18,18 @@ pub fn redact(kind: &KindInfo, obj: &Object) -> Value {
             }
         }
     }
+    if is_git_state_store(kind) {
+        if let Some(url) = value.pointer_mut("/spec/url") {
+            if let Some(text) = url.as_str() {
+                *url = json!(statestores::redact_url(text));
+            }
+        }
+    }
     value
+}
+
+fn is_git_state_store(kind: &KindInfo) -> bool {
+    kind.group == crate::api::GROUP && kind.kind == "GitStateStore"
 }
 
 pub fn list_json(kind: &KindInfo, objs: &[Object]) -> Value {
@@ -63,7 +75,9 @@ fn columns(kind: &KindInfo) -> Vec<Column> {
             ("READY", |o| condition_field(o, "Ready", "status")),
         ],
         "GitStateStore" => vec![
-            ("URL", |o| text(o.data.pointer("/spec/url"))),
+            ("URL", |o| {
+                statestores::redact_url(&text(o.data.pointer("/spec/url")))
+            }),
             ("BRANCH", |o| {
                 let b = text(o.data.pointer("/spec/branch"));
                 if b.is_empty() {
@@ -182,4 +196,51 @@ fn render(rows: &[Vec<String>]) -> String {
         out.push('\n');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn object(value: Value) -> Object {
+        serde_json::from_value(value).expect("an object")
+    }
+
+    #[test]
+    fn credentials_are_redacted_in_every_format() {
+        let secret = object(json!({
+            "apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "s", "namespace": "default"},
+            "data": {"password": "aHVudGVyMg=="},
+            "stringData": {"token": "hunter3"},
+        }));
+        let store = object(json!({
+            "apiVersion": "platform.kratix.io/v1alpha1", "kind": "GitStateStore",
+            "metadata": {"name": "g"},
+            "spec": {"url": "https://u:hunter4@h/r.git", "branch": "main"},
+        }));
+        let cases = [
+            (crate::platform::builtin("Secret"), secret, "<redacted>"),
+            (
+                crate::platform::builtin("GitStateStore"),
+                store,
+                "https://u:<redacted>@h/r.git",
+            ),
+        ];
+        for (kind, obj, shown) in cases {
+            let json = redact(&kind, &obj).to_string();
+            let listed = list_json(&kind, std::slice::from_ref(&obj)).to_string();
+            let wide = table(&kind, std::slice::from_ref(&obj), true, true);
+            for text in [&json, &listed, &wide] {
+                for secret in ["aHVudGVyMg==", "hunter3", "hunter4"] {
+                    assert!(
+                        !text.contains(secret),
+                        "{} shows {secret}: {text}",
+                        kind.kind
+                    );
+                }
+            }
+            assert!(json.contains(shown), "{json}");
+        }
+    }
 }
