@@ -141,6 +141,8 @@ struct Store {
     works: bool,
     /// Words of which the `Ready=False` message of a store that does not work says one.
     refusal: &'static [&'static str],
+    /// The `Ready=False` reason of a store that does not work.
+    reason: &'static str,
     /// Everything the store holds, history included, as text.
     content: Box<dyn Fn() -> String>,
 }
@@ -390,7 +392,7 @@ fn no_credential_shows(stores: Vec<Store>, credentials: Vec<Credential>) {
                 "{}: the message says the credentials were refused: {ready}",
                 store.name
             );
-            assert_eq!(ready["reason"], "ErrorValidatingPermissions", "{ready}");
+            assert_eq!(ready["reason"], store.reason, "{ready}");
         }
     }
     // Both pipelines ran, and their files landed in every working store they were meant for.
@@ -645,10 +647,11 @@ fn git_credentials_show_nowhere() {
     let ssh_bare = sshd.bare_repo("state.git").expect("bare repository");
     sshd.bare_repo("wrong.git").expect("bare repository");
     http.bare_repo("wrong.git").expect("bare repository");
-    let inline_url = inline
-        .url("inline.git")
-        .replace("http://", &format!("http://{user}:{inline_password}@"));
+    inline.bare_repo("wrong.git").expect("bare repository");
     let refused: &[&str] = &["refused", "authentication", "401", "403", "denied"];
+    let (inline_wrong, slash_before, slash_after) = (marker(), marker(), marker());
+    let with_password =
+        |url: String, password: &str| url.replace("http://", &format!("http://{user}:{password}@"));
     let stores = vec![
         Store {
             kind: "GitStateStore",
@@ -670,6 +673,7 @@ fn git_credentials_show_nowhere() {
             ],
             works: true,
             refusal: refused,
+            reason: "ErrorValidatingPermissions",
             content: git_content(http_bare),
         },
         Store {
@@ -688,15 +692,51 @@ fn git_credentials_show_nowhere() {
             ],
             works: false,
             refusal: refused,
+            reason: "ErrorValidatingPermissions",
             content: Box::new(String::new),
         },
         Store {
             kind: "GitStateStore",
             name: "git-inline".into(),
-            docs: vec![git_store_doc("git-inline", &inline_url, None)],
+            docs: vec![git_store_doc(
+                "git-inline",
+                &with_password(inline.url("inline.git"), &inline_password),
+                None,
+            )],
             works: true,
             refusal: refused,
+            reason: "ErrorValidatingPermissions",
             content: git_content(inline_bare),
+        },
+        Store {
+            kind: "GitStateStore",
+            name: "git-inline-wrong".into(),
+            docs: vec![git_store_doc(
+                "git-inline-wrong",
+                &with_password(inline.url("wrong.git"), &inline_wrong),
+                None,
+            )],
+            works: false,
+            refusal: refused,
+            reason: "ErrorValidatingPermissions",
+            content: Box::new(String::new),
+        },
+        // A password with an unescaped `/` makes the URL unusable: the error still hides it.
+        Store {
+            kind: "GitStateStore",
+            name: "git-inline-slash".into(),
+            docs: vec![git_store_doc(
+                "git-inline-slash",
+                &with_password(
+                    inline.url("wrong.git"),
+                    &format!("{slash_before}/{slash_after}"),
+                ),
+                None,
+            )],
+            works: false,
+            refusal: &["port"],
+            reason: "ErrorInitialisingWriter",
+            content: Box::new(String::new),
         },
         Store {
             kind: "GitStateStore",
@@ -717,6 +757,7 @@ fn git_credentials_show_nowhere() {
             ],
             works: true,
             refusal: refused,
+            reason: "ErrorValidatingPermissions",
             content: git_content(ssh_bare),
         },
         Store {
@@ -738,6 +779,7 @@ fn git_credentials_show_nowhere() {
             ],
             works: false,
             refusal: refused,
+            reason: "ErrorValidatingPermissions",
             content: Box::new(String::new),
         },
     ];
@@ -750,6 +792,9 @@ fn git_credentials_show_nowhere() {
         Credential::new("another value of the HTTP Secret", &other_value),
         Credential::new("the wrong HTTP password", &wrong_password),
         Credential::new("the password in the URL", &inline_password),
+        Credential::new("the wrong password in the URL", &inline_wrong),
+        Credential::new("a password with a / in the URL (before)", &slash_before),
+        Credential::new("a password with a / in the URL (after)", &slash_after),
         Credential::new("the SSH private key", sshd.client_private_key()),
         Credential::new("the wrong SSH private key", &wrong_key.private_key),
     ];
@@ -795,6 +840,7 @@ fn bucket_credentials_show_nowhere() {
             ],
             works: true,
             refusal: &[],
+            reason: "ErrorValidatingPermissions",
             content: bucket_content(bucket.clone()),
         },
         Store {
@@ -812,6 +858,7 @@ fn bucket_credentials_show_nowhere() {
             ],
             works: false,
             refusal: &["access denied", "forbidden", "signature"],
+            reason: "ErrorValidatingPermissions",
             content: Box::new(String::new),
         },
     ];
