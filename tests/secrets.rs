@@ -147,18 +147,24 @@ struct Store {
     content: Box<dyn Fn() -> String>,
 }
 
+/// A Secret of `data`, exported by kubectl as it would be (with the applied document, values
+/// included, in an annotation).
 fn secret_doc(name: &str, data: &[(&str, &str)]) -> Value {
     let data: serde_json::Map<String, Value> = data
         .iter()
         .map(|(k, v)| (k.to_string(), json!(v)))
         .collect();
-    json!({
+    let mut secret = json!({
         "apiVersion": "v1",
         "kind": "Secret",
         "metadata": {"name": name, "namespace": NAMESPACE},
         "type": "Opaque",
         "stringData": data,
-    })
+    });
+    secret["metadata"]["annotations"] = json!({
+        "kubectl.kubernetes.io/last-applied-configuration": secret.to_string(),
+    });
+    secret
 }
 
 fn destination_doc(store: &Store) -> Value {

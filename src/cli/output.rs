@@ -17,6 +17,14 @@ pub fn redact(kind: &KindInfo, obj: &Object) -> Value {
                 }
             }
         }
+        // kubectl keeps the whole applied document, values included, in this annotation.
+        if let Some(annotation) = value
+            .pointer_mut("/metadata/annotations")
+            .and_then(Value::as_object_mut)
+            .and_then(|a| a.get_mut(LAST_APPLIED))
+        {
+            *annotation = json!("<redacted>");
+        }
     }
     if is_git_state_store(kind) {
         if let Some(url) = value.pointer_mut("/spec/url") {
@@ -27,6 +35,8 @@ pub fn redact(kind: &KindInfo, obj: &Object) -> Value {
     }
     value
 }
+
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 fn is_git_state_store(kind: &KindInfo) -> bool {
     kind.group == crate::api::GROUP && kind.kind == "GitStateStore"
@@ -210,7 +220,9 @@ mod tests {
     fn credentials_are_redacted_in_every_format() {
         let secret = object(json!({
             "apiVersion": "v1", "kind": "Secret",
-            "metadata": {"name": "s", "namespace": "default"},
+            "metadata": {"name": "s", "namespace": "default", "annotations": {
+                LAST_APPLIED: "{\"stringData\":{\"token\":\"hunter3\"}}",
+            }},
             "data": {"password": "aHVudGVyMg=="},
             "stringData": {"token": "hunter3"},
         }));
