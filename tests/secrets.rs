@@ -399,6 +399,7 @@ fn no_credential_shows(stores: Vec<Store>, credentials: Vec<Credential>) {
                 store.name
             );
             assert_eq!(ready["reason"], store.reason, "{ready}");
+            eprintln!("{} is not ready: {ready}", store.name);
         }
     }
     // Both pipelines ran, and their files landed in every working store they were meant for.
@@ -507,6 +508,7 @@ fn no_credential_shows(stores: Vec<Store>, credentials: Vec<Credential>) {
             "apply says which store did not settle: {}",
             run.stderr
         );
+        eprintln!("apply of {}: {}", store.name, run.stderr.trim());
     }
 
     let (stdout, stderr) = serve.stop();
@@ -723,7 +725,7 @@ fn git_credentials_show_nowhere() {
                 None,
             )],
             works: false,
-            refusal: refused,
+            refusal: &["the server refused the password in the url"],
             reason: "ErrorValidatingPermissions",
             content: Box::new(String::new),
         },
@@ -740,7 +742,7 @@ fn git_credentials_show_nowhere() {
                 None,
             )],
             works: false,
-            refusal: &["port"],
+            refusal: &["must be percent-encoded"],
             reason: "ErrorInitialisingWriter",
             content: Box::new(String::new),
         },

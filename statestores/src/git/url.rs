@@ -45,6 +45,8 @@ pub(crate) enum UrlError {
     NoHost,
     #[error("the URL has an invalid port")]
     Port,
+    #[error("the URL's user name or password has a character that must be percent-encoded (such as / as %2F)")]
+    Userinfo,
 }
 
 pub(crate) fn parse(url: &str) -> Result<Location, UrlError> {
@@ -85,7 +87,12 @@ pub(crate) fn parse(url: &str) -> Result<Location, UrlError> {
 fn remote(url: &str, scheme: Scheme, rest: &str, default_port: u16) -> Result<Location, UrlError> {
     let authority = rest.split('/').next().unwrap_or_default();
     let host_port = authority.rsplit_once('@').map_or(authority, |(_, hp)| hp);
-    let (host, port) = split_host_port(host_port)?;
+    // `user:pa/ss@host`: the `/` ends the host part early, inside the password.
+    let misplaced_userinfo = !authority.contains('@') && rest.contains('@');
+    let (host, port) = split_host_port(host_port).map_err(|e| match e {
+        UrlError::Port if misplaced_userinfo => UrlError::Userinfo,
+        other => other,
+    })?;
     if host.is_empty() {
         return Err(UrlError::NoHost);
     }
@@ -169,6 +176,8 @@ mod tests {
             ("", Err(UrlError::Empty)),
             ("ftp://h/r", Err(UrlError::Scheme("ftp".into()))),
             ("ssh://git@host:xx/r", Err(UrlError::Port)),
+            ("https://u:pa/ss@host/r", Err(UrlError::Userinfo)),
+            ("https://host:xx/r@v1", Err(UrlError::Userinfo)),
             ("git:///r.git", Err(UrlError::NoHost)),
             ("@:r", Err(UrlError::NoHost)),
         ];
