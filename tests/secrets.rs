@@ -473,6 +473,9 @@ fn no_credential_shows(stores: Vec<Store>, credentials: Vec<Credential>) {
             let run = k.run(&["get", kind, name, "-n", NAMESPACE, "-o", format]);
             seen.add_run(&format!("get {kind} {name} -o {format}"), &run);
             run.assert_ok();
+            if *kind == "secret" && format == "yaml" {
+                assert!(run.stdout.contains("<redacted>"), "{}", run.stdout);
+            }
         }
     }
     for (what, args) in [

@@ -480,6 +480,13 @@ mod tests {
             !shown.contains("hunter2") && !shown.contains("pw-in-url"),
             "{shown}"
         );
+        let handle = Git::open(options).expect("a handle; no network yet");
+        let shown = format!("{handle:?}");
+        assert!(shown.contains("<redacted>"), "{shown}");
+        assert!(
+            !shown.contains("hunter2") && !shown.contains("pw-in-url"),
+            "{shown}"
+        );
         let ssh = GitCredentials::ssh("-----BEGIN OPENSSH PRIVATE KEY-----", Some("kh".into()));
         assert!(!format!("{ssh:?}").contains("BEGIN"));
     }

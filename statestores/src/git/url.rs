@@ -12,13 +12,24 @@ pub(crate) enum Location {
     Remote(Remote),
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub(crate) struct Remote {
     /// The URL handed to libgit2.
     pub url: String,
     pub scheme: Scheme,
     /// Host and port of SSH remotes, to look the host key up in `known_hosts`.
     pub ssh_host: Option<HostPort>,
+}
+
+/// By hand: the URL may hold a password.
+impl std::fmt::Debug for Remote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Remote")
+            .field("url", &super::redact_url(&self.url))
+            .field("scheme", &self.scheme)
+            .field("ssh_host", &self.ssh_host)
+            .finish()
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
