@@ -875,6 +875,7 @@ fn bucket_credentials_show_nowhere() {
     ];
     let credentials = vec![
         Credential::new("the S3 secret access key", &garage.key.secret),
+        Credential::new("the S3 access key ID", &garage.key.id),
         Credential::new("the wrong S3 secret access key", &wrong_secret),
     ];
     no_credential_shows(stores, credentials);
