@@ -5,8 +5,8 @@ use serde_json::{json, Value};
 use crate::api::object::condition;
 use crate::api::{KindInfo, Object};
 
-/// Replaces every value of a Secret's `data`/`stringData`, and the password of a GitStateStore's
-/// URL (`https://user:password@host/…`), so that `get` never shows credentials.
+/// Replaces every value of a Secret's `data`/`stringData`, and the password in a state store's
+/// URL or endpoint (`https://user:password@host/…`), so that `get` never shows credentials.
 pub fn redact(kind: &KindInfo, obj: &Object) -> Value {
     let mut value = serde_json::to_value(obj).unwrap_or(Value::Null);
     if kind.group.is_empty() && kind.kind == "Secret" {
@@ -26,8 +26,8 @@ pub fn redact(kind: &KindInfo, obj: &Object) -> Value {
             *annotation = json!("<redacted>");
         }
     }
-    if is_git_state_store(kind) {
-        if let Some(url) = value.pointer_mut("/spec/url") {
+    if let Some(pointer) = url_field(kind) {
+        if let Some(url) = value.pointer_mut(pointer) {
             if let Some(text) = url.as_str() {
                 *url = json!(statestores::redact_url(text));
             }
@@ -38,8 +38,16 @@ pub fn redact(kind: &KindInfo, obj: &Object) -> Value {
 
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
-fn is_git_state_store(kind: &KindInfo) -> bool {
-    kind.group == crate::api::GROUP && kind.kind == "GitStateStore"
+/// Where a state store keeps the URL that may hold a password.
+fn url_field(kind: &KindInfo) -> Option<&'static str> {
+    if kind.group != crate::api::GROUP {
+        return None;
+    }
+    match kind.kind.as_str() {
+        "GitStateStore" => Some("/spec/url"),
+        "BucketStateStore" => Some("/spec/endpoint"),
+        _ => None,
+    }
 }
 
 pub fn list_json(kind: &KindInfo, objs: &[Object]) -> Value {
@@ -100,7 +108,9 @@ fn columns(kind: &KindInfo) -> Vec<Column> {
         ],
         "BucketStateStore" => vec![
             ("BUCKET", |o| text(o.data.pointer("/spec/bucketName"))),
-            ("ENDPOINT", |o| text(o.data.pointer("/spec/endpoint"))),
+            ("ENDPOINT", |o| {
+                statestores::redact_url(&text(o.data.pointer("/spec/endpoint")))
+            }),
             ("READY", |o| condition_field(o, "Ready", "status")),
         ],
         "Work" => vec![("STATUS", |o| condition_field(o, "Ready", "message"))],
@@ -231,8 +241,18 @@ mod tests {
             "metadata": {"name": "g"},
             "spec": {"url": "https://u:hunter4@h/r.git", "branch": "main"},
         }));
+        let bucket = object(json!({
+            "apiVersion": "platform.kratix.io/v1alpha1", "kind": "BucketStateStore",
+            "metadata": {"name": "b"},
+            "spec": {"endpoint": "https://u:hunter4@s3.local", "bucketName": "b"},
+        }));
         let cases = [
             (crate::platform::builtin("Secret"), secret, "<redacted>"),
+            (
+                crate::platform::builtin("BucketStateStore"),
+                bucket,
+                "https://u:<redacted>@s3.local",
+            ),
             (
                 crate::platform::builtin("GitStateStore"),
                 store,
