@@ -548,6 +548,13 @@ fn no_credential_shows(stores: Vec<Store>, credentials: Vec<Credential>) {
     }
     assert!(run_logs.contains("KRATIX_OBJECT_NAME=r1"), "{}", shown());
     assert_eq!(said(DB_READABLE), 0, "{}", shown());
+    eprintln!(
+        "looked for {} forms of {} credentials in {} places ({} bytes)",
+        credentials.iter().map(|c| c.forms.len()).sum::<usize>(),
+        credentials.len(),
+        seen.places.len(),
+        seen.places.iter().map(|(_, t)| t.len()).sum::<usize>()
+    );
     let leaks = seen.leaks(&credentials);
     assert!(
         leaks.is_empty(),
