@@ -384,6 +384,7 @@ fn check_destination(
 
 /// Folds `stringData` into `data` (base64), as the API server does on write.
 fn normalise_secret(mut value: Value) -> Result<Value, String> {
+    crate::api::secret::check_values(&value).map_err(|e| e.to_string())?;
     let secret: crate::api::Secret = typed(&value)?;
     if let Some(string_data) = secret.string_data {
         let map = value.as_object_mut().ok_or("a Secret must be a mapping")?;

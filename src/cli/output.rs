@@ -5,7 +5,8 @@ use serde_json::{json, Value};
 use crate::api::object::condition;
 use crate::api::{KindInfo, Object};
 
-/// Replaces every value of a Secret's `data`/`stringData` so that `get` never shows credentials.
+/// Replaces every value of a Secret's `data`/`stringData`, and the password in a state store's
+/// URL or endpoint (`https://user:password@host/…`), so that `get` never shows credentials.
 pub fn redact(kind: &KindInfo, obj: &Object) -> Value {
     let mut value = serde_json::to_value(obj).unwrap_or(Value::Null);
     if kind.group.is_empty() && kind.kind == "Secret" {
@@ -16,8 +17,37 @@ pub fn redact(kind: &KindInfo, obj: &Object) -> Value {
                 }
             }
         }
+        // kubectl keeps the whole applied document, values included, in this annotation.
+        if let Some(annotation) = value
+            .pointer_mut("/metadata/annotations")
+            .and_then(Value::as_object_mut)
+            .and_then(|a| a.get_mut(LAST_APPLIED))
+        {
+            *annotation = json!("<redacted>");
+        }
+    }
+    if let Some(pointer) = url_field(kind) {
+        if let Some(url) = value.pointer_mut(pointer) {
+            if let Some(text) = url.as_str() {
+                *url = json!(statestores::redact_url(text));
+            }
+        }
     }
     value
+}
+
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// Where a state store keeps the URL that may hold a password.
+fn url_field(kind: &KindInfo) -> Option<&'static str> {
+    if kind.group != crate::api::GROUP {
+        return None;
+    }
+    match kind.kind.as_str() {
+        "GitStateStore" => Some("/spec/url"),
+        "BucketStateStore" => Some("/spec/endpoint"),
+        _ => None,
+    }
 }
 
 pub fn list_json(kind: &KindInfo, objs: &[Object]) -> Value {
@@ -63,7 +93,9 @@ fn columns(kind: &KindInfo) -> Vec<Column> {
             ("READY", |o| condition_field(o, "Ready", "status")),
         ],
         "GitStateStore" => vec![
-            ("URL", |o| text(o.data.pointer("/spec/url"))),
+            ("URL", |o| {
+                statestores::redact_url(&text(o.data.pointer("/spec/url")))
+            }),
             ("BRANCH", |o| {
                 let b = text(o.data.pointer("/spec/branch"));
                 if b.is_empty() {
@@ -76,7 +108,9 @@ fn columns(kind: &KindInfo) -> Vec<Column> {
         ],
         "BucketStateStore" => vec![
             ("BUCKET", |o| text(o.data.pointer("/spec/bucketName"))),
-            ("ENDPOINT", |o| text(o.data.pointer("/spec/endpoint"))),
+            ("ENDPOINT", |o| {
+                statestores::redact_url(&text(o.data.pointer("/spec/endpoint")))
+            }),
             ("READY", |o| condition_field(o, "Ready", "status")),
         ],
         "Work" => vec![("STATUS", |o| condition_field(o, "Ready", "message"))],
@@ -182,4 +216,63 @@ fn render(rows: &[Vec<String>]) -> String {
         out.push('\n');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn object(value: Value) -> Object {
+        serde_json::from_value(value).expect("an object")
+    }
+
+    #[test]
+    fn credentials_are_redacted_in_every_format() {
+        let secret = object(json!({
+            "apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "s", "namespace": "default", "annotations": {
+                LAST_APPLIED: "{\"stringData\":{\"token\":\"hunter3\"}}",
+            }},
+            "data": {"password": "aHVudGVyMg=="},
+            "stringData": {"token": "hunter3"},
+        }));
+        let store = object(json!({
+            "apiVersion": "platform.kratix.io/v1alpha1", "kind": "GitStateStore",
+            "metadata": {"name": "g"},
+            "spec": {"url": "https://u:hunter4@h/r.git", "branch": "main"},
+        }));
+        let bucket = object(json!({
+            "apiVersion": "platform.kratix.io/v1alpha1", "kind": "BucketStateStore",
+            "metadata": {"name": "b"},
+            "spec": {"endpoint": "https://u:hunter4@s3.local", "bucketName": "b"},
+        }));
+        let cases = [
+            (crate::platform::builtin("Secret"), secret, "<redacted>"),
+            (
+                crate::platform::builtin("BucketStateStore"),
+                bucket,
+                "https://u:<redacted>@s3.local",
+            ),
+            (
+                crate::platform::builtin("GitStateStore"),
+                store,
+                "https://u:<redacted>@h/r.git",
+            ),
+        ];
+        for (kind, obj, shown) in cases {
+            let json = redact(&kind, &obj).to_string();
+            let listed = list_json(&kind, std::slice::from_ref(&obj)).to_string();
+            let wide = table(&kind, std::slice::from_ref(&obj), true, true);
+            for text in [&json, &listed, &wide] {
+                for secret in ["aHVudGVyMg==", "hunter3", "hunter4"] {
+                    assert!(
+                        !text.contains(secret),
+                        "{} shows {secret}: {text}",
+                        kind.kind
+                    );
+                }
+            }
+            assert!(json.contains(shown), "{json}");
+        }
+    }
 }

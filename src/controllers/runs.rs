@@ -331,6 +331,7 @@ async fn execute(rt: &Runtime, run: &Object) -> Result<Finished, Error> {
             timeout: rt.settings.pipeline_timeout,
             images,
             isolation,
+            hidden: vec![rt.platform.home.clone()],
         })
         .await
         .map_err(|e| bad(ErrorChain(&e).to_string()))?;

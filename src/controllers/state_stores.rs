@@ -244,9 +244,13 @@ async fn secret_of(
     };
     match crate::api::object::to_typed::<secret::Secret>(&secret_obj) {
         Ok(s) => Ok(Ok(Some(s))),
-        Err(e) => Ok(Err(NotReady {
+        // NB: not the parser's message, which may quote a value.
+        Err(_) => Ok(Err(NotReady {
             reason: "SecretNotFound",
-            message: format!("Secret {ns}/{name} is not valid: {e}"),
+            message: match secret::check_values(&secret_obj.data) {
+                Err(why) => format!("Secret {ns}/{name} is not valid: {why}"),
+                Ok(()) => format!("Secret {ns}/{name} cannot be read as a Secret"),
+            },
         })),
     }
 }

@@ -87,12 +87,15 @@ pub fn host_root_entries() -> std::io::Result<Vec<RootEntry>> {
     Ok(entries)
 }
 
-/// Host folders a sandboxed container gets.
+/// Host folders a sandboxed container gets, and host folders it must not see.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SandboxMounts<'a> {
     pub input: &'a Path,
     pub output: &'a Path,
     pub metadata: &'a Path,
+    /// Absolute host folders replaced by an empty tmpfs: the platform's home, whose database
+    /// holds the state stores' Secrets. (`/` itself is never hidden.)
+    pub hidden: &'a [PathBuf],
 }
 
 /// The bubblewrap arguments that run `command` with the host read-only and only the output and
@@ -124,6 +127,13 @@ pub fn sandbox_args(
     push(&["--dev".as_ref(), "/dev".as_ref()]);
     push(&["--proc".as_ref(), "/proc".as_ref()]);
     push(&["--tmpfs".as_ref(), "/tmp".as_ref()]);
+    // NB: bwrap reads bind sources from the host's root, so the run's own folders, which live
+    // inside the hidden home, are still bound below.
+    for hidden in mounts.hidden {
+        if hidden.is_absolute() && hidden.parent().is_some() {
+            push(&["--tmpfs".as_ref(), hidden.as_os_str()]);
+        }
+    }
     push(&[
         "--ro-bind".as_ref(),
         mounts.input.as_os_str(),
@@ -202,17 +212,23 @@ mod tests {
                 symlink_target: None,
             },
         ];
+        let hidden = [
+            PathBuf::from("/w"),
+            PathBuf::from("/"),
+            PathBuf::from("relative"),
+        ];
         let mounts = SandboxMounts {
             input: Path::new("/w/input"),
             output: Path::new("/w/output"),
             metadata: Path::new("/w/metadata"),
+            hidden: &hidden,
         };
         let args = sandbox_args(&root, &mounts, &["sh".into(), "-c".into(), "echo".into()]);
         let args: Vec<&str> = args.iter().map(|a| a.to_str().unwrap_or("?")).collect();
         assert_eq!(
             args.join(" "),
             "--symlink usr/bin /bin --ro-bind-try /etc /etc \
-             --dev /dev --proc /proc --tmpfs /tmp \
+             --dev /dev --proc /proc --tmpfs /tmp --tmpfs /w \
              --ro-bind /w/input /kratix/input --bind /w/output /kratix/output \
              --bind /w/metadata /kratix/metadata --remount-ro / --chdir /tmp --cap-drop ALL \
              --unshare-pid --die-with-parent --new-session -- sh -c echo"

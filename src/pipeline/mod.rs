@@ -95,6 +95,9 @@ pub struct RunRequest {
     /// Local commands for containers that name only an image.
     pub images: ImageMap,
     pub isolation: Isolation,
+    /// Host folders the sandbox hides from containers (the platform's home, whose database holds
+    /// Secrets). Plain processes can read whatever their user can.
+    pub hidden: Vec<PathBuf>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -248,6 +251,12 @@ pub async fn run(req: RunRequest) -> Result<RunOutcome, Error> {
         Isolation::Sandbox => isolation::host_root_entries().map_err(Error::ListRoot)?,
         _ => Vec::new(),
     };
+    // Symbolic links resolved, as the sandbox sees the host; what does not exist hides nothing.
+    let hidden: Vec<PathBuf> = req
+        .hidden
+        .iter()
+        .filter_map(|p| p.canonicalize().ok())
+        .collect();
     match prepare(&req.pipeline.spec.containers, &req.images) {
         Err((container, refusal)) => {
             let reason = refusal.to_string();
@@ -266,7 +275,8 @@ pub async fn run(req: RunRequest) -> Result<RunOutcome, Error> {
                     path: tmp.clone(),
                     source,
                 })?;
-                let invocation = invocation(isolation, &root, &dirs, &tmp, &req.env, container);
+                let invocation =
+                    invocation(isolation, &root, &dirs, &hidden, &tmp, &req.env, container);
                 let exit = exec::run(invocation, deadline, &mut logs, |group| {
                     groups::record(&req.work_dir, group)
                 })
@@ -375,6 +385,7 @@ fn invocation(
     isolation: Isolation,
     root: &[isolation::RootEntry],
     dirs: &RunDirs,
+    hidden: &[PathBuf],
     tmp: &Path,
     kratix: &[(String, String)],
     container: &Prepared,
@@ -395,6 +406,7 @@ fn invocation(
             input: &dirs.input,
             output: &dirs.output,
             metadata: &dirs.metadata,
+            hidden,
         };
         exec::Invocation {
             program: isolation::BWRAP.into(),
@@ -461,6 +473,7 @@ async fn probe_bubblewrap(program: &Path, dirs: &RunDirs) -> Result<(), String> 
         input: &dirs.input,
         output: &dirs.output,
         metadata: &dirs.metadata,
+        hidden: &[],
     };
     let args = isolation::sandbox_args(&root, &mounts, &["true".to_string()]);
     let result = tokio::process::Command::new(program)

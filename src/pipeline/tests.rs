@@ -52,6 +52,7 @@ fn request(work_dir: &Path, isolation: Isolation, containers: Vec<Container>) ->
         timeout: Duration::from_secs(120),
         images: ImageMap::default(),
         isolation,
+        hidden: Vec::new(),
     }
 }
 

@@ -16,7 +16,7 @@ mod memory;
 
 pub use bucket::{Bucket, BucketAuth, BucketOptions};
 pub use dir::LocalDir;
-pub use git::{Git, GitCredentials, GitOptions};
+pub use git::{redact_url, Git, GitCredentials, GitOptions};
 pub use key::{Key, KeyError};
 pub use memory::InMemory;
 

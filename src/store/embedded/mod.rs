@@ -93,7 +93,12 @@ impl EmbeddedStore {
             context: format!("create home folder {}", home.display()),
             source: Box::new(source),
         })?;
-        let mut conn = schema::open(&home.join(DATABASE_FILE))?;
+        let database = home.join(DATABASE_FILE);
+        owner_only(&database).map_err(|source| Error::Backend {
+            context: format!("restrict {} to its owner", database.display()),
+            source: Box::new(source),
+        })?;
+        let mut conn = schema::open(&database)?;
         schema::migrate(&mut conn)?;
         Ok(EmbeddedStore {
             inner: Arc::new(Inner {
@@ -340,4 +345,29 @@ fn random_name_suffix() -> String {
         .take(5)
         .map(|b| char::from(ALPHABET[usize::from(*b) % ALPHABET.len()]))
         .collect()
+}
+
+/// Makes the database (and SQLite's `-wal`/`-shm` files next to it) readable by its owner only:
+/// it holds Secrets. SQLite gives the files it creates later the database's own mode.
+fn owner_only(database: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(database)?;
+    for suffix in ["", "-wal", "-shm"] {
+        let mut path = database.as_os_str().to_owned();
+        path.push(suffix);
+        match std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)) {
+            // Absent, or not ours to change (another user's home we may only read).
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied
+                ) => {}
+            other => other?,
+        }
+    }
+    Ok(())
 }

@@ -145,7 +145,12 @@ impl Bucket {
         options: BucketOptions,
         connector: Option<C>,
     ) -> crate::Result<Self> {
-        let label = format!("bucket {} at {}", options.bucket_name, options.endpoint);
+        // NB: an endpoint may carry `user:password@`, which S3 does not use but errors would show.
+        let label = format!(
+            "bucket {} at {}",
+            options.bucket_name,
+            crate::git::redact_url(&options.endpoint)
+        );
         let config_error = |err: Error| crate::Error::Config {
             store: label.clone(),
             reason: error_chain(&err),

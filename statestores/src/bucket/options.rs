@@ -6,8 +6,8 @@ use std::fmt;
 /// the environment name one: the one AWS itself assumes.
 pub(crate) const DEFAULT_REGION: &str = "us-east-1";
 
-/// Where a [`Bucket`](super::Bucket) lives and how to sign in.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Where a [`Bucket`](super::Bucket) lives and how to sign in. `Debug` never shows secrets.
+#[derive(Clone, PartialEq, Eq)]
 pub struct BucketOptions {
     /// `host[:port]` as Kratix takes it (`minio.example.svc:9000`); a full `http(s)://` URL is
     /// accepted too.
@@ -35,6 +35,19 @@ pub enum BucketAuth {
     /// The default AWS credential chain of the environment: `AWS_*` variables, web identity,
     /// container or instance metadata (Kratix `authMethod: IAM`).
     Iam,
+}
+
+impl fmt::Debug for BucketOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BucketOptions")
+            .field("endpoint", &crate::git::redact_url(&self.endpoint))
+            .field("bucket_name", &self.bucket_name)
+            .field("path_prefix", &self.path_prefix)
+            .field("insecure", &self.insecure)
+            .field("auth", &self.auth)
+            .field("region", &self.region)
+            .finish()
+    }
 }
 
 impl fmt::Debug for BucketAuth {
@@ -84,12 +97,12 @@ impl BucketOptions {
                     Ok(endpoint.to_string())
                 } else {
                     Err(Error::HttpNotAllowed {
-                        endpoint: endpoint.to_string(),
+                        endpoint: crate::git::redact_url(endpoint),
                     })
                 }
             }
             Some((scheme, _)) => Err(Error::UnsupportedScheme {
-                endpoint: endpoint.to_string(),
+                endpoint: crate::git::redact_url(endpoint),
                 scheme: scheme.to_string(),
             }),
         }
@@ -243,5 +256,26 @@ mod tests {
         assert!(!shown.contains("very-secret"), "{shown}");
         assert!(shown.contains("GK123"), "{shown}");
         assert!(shown.contains("<redacted>"), "{shown}");
+    }
+
+    #[test]
+    fn a_password_in_the_endpoint_is_never_shown() {
+        let cases = [
+            ("http://u:pw-in-url@h:9000", false),
+            ("ftp://u:pw-in-url@h", true),
+            ("https://u:pw-in-url@h", true),
+        ];
+        for (endpoint, insecure) in cases {
+            let options = options(endpoint, insecure);
+            let mut shown = format!("{options:?}");
+            if let Err(e) = options.endpoint_url() {
+                shown.push_str(&e.to_string());
+            }
+            if let Err(e) = crate::Bucket::open(options) {
+                shown.push_str(&e.to_string());
+            }
+            assert!(!shown.contains("pw-in-url"), "{shown}");
+            assert!(shown.contains("u:<redacted>@h"), "{shown}");
+        }
     }
 }

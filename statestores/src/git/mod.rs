@@ -123,24 +123,28 @@ impl std::fmt::Debug for GitOptions {
     }
 }
 
-/// `https://user:secret@host/…` → `https://user:<redacted>@host/…`: URLs appear in errors.
-fn redact_url(url: &str) -> String {
+/// `https://user:secret@host/…` → `https://user:<redacted>@host/…`, for every place a URL is
+/// shown (errors, logs, `get`). A password with an unescaped `/` (which git cannot use either)
+/// ends the host part early: then everything from the first `:` to the first `@` is hidden, which
+/// may hide more than the password but never less.
+pub fn redact_url(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_string();
     };
     let authority_end = rest.find('/').unwrap_or(rest.len());
     let (authority, path) = rest.split_at(authority_end);
-    match authority.rsplit_once('@') {
-        Some((userinfo, host)) => {
-            let user = userinfo.split_once(':').map_or(userinfo, |(u, _)| u);
-            let hidden = if userinfo.contains(':') {
-                ":<redacted>"
-            } else {
-                ""
-            };
-            format!("{scheme}://{user}{hidden}@{host}{path}")
+    if let Some((userinfo, host)) = authority.rsplit_once('@') {
+        return match userinfo.split_once(':') {
+            Some((user, _)) => format!("{scheme}://{user}:<redacted>@{host}{path}"),
+            None => url.to_string(),
+        };
+    }
+    match rest.split_once('@') {
+        Some((before, after)) if before.contains(':') => {
+            let user = before.split_once(':').map_or(before, |(u, _)| u);
+            format!("{scheme}://{user}:<redacted>@{after}")
         }
-        None => url.to_string(),
+        _ => url.to_string(),
     }
 }
 
@@ -449,6 +453,14 @@ mod tests {
             ("https://u:secret@h/r.git", "https://u:<redacted>@h/r.git"),
             ("https://u@h/r.git", "https://u@h/r.git"),
             ("https://h/r@x.git", "https://h/r@x.git"),
+            ("https://:secret@h/r", "https://:<redacted>@h/r"),
+            ("https://u:p@ss@h:8443/r", "https://u:<redacted>@h:8443/r"),
+            ("https://u:pa/ss@h/r.git", "https://u:<redacted>@h/r.git"),
+            ("https://u:p%2Fss@h/r", "https://u:<redacted>@h/r"),
+            ("HTTP://u:secret@h", "HTTP://u:<redacted>@h"),
+            ("ssh://git@h:22/r@v1", "ssh://git@h:22/r@v1"),
+            ("ssh://git:secret@h/r", "ssh://git:<redacted>@h/r"),
+            ("https://h:8443/r@v1", "https://h:<redacted>@v1"),
             ("git@h:r.git", "git@h:r.git"),
             ("/srv/r.git", "/srv/r.git"),
         ];
@@ -465,6 +477,13 @@ mod tests {
             password: "hunter2".into(),
         };
         let shown = format!("{options:?}");
+        assert!(
+            !shown.contains("hunter2") && !shown.contains("pw-in-url"),
+            "{shown}"
+        );
+        let handle = Git::open(options).expect("a handle; no network yet");
+        let shown = format!("{handle:?}");
+        assert!(shown.contains("<redacted>"), "{shown}");
         assert!(
             !shown.contains("hunter2") && !shown.contains("pw-in-url"),
             "{shown}"

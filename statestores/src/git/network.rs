@@ -43,6 +43,10 @@ impl<'a> Auth<'a> {
         allowed: CredentialType,
     ) -> Result<Cred, git2::Error> {
         match self.credentials {
+            // libgit2 offers a password in the URL by itself, and asks us only once it failed.
+            GitCredentials::None if super::redact_url(&self.remote.url) != self.remote.url => {
+                Err(Self::refused("the server refused the password in the URL"))
+            }
             GitCredentials::None => Err(Self::refused(
                 "the server asks for credentials and none are configured",
             )),

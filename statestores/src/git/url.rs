@@ -12,13 +12,24 @@ pub(crate) enum Location {
     Remote(Remote),
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub(crate) struct Remote {
     /// The URL handed to libgit2.
     pub url: String,
     pub scheme: Scheme,
     /// Host and port of SSH remotes, to look the host key up in `known_hosts`.
     pub ssh_host: Option<HostPort>,
+}
+
+/// By hand: the URL may hold a password.
+impl std::fmt::Debug for Remote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Remote")
+            .field("url", &super::redact_url(&self.url))
+            .field("scheme", &self.scheme)
+            .field("ssh_host", &self.ssh_host)
+            .finish()
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,6 +56,8 @@ pub(crate) enum UrlError {
     NoHost,
     #[error("the URL has an invalid port")]
     Port,
+    #[error("the URL's user name or password has a character that must be percent-encoded (such as / as %2F)")]
+    Userinfo,
 }
 
 pub(crate) fn parse(url: &str) -> Result<Location, UrlError> {
@@ -85,7 +98,12 @@ pub(crate) fn parse(url: &str) -> Result<Location, UrlError> {
 fn remote(url: &str, scheme: Scheme, rest: &str, default_port: u16) -> Result<Location, UrlError> {
     let authority = rest.split('/').next().unwrap_or_default();
     let host_port = authority.rsplit_once('@').map_or(authority, |(_, hp)| hp);
-    let (host, port) = split_host_port(host_port)?;
+    // `user:pa/ss@host`: the `/` ends the host part early, inside the password.
+    let misplaced_userinfo = !authority.contains('@') && rest.contains('@');
+    let (host, port) = split_host_port(host_port).map_err(|e| match e {
+        UrlError::Port if misplaced_userinfo => UrlError::Userinfo,
+        other => other,
+    })?;
     if host.is_empty() {
         return Err(UrlError::NoHost);
     }
@@ -169,6 +187,8 @@ mod tests {
             ("", Err(UrlError::Empty)),
             ("ftp://h/r", Err(UrlError::Scheme("ftp".into()))),
             ("ssh://git@host:xx/r", Err(UrlError::Port)),
+            ("https://u:pa/ss@host/r", Err(UrlError::Userinfo)),
+            ("https://host:xx/r@v1", Err(UrlError::Userinfo)),
             ("git:///r.git", Err(UrlError::NoHost)),
             ("@:r", Err(UrlError::NoHost)),
         ];
