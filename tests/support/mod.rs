@@ -1,6 +1,8 @@
 //! Drives the `kratix-rs` binary through its command-line contract, each test in its own home.
 #![allow(dead_code)]
 
+pub mod faults;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
