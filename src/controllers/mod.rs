@@ -13,6 +13,7 @@ pub mod state_stores;
 mod status;
 pub mod workflows;
 pub mod works;
+mod write_retry;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -90,6 +91,9 @@ pub struct Settings {
     /// How often a ready state store's access is checked again, so that an outage shows on the
     /// store and its Destinations (`KRATIX_STORE_RECHECK` seconds, default 60).
     pub store_recheck: Duration,
+    /// The longest wait between retries of a write that keeps failing; they start at 5 s and
+    /// grow with the failure (`KRATIX_WRITE_RETRY_MAX` seconds, default 60).
+    pub write_retry_max: Duration,
 }
 
 impl Settings {
@@ -104,6 +108,10 @@ impl Settings {
             pipeline_timeout: Duration::from_secs(secs("KRATIX_PIPELINE_TIMEOUT", 600)),
             resync: Duration::from_secs(secs("KRATIX_RESYNC", 300)),
             store_recheck: Duration::from_secs(secs("KRATIX_STORE_RECHECK", 60)),
+            write_retry_max: Duration::from_secs(secs(
+                "KRATIX_WRITE_RETRY_MAX",
+                write_retry::DEFAULT_MAX_RETRY.as_secs(),
+            )),
         }
     }
 }
