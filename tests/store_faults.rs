@@ -26,7 +26,9 @@ use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use serde_json::Value;
 use serde_yaml::Value as Yaml;
-use support::faults::{BareRepo, Commit, FaultPlan, FaultProxy, RestartableGitDaemon};
+use support::faults::{
+    BareRepo, Commit, FaultPlan, FaultProxy, RestartableGitDaemon, SilentServer,
+};
 use support::{condition, eventually, fixtures, Kratix};
 
 /// Generous: pipelines run in a sandbox on a busy two-core machine, and writes wait out faults.
@@ -234,16 +236,23 @@ fn assert_exactly_once(repo: &BareRepo, twice: &BTreeSet<String>) -> usize {
     counts.values().sum()
 }
 
-/// The tree of `main` under `dest/` is exactly `expected` (contents where given).
+/// The tree of `main` under `dest/` comes to be exactly `expected` (contents where given).
+/// Waits: requests do not wait for the Promise's dependencies nor the canaries, which may still
+/// be retrying.
 #[track_caller]
 fn assert_tree(repo: &BareRepo, dest: &str, expected: &BTreeMap<String, Option<String>>) {
-    let files: BTreeSet<String> = repo
-        .files()
-        .into_iter()
-        .filter(|f| f.starts_with(&format!("{dest}/")))
-        .collect();
+    let files = || -> BTreeSet<String> {
+        repo.files()
+            .into_iter()
+            .filter(|f| f.starts_with(&format!("{dest}/")))
+            .collect()
+    };
     let want: BTreeSet<String> = expected.keys().cloned().collect();
-    assert_eq!(files, want, "files of {dest}");
+    let deadline = Instant::now() + WAIT;
+    while Instant::now() < deadline && files() != want {
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    assert_eq!(files(), want, "files of {dest}");
     for (path, content) in expected {
         if let Some(content) = content {
             assert_eq!(repo.read(path).as_deref(), Some(content.as_str()), "{path}");
@@ -403,6 +412,64 @@ fn a_git_server_down_for_thirty_seconds_loses_nothing_and_writes_everything_once
          versions in history, writes lost 0; failure seen: {message}; conditions seen: {seen:#?}",
         outage,
         after.len()
+    );
+}
+
+/// A Git server that accepts connections and never answers (hung), then comes back as a working
+/// server on the same port: while it hangs, operations fail after `KRATIX_GIT_TIMEOUT` and say
+/// so instead of freezing the controllers (pipelines keep running); afterwards everything is
+/// written once.
+#[test]
+fn a_hung_git_server_times_out_without_freezing_serve_and_recovers() {
+    let root = git_root();
+    let repo = BareRepo::init(&root.path().join("state.git"));
+    let silent = SilentServer::start();
+    let port = silent.port;
+    let mut k = Kratix::new()
+        .with_env("KRATIX_GIT_TIMEOUT", "3")
+        .with_env("KRATIX_STORE_RECHECK", "1");
+    k.start_serve();
+    let wanted = requests("r", 3, "v1");
+    let mut parts = vec![
+        git_store_yaml(&format!("git://127.0.0.1:{port}/state.git")),
+        destination_yaml("worker-1", "GitStateStore", "default"),
+        promise_yaml(),
+    ];
+    parts.extend(wanted.iter().map(|(r, v)| request_yaml(r, v)));
+    k.apply_yaml(&parts.join("---\n"), &["--no-wait"])
+        .assert_ok();
+    let store = eventually("the store to say the server does not answer", WAIT, || {
+        k.get_json("gitstatestore", "default", None).filter(|s| {
+            condition_is(s, "Ready", "False") && message_of(s, "Ready").contains("did not answer")
+        })
+    });
+    // The controllers are not stuck behind the hung server: every request's pipelines run.
+    for r in wanted.keys() {
+        eventually("the request's pipelines to complete", WAIT, || {
+            k.get_json("bundle", r, Some("default"))
+                .filter(|o| condition_is(o, "ConfigureWorkflowCompleted", "True"))
+        });
+    }
+    let message = assert_outage_shows(&k, &format!("127.0.0.1:{port}"));
+
+    silent.hang_up();
+    let _daemon = {
+        let mut daemon = RestartableGitDaemon::on_port(root.path(), port);
+        daemon.start();
+        daemon
+    };
+    wait_reconciled(&k, wanted.keys());
+    assert_tree(
+        &repo,
+        "worker-1",
+        &expected_files(None, "worker-1", &wanted),
+    );
+    let commits = assert_exactly_once(&repo, &BTreeSet::new());
+    repo.assert_fsck();
+    eprintln!(
+        "hung git server: store said {:?}; placement said {message:?}; {commits} commits by \
+         kratix after it came back, writes lost 0",
+        message_of(&store, "Ready")
     );
 }
 
@@ -696,6 +763,11 @@ fn assert_bucket(
 ) {
     let mut want: BTreeSet<String> = expected.keys().cloned().collect();
     want.extend(foreign.iter().cloned());
+    // Waits, as for Git: the Promise's dependencies and the canaries may still be retrying.
+    let deadline = Instant::now() + WAIT;
+    while Instant::now() < deadline && inspector.keys() != want {
+        std::thread::sleep(Duration::from_millis(300));
+    }
     assert_eq!(inspector.keys(), want, "objects in the bucket");
     for (key, content) in expected {
         if let Some(content) = content {

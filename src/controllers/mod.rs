@@ -94,6 +94,9 @@ pub struct Settings {
     /// The longest wait between retries of a write that keeps failing; they start at 5 s and
     /// grow with the failure (`KRATIX_WRITE_RETRY_MAX` seconds, default 60).
     pub write_retry_max: Duration,
+    /// How long one Git operation (fetch, push and their re-applies) may take before it fails
+    /// as unreachable (`KRATIX_GIT_TIMEOUT` seconds, default 60).
+    pub git_timeout: Duration,
 }
 
 impl Settings {
@@ -112,6 +115,7 @@ impl Settings {
                 "KRATIX_WRITE_RETRY_MAX",
                 write_retry::DEFAULT_MAX_RETRY.as_secs(),
             )),
+            git_timeout: Duration::from_secs(secs("KRATIX_GIT_TIMEOUT", 60).max(1)),
         }
     }
 }
