@@ -254,11 +254,12 @@ impl Git {
         if self.inner.still_overdue() {
             return fail(GitError::Overdue { timeout });
         }
-        let deadline = tokio::time::Instant::now() + timeout;
         let lock = Arc::clone(&self.inner.lock).lock_owned();
-        let Ok(serialised) = tokio::time::timeout_at(deadline, lock).await else {
+        let Ok(serialised) = tokio::time::timeout(timeout, lock).await else {
             return fail(GitError::Overdue { timeout });
         };
+        // From here: the wait for the lock is not this operation's time.
+        let deadline = tokio::time::Instant::now() + timeout;
         let inner = Arc::clone(&self.inner);
         let done = Arc::new(AtomicBool::new(false));
         let task = tokio::task::spawn_blocking({
