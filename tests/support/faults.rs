@@ -510,6 +510,7 @@ async fn handle(
         .injected
         .push((method, target, fault));
     let (status, code) = match fault {
+        // (`Forward` was handled above.)
         Fault::Forward | Fault::Drop => return Err(Dropped),
         Fault::InternalError => (500, "InternalError"),
         Fault::SlowDown => (503, "SlowDown"),
