@@ -14,6 +14,7 @@ pub mod state_stores;
 mod status;
 pub mod workflows;
 pub mod works;
+mod write_retry;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -100,6 +101,12 @@ pub struct Settings {
     /// How long stopping controllers let the pipeline runs they carry out finish before killing
     /// them and giving their claims back (`KRATIX_SHUTDOWN_GRACE` seconds, default 10).
     pub shutdown_grace: Duration,
+    /// The longest wait between retries of a write that keeps failing; they start at 5 s and
+    /// grow with the failure (`KRATIX_WRITE_RETRY_MAX` seconds, default 60).
+    pub write_retry_max: Duration,
+    /// How long one Git operation (fetch, push and their re-applies) may take before it fails
+    /// as unreachable (`KRATIX_GIT_TIMEOUT` seconds, default 60).
+    pub git_timeout: Duration,
 }
 
 impl Settings {
@@ -115,6 +122,11 @@ impl Settings {
             resync: Duration::from_secs(secs("KRATIX_RESYNC", 300)),
             store_recheck: Duration::from_secs(secs("KRATIX_STORE_RECHECK", 60)),
             shutdown_grace: Duration::from_secs(secs("KRATIX_SHUTDOWN_GRACE", 10)),
+            write_retry_max: Duration::from_secs(secs(
+                "KRATIX_WRITE_RETRY_MAX",
+                write_retry::DEFAULT_MAX_RETRY.as_secs(),
+            )),
+            git_timeout: Duration::from_secs(secs("KRATIX_GIT_TIMEOUT", 60).max(1)),
         }
     }
 }

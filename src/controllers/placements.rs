@@ -18,7 +18,7 @@ use crate::writer::layout::{self, FileBytes, PlacementContext, PlacementFiles};
 use crate::writer::plan;
 
 use super::state_stores::StoreHandle;
-use super::{status, works, Error, ErrorChain, Next, Runtime};
+use super::{status, works, write_retry, Error, ErrorChain, Next, Runtime};
 
 pub const FINALIZER: &str = "finalizers.workplacement.kratix.io/repo-cleanup";
 const RETRY_WRITE: Duration = Duration::from_secs(5);
@@ -126,9 +126,14 @@ pub async fn reconcile(rt: &Runtime, wp: Object) -> Result<Next, Error> {
     match write_batch(rt, &handle, &dest, &dest_obj, work.as_ref(), &batch).await {
         Ok(()) => Ok(Next::Done),
         Err(WriteError::Store(e)) => {
+            let retry = write_retry::retry_after(
+                &e,
+                write_retry::failing_for(&wp, super::now_ms()),
+                rt.settings.write_retry_max,
+            );
             let message = ErrorChain(&e).to_string();
             mark_failed(rt, &batch, "WorkloadsFailedWrite", &message).await?;
-            Ok(Next::After(RETRY_WRITE))
+            Ok(Next::After(retry))
         }
         Err(WriteError::Invalid(reason)) => {
             mark_failed(rt, &batch, "InvalidWorkloads", &reason).await?;

@@ -42,6 +42,10 @@ pub(crate) enum GitError {
     CheckAccess(#[source] std::io::Error),
     #[error("blocking task failed")]
     Join(#[source] tokio::task::JoinError),
+    #[error("the server did not answer within {timeout:?}")]
+    TimedOut { timeout: std::time::Duration },
+    #[error("an earlier operation is still waiting for the server, which has not answered it within {timeout:?}")]
+    Overdue { timeout: std::time::Duration },
 }
 
 /// An error and its sources on one line, for reasons carried as text.
@@ -70,7 +74,9 @@ impl GitError {
             GitError::Fetch(e) | GitError::Push(e) | GitError::ConnectForPush(e) => {
                 classify(e.code(), e.class(), e.message())
             }
-            GitError::OpenRepository { .. } => Meaning::Unreachable,
+            GitError::OpenRepository { .. }
+            | GitError::TimedOut { .. }
+            | GitError::Overdue { .. } => Meaning::Unreachable,
             GitError::CheckAccess(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
                 Meaning::Unauthorized
             }

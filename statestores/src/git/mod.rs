@@ -16,6 +16,7 @@ use bytes::Bytes;
 use error::{GitError, Meaning};
 use gix::ObjectId;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use url::Location;
@@ -93,6 +94,10 @@ pub struct GitOptions {
     /// How many times a write is re-applied on a branch that moved before giving up with
     /// [`Error::Contended`].
     pub push_retries: u32,
+    /// How long one operation (a write with its re-applies, a read, an access check) may take
+    /// before it fails as [`Error::Unreachable`]: a server that accepts a connection and then
+    /// never answers would otherwise hold the caller forever.
+    pub timeout: Duration,
 }
 
 impl GitOptions {
@@ -104,12 +109,16 @@ impl GitOptions {
             cache_dir: None,
             credentials: GitCredentials::None,
             push_retries: DEFAULT_PUSH_RETRIES,
+            timeout: DEFAULT_TIMEOUT,
         }
     }
 }
 
 /// See [`GitOptions::push_retries`].
 pub const DEFAULT_PUSH_RETRIES: u32 = 5;
+
+/// See [`GitOptions::timeout`].
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
 impl std::fmt::Debug for GitOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -119,6 +128,7 @@ impl std::fmt::Debug for GitOptions {
             .field("cache_dir", &self.cache_dir)
             .field("credentials", &self.credentials)
             .field("push_retries", &self.push_retries)
+            .field("timeout", &self.timeout)
             .finish()
     }
 }
@@ -170,8 +180,13 @@ struct Inner {
     label: String,
     /// The repository where objects are built: the cache, or the local repository itself.
     objects: PathBuf,
-    /// Serialises this handle's operations: they share the cache's refs.
-    lock: tokio::sync::Mutex<()>,
+    /// Serialises this handle's operations: they share the cache's refs. Held by the blocking
+    /// thread that runs an operation, so an operation that outlives its timeout keeps it.
+    lock: Arc<tokio::sync::Mutex<()>>,
+    /// Set when an operation outlived its timeout: libgit2 cannot be interrupted, so it still
+    /// runs (and holds the lock) until the server answers or hangs up. Its flag turns true
+    /// when it ends; until then other operations fail at once instead of queueing behind it.
+    overdue: std::sync::Mutex<Option<Arc<AtomicBool>>>,
     _private_cache: Option<tempfile::TempDir>,
 }
 
@@ -221,7 +236,8 @@ impl Git {
                 location,
                 label,
                 objects,
-                lock: tokio::sync::Mutex::new(()),
+                lock: Arc::new(tokio::sync::Mutex::new(())),
+                overdue: std::sync::Mutex::new(None),
                 _private_cache: private_cache,
             }),
         })
@@ -231,16 +247,43 @@ impl Git {
         &self.inner.options
     }
 
-    /// Runs `work` on a blocking thread, one operation of this handle at a time.
+    /// Runs `work` on a blocking thread, one operation of this handle at a time, and gives up
+    /// waiting for it after the handle's timeout (see [`Inner::overdue`]).
     async fn run<T: Send + 'static>(
         &self,
         work: impl FnOnce(&Inner) -> Result<T, GitError> + Send + 'static,
     ) -> Result<T> {
-        let _serialised = self.inner.lock.lock().await;
+        let timeout = self.inner.options.timeout;
+        let fail = |e: GitError| Err(to_error(&self.inner.label, e));
+        if self.inner.still_overdue() {
+            return fail(GitError::Overdue { timeout });
+        }
+        let lock = Arc::clone(&self.inner.lock).lock_owned();
+        let Ok(serialised) = tokio::time::timeout(timeout, lock).await else {
+            return fail(GitError::Overdue { timeout });
+        };
+        // From here: the wait for the lock is not this operation's time.
+        let deadline = tokio::time::Instant::now() + timeout;
         let inner = Arc::clone(&self.inner);
-        match tokio::task::spawn_blocking(move || work(&inner)).await {
-            Ok(result) => result.map_err(|e| to_error(&self.inner.label, e)),
-            Err(join) => Err(to_error(&self.inner.label, GitError::Join(join))),
+        let done = Arc::new(AtomicBool::new(false));
+        let task = tokio::task::spawn_blocking({
+            let done = Arc::clone(&done);
+            move || {
+                let result = work(&inner);
+                done.store(true, Ordering::SeqCst);
+                drop(serialised);
+                result
+            }
+        });
+        match tokio::time::timeout_at(deadline, task).await {
+            Ok(Ok(result)) => result.map_err(|e| to_error(&self.inner.label, e)),
+            Ok(Err(join)) => fail(GitError::Join(join)),
+            Err(_elapsed) => {
+                if let Ok(mut overdue) = self.inner.overdue.lock() {
+                    *overdue = Some(done);
+                }
+                fail(GitError::TimedOut { timeout })
+            }
         }
     }
 }
@@ -286,6 +329,20 @@ fn from_git2(id: git2::Oid) -> ObjectId {
 }
 
 impl Inner {
+    /// Whether an operation that outlived its timeout is still running.
+    fn still_overdue(&self) -> bool {
+        let Ok(mut overdue) = self.overdue.lock() else {
+            return false;
+        };
+        match overdue.as_ref() {
+            Some(done) if !done.load(Ordering::SeqCst) => true,
+            _ => {
+                *overdue = None;
+                false
+            }
+        }
+    }
+
     fn branch(&self) -> &str {
         &self.options.branch
     }

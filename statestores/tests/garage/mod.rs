@@ -3,7 +3,8 @@
 //! One server per test binary ([`Garage::shared`]), one bucket per test ([`Garage::new_bucket`]).
 //! The server runs under a tiny `sh` watchdog that holds the read end of a pipe whose write end
 //! this process keeps: when the test binary exits, however it exits, the pipe closes and the
-//! watchdog stops Garage and removes its folder. (A `static` is never dropped, so `Drop` alone
+//! watchdog stops Garage and removes its folder. Through the same pipe a test can stop the
+//! server and start it again ([`Garage::stop_server`], [`Garage::start_server`]). (A `static` is never dropped, so `Drop` alone
 //! would leave the server running.)
 //!
 //! The binary is `$GARAGE_BIN`, else `garage` on the PATH, else `~/.cargo/bin/garage`; when there
@@ -213,6 +214,40 @@ impl Garage {
         self.cli(&["layout", "apply", "--version", "1"]);
     }
 
+    /// Stops the server (its data stays) and waits until its S3 port refuses connections.
+    pub fn stop_server(&self) {
+        self.tell_watchdog("stop");
+        let deadline = Instant::now() + STARTUP;
+        while std::net::TcpStream::connect(&self.s3_endpoint).is_ok() {
+            assert!(Instant::now() < deadline, "garage did not stop");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Starts the server stopped by [`Garage::stop_server`] again, on the same ports and data,
+    /// and waits until it answers.
+    pub fn start_server(&self) {
+        self.tell_watchdog("start");
+        self.wait_until_ready();
+        let deadline = Instant::now() + STARTUP;
+        while std::net::TcpStream::connect(&self.s3_endpoint).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "garage's S3 API did not come back"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn tell_watchdog(&self, command: &str) {
+        use std::io::Write;
+        let mut guard = self.watchdog.lock().expect("watchdog lock");
+        let (_, stdin) = guard.as_mut().expect("the watchdog runs");
+        writeln!(stdin, "{command}")
+            .and_then(|()| stdin.flush())
+            .expect("the watchdog reads commands");
+    }
+
     /// Whether the watchdog (and so the server) is gone, with how it ended.
     fn server_exit(&self) -> Option<String> {
         let mut guard = self.watchdog.lock().ok()?;
@@ -245,15 +280,20 @@ impl Drop for Garage {
     }
 }
 
-/// `sh` runs Garage in the background, waits for EOF on its stdin, then stops Garage and
-/// removes `dir`.
+/// `sh` runs Garage in the background and reads lines from its stdin: `stop` stops the server,
+/// `start` starts it again (same config, ports and data); at EOF it stops Garage and removes
+/// `dir`.
 fn spawn_watchdog(binary: &Path, config: &Path, dir: &Path) -> (Child, ChildStdin) {
     const SCRIPT: &str = r#"
-"$0" -c "$1" server >"$2/garage.log" 2>&1 &
+"$0" -c "$1" server >>"$2/garage.log" 2>&1 &
 server=$!
-read -r _ignored || true
-kill -TERM "$server" 2>/dev/null
-wait "$server"
+while read -r command; do
+  case "$command" in
+    stop) kill -TERM "$server" 2>/dev/null; wait "$server"; server= ;;
+    start) [ -n "$server" ] || { "$0" -c "$1" server >>"$2/garage.log" 2>&1 & server=$!; } ;;
+  esac
+done
+[ -z "$server" ] || { kill -TERM "$server" 2>/dev/null; wait "$server"; }
 rm -rf "$2"
 "#;
     let mut command = Command::new("sh");
