@@ -347,8 +347,11 @@ pub fn sandbox_fixtures(subdir: &str) -> PathBuf {
             continue;
         }
         let name = path.file_name().expect("file name");
+        // Unique per process and call: tests of one binary copy the same fixtures concurrently.
+        static COPIES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let copy = COPIES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let partial = target.join(format!(
-            ".{}.{}",
+            ".{}.{}.{copy}",
             name.to_string_lossy(),
             std::process::id()
         ));
