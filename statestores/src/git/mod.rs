@@ -533,6 +533,29 @@ mod tests {
     }
 
     #[test]
+    fn unusable_options_say_why_once() {
+        let cases = [
+            (
+                "https://h/r.git",
+                "bad..name",
+                "https://h/r.git#bad..name: invalid branch name \"bad..name\"",
+            ),
+            (
+                "ftp://h/r.git",
+                "main",
+                "ftp://h/r.git#main: unsupported URL scheme \"ftp\" \
+                 (use a path, file, git, http, https or ssh)",
+            ),
+            ("", "main", "#main: the repository URL is empty"),
+        ];
+        for (url, branch, want) in cases {
+            let err = Git::open(GitOptions::new(url, branch)).expect_err(want);
+            assert!(matches!(err, Error::Config { .. }), "{err:?}");
+            assert_eq!(ErrorChain(&err).to_string(), want);
+        }
+    }
+
+    #[test]
     fn debug_never_shows_secrets() {
         let mut options = GitOptions::new("https://u:pw-in-url@h/r.git", "main");
         options.credentials = GitCredentials::Basic {
