@@ -64,13 +64,9 @@ impl Selector {
     pub fn is_everything(&self) -> bool {
         self.0.selects_all()
     }
-
-    /// The selector as kube holds it, for the API server.
-    pub fn as_kube(&self) -> &kube::core::Selector {
-        &self.0
-    }
 }
 
+/// The selector as kube holds it, for the API server (`LabelSelector::from`, `ListParams`).
 impl From<Selector> for kube::core::Selector {
     fn from(selector: Selector) -> Self {
         selector.0
