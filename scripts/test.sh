@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs every check and test of the project on this machine, installing and starting what the
-# tests need first: Debian packages (git, sshd, bubblewrap, …) and Garage (a real S3 server,
-# built with cargo the first time only). The tests start their own servers on loopback (git
-# daemon, git http-backend, sshd, Garage) and stop them when they finish.
+# tests need first: Debian packages (git, sshd, bubblewrap, …), Garage (a real S3 server) and
+# cargo-deny, both built with cargo the first time only. The tests start their own servers on
+# loopback (git daemon, git http-backend, sshd, Garage) and stop them when they finish.
 set -eu -o pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,6 +22,8 @@ echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --all-features -- -D warnings
+echo "== cargo deny (licenses, bans, sources)"
+scripts/cargo-deny.sh
 echo "== cargo test"
 cargo test --workspace --all-features --no-fail-fast
 if [ -x "$KUBE_TESTENV" ]; then

@@ -343,8 +343,8 @@ fn is_integer(value: &Value) -> bool {
 
 fn format_matches(format: &str, s: &str) -> bool {
     match format {
-        "date-time" => chrono::DateTime::parse_from_rfc3339(s).is_ok(),
-        "date" => chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").is_ok(),
+        "date-time" => super::formats::is_date_time(s),
+        "date" => super::formats::is_date(s),
         "byte" => base64::engine::general_purpose::STANDARD.decode(s).is_ok(),
         "uuid" => uuid::Uuid::parse_str(s).is_ok(),
         "ipv4" => s.parse::<std::net::Ipv4Addr>().is_ok(),

@@ -229,45 +229,66 @@ pub fn parse_workflow_control(text: &str) -> Result<WorkflowControl, Error> {
 /// A Go duration (`time.ParseDuration`, which Kratix uses): a sequence of decimal numbers with
 /// units `ns`, `us`/`µs`, `ms`, `s`, `m`, `h`, such as `30s`, `1.5h` or `1h30m`; `0` alone is
 /// allowed. Negative durations make no sense for a retry and are refused.
+///
+/// kube's [`kube::core::Duration`] does the reading. Its parser is laxer than Go's (it takes an
+/// empty text, `+-5s` or a trailing `0`) and panics when a number overflows, so the text is
+/// checked against Go's grammar, with numbers no longer than Go's limit allows, first.
 pub fn parse_duration(text: &str) -> Option<Duration> {
+    if !is_go_duration(text) {
+        return None;
+    }
+    let parsed: kube::core::Duration = text.parse().ok()?;
+    let duration = Duration::from(parsed);
+    (!parsed.is_negative() && duration <= MAX_GO_DURATION).then_some(duration)
+}
+
+/// Go's limit (an `int64` of nanoseconds): about 290 years.
+const MAX_GO_DURATION: Duration = Duration::from_nanos(i64::MAX as u64);
+
+/// Far longer than any real duration; with the digit limits below it keeps kube's sum of the
+/// parts from overflowing.
+const MAX_DURATION_TEXT: usize = 1024;
+
+/// Go's units, each with the most digits a whole number of it may have within
+/// [`MAX_GO_DURATION`] (9223372036854775807ns, 2562047h), leading zeros aside.
+const DURATION_UNITS: [(&str, usize); 8] = [
+    ("ns", 19),
+    ("us", 16),
+    ("µs", 16),
+    ("μs", 16),
+    ("ms", 13),
+    ("s", 10),
+    ("m", 9),
+    ("h", 7),
+];
+
+/// Whether `text` is `0`, or an optional `+` and one or more numbers (digits with at most one
+/// `.`), each followed by a unit.
+fn is_go_duration(text: &str) -> bool {
     if text == "0" {
-        return Some(Duration::ZERO);
+        return true;
     }
     let mut rest = text.strip_prefix('+').unwrap_or(text);
-    if rest.is_empty() {
-        return None;
+    if rest.is_empty() || text.len() > MAX_DURATION_TEXT {
+        return false;
     }
-    let mut total_nanos: f64 = 0.0;
     while !rest.is_empty() {
-        let number_len = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        let (number, after) = rest.split_at(number_len);
-        if number.is_empty() || number == "." {
-            return None;
-        }
-        let value: f64 = number.parse().ok()?;
-        let unit_len = after
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(after.len());
-        let (unit, after) = after.split_at(unit_len);
-        let nanos_per_unit = match unit {
-            "ns" => 1.0,
-            "us" | "µs" | "μs" => 1e3,
-            "ms" => 1e6,
-            "s" => 1e9,
-            "m" => 60e9,
-            "h" => 3600e9,
-            _ => return None,
+        let is_numeric = |c: char| c.is_ascii_digit() || c == '.';
+        let (number, after) = rest.split_at(rest.find(|c| !is_numeric(c)).unwrap_or(rest.len()));
+        let (unit, after) = after.split_at(after.find(is_numeric).unwrap_or(after.len()));
+        let Some((_, max_digits)) = DURATION_UNITS.iter().find(|(name, _)| *name == unit) else {
+            return false;
         };
-        total_nanos += value * nanos_per_unit;
+        let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
+        if whole.len() + fraction.len() == 0
+            || fraction.contains('.')
+            || whole.trim_start_matches('0').len() > *max_digits
+        {
+            return false;
+        }
         rest = after;
     }
-    // Go's limit: about 290 years.
-    if !total_nanos.is_finite() || total_nanos > i64::MAX as f64 {
-        return None;
-    }
-    Some(Duration::from_nanos(total_nanos.round() as u64))
+    true
 }
 
 /// Reads the three files from `dir`; a missing file means "nothing said".
@@ -505,6 +526,25 @@ mod tests {
             ("m", None),
             ("5d", None),
             (".s", None),
+            (".5s", Some(Duration::from_millis(500))),
+            ("5.s", Some(Duration::from_secs(5))),
+            ("1.2.3s", None),
+            ("µs", None),
+            ("3µs2μs", Some(Duration::from_micros(5))),
+            ("+-5s", None),
+            ("++5s", None),
+            ("+0", None),
+            ("5s0", None),
+            ("5s ", None),
+            ("1e3s", None),
+            ("2562047h", Some(Duration::from_secs(2_562_047 * 3600))),
+            ("2562048h", None),
+            ("9223372036s", Some(Duration::from_secs(9_223_372_036))),
+            ("9223372037s", None),
+            ("00000000000000000000000030s", Some(Duration::from_secs(30))),
+            // Numbers that would overflow kube's arithmetic are refused, not a panic.
+            ("99999999999999999999999999h", None),
+            ("18446744073709551616s", None),
         ];
         for (text, want) in cases {
             assert_eq!(parse_duration(text), want, "{text:?}");

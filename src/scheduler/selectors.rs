@@ -2,6 +2,8 @@
 
 use std::collections::BTreeMap;
 
+use kube::core::{Selector, SelectorExt};
+
 use crate::api::work::{WorkloadGroup, WorkloadGroupSelector};
 
 use super::DestinationInfo;
@@ -39,16 +41,16 @@ pub fn matching_destinations<'a>(
     selectors: &BTreeMap<String, String>,
     destinations: &'a [DestinationInfo],
 ) -> Vec<&'a DestinationInfo> {
+    // Every selector is an equality requirement, as in a `matchLabels`.
+    let selector: Selector = selectors.clone().into_iter().collect();
     let mut matching: Vec<&DestinationInfo> = destinations
         .iter()
         .filter(|destination| !destination.deleting)
         .filter(|destination| {
-            if selectors.is_empty() {
+            if selector.selects_all() {
                 !destination.strict_match_labels || destination.labels.is_empty()
             } else {
-                selectors
-                    .iter()
-                    .all(|(key, value)| destination.labels.get(key) == Some(value))
+                selector.matches(&destination.labels)
             }
         })
         .collect();

@@ -1,30 +1,28 @@
 //! Label selectors as `kubectl -l` writes them: `a=b`, `a==b`, `a!=b`, `a in (x,y)`,
 //! `a notin (x)`, `a`, `!a`, joined by commas.
+//!
+//! They are parsed into kube's [`kube::core::Selector`], which matches labels and converts to a
+//! `LabelSelector`, so a Kubernetes backend can hand them to the API server as they are. kube
+//! reads no text form, hence the parser here.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Requirement {
-    Equals(String, String),
-    NotEquals(String, String),
-    In(String, Vec<String>),
-    NotIn(String, Vec<String>),
-    Exists(String),
-    NotExists(String),
-}
+use kube::core::{Expression, SelectorExt};
 
 /// A parsed label selector; the empty selector matches everything.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Selector {
-    requirements: Vec<Requirement>,
-}
+pub struct Selector(kube::core::Selector);
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum Error {
     /// The selector text is not a valid label selector.
-    #[error("invalid label selector {text:?}: {reason}")]
-    Invalid { text: String, reason: String },
+    #[error("invalid label selector {text:?}: {reason} in {part:?}")]
+    Invalid {
+        text: String,
+        part: String,
+        reason: &'static str,
+    },
 }
 
 impl Selector {
@@ -35,87 +33,70 @@ impl Selector {
 
     /// A selector requiring every given label to equal its value.
     pub fn from_labels<'a>(labels: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
-        Self {
-            requirements: labels
+        Self(
+            labels
                 .into_iter()
-                .map(|(k, v)| Requirement::Equals(k.to_string(), v.to_string()))
+                .map(|(k, v)| Expression::Equal(k.to_string(), v.to_string()))
                 .collect(),
-        }
+        )
     }
 
     pub fn parse(text: &str) -> Result<Self, Error> {
-        let invalid = |reason: &str| Error::Invalid {
-            text: text.to_string(),
-            reason: reason.to_string(),
-        };
-        let mut requirements = Vec::new();
-        for part in split_top_level(text) {
-            let part = part.trim();
-            if part.is_empty() {
-                continue;
-            }
-            let req = if let Some(key) = part.strip_prefix('!') {
-                Requirement::NotExists(valid_key(key.trim()).ok_or_else(|| invalid("bad key"))?)
-            } else if let Some((k, v)) = part.split_once("!=") {
-                Requirement::NotEquals(
-                    valid_key(k.trim()).ok_or_else(|| invalid("bad key"))?,
-                    v.trim().to_string(),
-                )
-            } else if let Some((k, v)) = part.split_once("==").or_else(|| part.split_once('=')) {
-                Requirement::Equals(
-                    valid_key(k.trim()).ok_or_else(|| invalid("bad key"))?,
-                    v.trim().to_string(),
-                )
-            } else if let Some((k, rest)) = split_set_op(part, " notin ") {
-                Requirement::NotIn(
-                    valid_key(k).ok_or_else(|| invalid("bad key"))?,
-                    parse_set(rest).ok_or_else(|| invalid("bad set"))?,
-                )
-            } else if let Some((k, rest)) = split_set_op(part, " in ") {
-                Requirement::In(
-                    valid_key(k).ok_or_else(|| invalid("bad key"))?,
-                    parse_set(rest).ok_or_else(|| invalid("bad set"))?,
-                )
-            } else {
-                Requirement::Exists(valid_key(part).ok_or_else(|| invalid("bad key"))?)
-            };
-            requirements.push(req);
-        }
-        Ok(Self { requirements })
+        split_top_level(text)
+            .into_iter()
+            .map(str::trim)
+            .filter(|part| !part.is_empty())
+            .map(|part| {
+                parse_requirement(part).map_err(|reason| Error::Invalid {
+                    text: text.to_string(),
+                    part: part.to_string(),
+                    reason,
+                })
+            })
+            .collect::<Result<_, _>>()
+            .map(Self)
     }
 
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        self.requirements.iter().all(|r| match r {
-            Requirement::Equals(k, v) => labels.get(k) == Some(v),
-            Requirement::NotEquals(k, v) => labels.get(k) != Some(v),
-            Requirement::In(k, vs) => labels.get(k).is_some_and(|l| vs.contains(l)),
-            Requirement::NotIn(k, vs) => labels.get(k).is_none_or(|l| !vs.contains(l)),
-            Requirement::Exists(k) => labels.contains_key(k),
-            Requirement::NotExists(k) => !labels.contains_key(k),
-        })
+        self.0.matches(labels)
     }
 
     pub fn is_everything(&self) -> bool {
-        self.requirements.is_empty()
+        self.0.selects_all()
+    }
+}
+
+/// The selector as kube holds it, for the API server (`LabelSelector::from`, `ListParams`).
+impl From<Selector> for kube::core::Selector {
+    fn from(selector: Selector) -> Self {
+        selector.0
     }
 }
 
 impl fmt::Display for Selector {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let parts: Vec<String> = self
-            .requirements
-            .iter()
-            .map(|r| match r {
-                Requirement::Equals(k, v) => format!("{k}={v}"),
-                Requirement::NotEquals(k, v) => format!("{k}!={v}"),
-                Requirement::In(k, vs) => format!("{k} in ({})", vs.join(",")),
-                Requirement::NotIn(k, vs) => format!("{k} notin ({})", vs.join(",")),
-                Requirement::Exists(k) => k.clone(),
-                Requirement::NotExists(k) => format!("!{k}"),
-            })
-            .collect();
-        write!(f, "{}", parts.join(","))
+        self.0.fmt(f)
     }
+}
+
+/// One requirement, already trimmed and not empty.
+fn parse_requirement(part: &str) -> Result<Expression, &'static str> {
+    const BAD_KEY: &str = "bad key";
+    const BAD_SET: &str = "bad set";
+    let key = |k: &str| valid_key(k.trim()).ok_or(BAD_KEY);
+    Ok(if let Some(k) = part.strip_prefix('!') {
+        Expression::DoesNotExist(key(k)?)
+    } else if let Some((k, v)) = part.split_once("!=") {
+        Expression::NotEqual(key(k)?, v.trim().to_string())
+    } else if let Some((k, v)) = part.split_once("==").or_else(|| part.split_once('=')) {
+        Expression::Equal(key(k)?, v.trim().to_string())
+    } else if let Some((k, rest)) = part.split_once(" notin ") {
+        Expression::NotIn(key(k)?, parse_set(rest.trim()).ok_or(BAD_SET)?)
+    } else if let Some((k, rest)) = part.split_once(" in ") {
+        Expression::In(key(k)?, parse_set(rest.trim()).ok_or(BAD_SET)?)
+    } else {
+        Expression::Exists(key(part)?)
+    })
 }
 
 /// Splits on commas that are not inside parentheses.
@@ -137,11 +118,7 @@ fn split_top_level(text: &str) -> Vec<&str> {
     parts
 }
 
-fn split_set_op<'a>(part: &'a str, op: &str) -> Option<(&'a str, &'a str)> {
-    part.split_once(op).map(|(k, rest)| (k.trim(), rest.trim()))
-}
-
-fn parse_set(text: &str) -> Option<Vec<String>> {
+fn parse_set(text: &str) -> Option<BTreeSet<String>> {
     let inner = text.strip_prefix('(')?.strip_suffix(')')?;
     Some(
         inner
@@ -303,9 +280,48 @@ mod tests {
     }
 
     #[test]
-    fn bad_selectors_are_refused() {
-        for text in ["=dev", "env in dev", "e nv=x"] {
-            assert!(Selector::parse(text).is_err(), "{text}");
+    fn bad_selectors_are_refused_naming_the_requirement() {
+        let cases = [
+            ("=dev", "=dev", "bad key"),
+            ("env in dev", "env in dev", "bad set"),
+            ("e nv=x", "e nv=x", "bad key"),
+            ("env=dev, tier in (a,b", "tier in (a,b", "bad set"),
+            ("env=dev,!", "!", "bad key"),
+        ];
+        for (text, part, reason) in cases {
+            let want = Error::Invalid {
+                text: text.to_string(),
+                part: part.to_string(),
+                reason,
+            };
+            assert_eq!(Selector::parse(text), Err(want), "{text}");
         }
+    }
+
+    #[test]
+    fn selectors_become_the_label_selectors_the_api_server_takes() {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
+            LabelSelector, LabelSelectorRequirement,
+        };
+        let requirement =
+            |key: &str, operator: &str, values: Option<&[&str]>| LabelSelectorRequirement {
+                key: key.to_string(),
+                operator: operator.to_string(),
+                values: values.map(|vs| vs.iter().map(|v| v.to_string()).collect()),
+            };
+        let selector = Selector::parse("env=dev, tier in (b,a), zone notin (x), team, !gone, k!=v")
+            .expect("valid");
+        let got = LabelSelector::from(kube::core::Selector::from(selector));
+        let want = LabelSelector {
+            match_labels: Some(labels(&[("env", "dev")])),
+            match_expressions: Some(vec![
+                requirement("tier", "In", Some(&["a", "b"])),
+                requirement("zone", "NotIn", Some(&["x"])),
+                requirement("team", "Exists", None),
+                requirement("gone", "DoesNotExist", None),
+                requirement("k", "NotIn", Some(&["v"])),
+            ]),
+        };
+        assert_eq!(got, want);
     }
 }

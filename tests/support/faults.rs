@@ -11,6 +11,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+
 // ---------------------------------------------------------------------------------------------
 // git
 
@@ -109,10 +112,10 @@ impl RestartableGitDaemon {
     /// Kills the daemon and every connection it serves; the port then refuses connections.
     pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
-            let _ = rustix::process::kill_process_group(
-                rustix::process::Pid::from_child(&child),
-                rustix::process::Signal::KILL,
-            );
+            // The daemon leads its group, whose id is its process id.
+            if let Ok(group) = i32::try_from(child.id()) {
+                let _ = killpg(Pid::from_raw(group), Signal::SIGKILL);
+            }
             let _ = child.kill();
             let _ = child.wait();
         }

@@ -1,6 +1,6 @@
 //! The home lock: which process runs the controllers of a home. Others only store and watch.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -30,10 +30,10 @@ impl HomeLock {
             .write(true)
             .open(&path)
             .map_err(io_error(format!("open lock file {}", path.display())))?;
-        match fs2::FileExt::try_lock_exclusive(&file) {
+        match file.try_lock() {
             Ok(()) => Ok(Some(HomeLock { file, path })),
-            Err(err) if is_contended(&err) => Ok(None),
-            Err(err) => Err(io_error(format!("lock {}", path.display()))(err)),
+            Err(TryLockError::WouldBlock) => Ok(None),
+            Err(TryLockError::Error(err)) => Err(io_error(format!("lock {}", path.display()))(err)),
         }
     }
 
@@ -42,14 +42,15 @@ impl HomeLock {
         let Ok(file) = File::open(home.join(LOCK_FILE)) else {
             return false;
         };
-        match fs2::FileExt::try_lock_shared(&file) {
+        match file.try_lock_shared() {
             Ok(()) => {
                 // Released explicitly so a caller that tries to acquire next never races our
                 // own shared lock; closing the file would release it as well.
-                let _ = fs2::FileExt::unlock(&file);
+                let _ = file.unlock();
                 false
             }
-            Err(err) => is_contended(&err),
+            Err(TryLockError::WouldBlock) => true,
+            Err(TryLockError::Error(_)) => false,
         }
     }
 
@@ -63,12 +64,8 @@ impl Drop for HomeLock {
     fn drop(&mut self) {
         // Closing the file releases the lock too; unlocking first makes the release immediate
         // even if a duplicate of the descriptor lives on in a child process.
-        let _ = fs2::FileExt::unlock(&self.file);
+        let _ = self.file.unlock();
     }
-}
-
-fn is_contended(err: &io::Error) -> bool {
-    err.kind() == fs2::lock_contended_error().kind()
 }
 
 fn io_error(context: String) -> impl FnOnce(io::Error) -> Error {

@@ -5,6 +5,9 @@ use std::os::unix::process::CommandExt;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+
 pub struct ProcessGroup {
     child: Child,
     /// How long drop lets the leader finish on its own before killing the group. Letting it
@@ -30,9 +33,11 @@ impl Drop for ProcessGroup {
         while !self.has_exited() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(10));
         }
-        let group = rustix::process::Pid::from_child(&self.child);
-        // Fails only when no member is left, which is what we want anyway.
-        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+        // The child leads its group, so the group id is its process id (which always fits an
+        // i32 on Linux). Killing fails only when no member is left, which is what we want anyway.
+        if let Ok(group) = i32::try_from(self.child.id()) {
+            let _ = killpg(Pid::from_raw(group), Signal::SIGKILL);
+        }
         let _ = self.child.wait();
     }
 }
