@@ -9,6 +9,6 @@ export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 
 if ! command -v cargo-deny >/dev/null 2>&1; then
     echo "cargo-deny.sh: installing cargo-deny (once)" >&2
-    cargo install --locked cargo-deny
+    cargo install --locked cargo-deny --version 0.20.2
 fi
 exec cargo deny --workspace --locked check licenses bans sources
