@@ -3,15 +3,21 @@
 //! holder of the home lock); everything they need to resume after a crash is stored.
 
 mod claims;
+mod commit_message;
 pub mod destinations;
 mod kube_time;
+mod lifecycle;
+mod lookups;
 pub mod placements;
 pub mod promises;
 mod queue;
 pub mod requests;
+mod run_failure;
+mod run_record;
 pub mod runs;
 pub mod state_stores;
 mod status;
+pub mod subject;
 pub mod workflows;
 pub mod works;
 mod write_retry;
@@ -42,11 +48,33 @@ pub enum Error {
     #[error(transparent)]
     Platform(#[from] crate::platform::Error),
     /// A stored object does not parse as its kind.
-    #[error("{key} is not a valid {kind}: {reason}")]
+    #[error("{key} is not a valid {kind}")]
     Malformed {
         key: ObjectKey,
         kind: String,
-        reason: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A Promise's workflows do not parse as pipelines.
+    #[error("{key} is not a valid Promise")]
+    InvalidWorkflows {
+        key: ObjectKey,
+        #[source]
+        source: crate::api::pipeline::Error,
+    },
+    /// A Promise's static dependencies do not make a Work.
+    #[error("{key} is not a valid Promise")]
+    InvalidDependencies {
+        key: ObjectKey,
+        #[source]
+        source: crate::works::Error,
+    },
+    /// A Destination's path makes no valid state-store key.
+    #[error("{key} is not a valid Destination")]
+    InvalidPath {
+        key: ObjectKey,
+        #[source]
+        source: statestores::KeyError,
     },
     /// A state store could not be used.
     #[error("state store {name}")]
@@ -56,8 +84,31 @@ pub enum Error {
         source: statestores::Error,
     },
     /// A pipeline run could not be carried out (not a pipeline failure: those are recorded).
-    #[error("pipeline run {run}: {reason}")]
-    Run { run: String, reason: String },
+    #[error("pipeline run {run}")]
+    Run {
+        run: String,
+        #[source]
+        source: run_failure::Error,
+    },
+}
+
+impl Error {
+    /// A stored object that does not parse as `kind`.
+    fn malformed(obj: &crate::api::Object, kind: &str, source: serde_json::Error) -> Self {
+        Error::Malformed {
+            key: ObjectKey::of(obj),
+            kind: kind.into(),
+            source,
+        }
+    }
+
+    /// The run named `run` could not be carried out.
+    fn run(run: &str, source: impl Into<run_failure::Error>) -> Self {
+        Error::Run {
+            run: run.into(),
+            source: source.into(),
+        }
+    }
 }
 
 /// What a reconcile asks for next.
@@ -376,7 +427,7 @@ impl Runtime {
                 out.extend(destinations::using_store(self, &key.kind, &key.name).await?);
             }
             "Promise" => {
-                out.extend(promises::request_keys(self, &key.name).await?);
+                out.extend(lookups::request_keys(self, &key.name).await?);
             }
             _ => {}
         }
@@ -447,7 +498,7 @@ impl Runtime {
         };
         match label(labels::RESOURCE_NAME) {
             Some(resource) => {
-                let Some(kind) = promises::request_kind_of(self, &promise).await? else {
+                let Some(kind) = lookups::request_kind_of(self, &promise).await? else {
                     return Ok(vec![]);
                 };
                 let ns =
