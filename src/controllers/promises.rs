@@ -5,7 +5,9 @@ use serde_json::{json, Value};
 
 use crate::api::hash::spec_hash;
 use crate::api::pipeline::Pipeline;
-use crate::api::{finalizers, labels, promise_api, Object, ObjectKey, Promise, GROUP};
+use crate::api::{
+    finalizers, labels, promise_api, Condition, ConditionStatus, Object, ObjectKey, Promise, GROUP,
+};
 use crate::store::Selector;
 use crate::workflow::{Action, Step, WorkflowType};
 
@@ -84,24 +86,7 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
         ..
     } = lifecycle::configure(rt, &subject, &configure).await?;
     let available = lifecycle::finished(&step);
-    conditions.push(crate::api::Condition::new(
-        "Available",
-        if available {
-            crate::api::ConditionStatus::True
-        } else {
-            crate::api::ConditionStatus::False
-        },
-        if available {
-            "PromiseAvailable"
-        } else {
-            "PromiseUnavailable"
-        },
-        if available {
-            "Ready to fulfil resource requests"
-        } else {
-            "Promise configure workflow has not completed"
-        },
-    ));
+    conditions.push(available_condition(available));
     conditions.push(works::works_succeeded_condition(works_state));
     let api = promise_api::request_kind(&promise).ok().flatten();
     let generation = obj.metadata.generation;
@@ -139,6 +124,25 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
     })
     .await?;
     Ok(workflows::wake_after(&step).map_or(Next::Done, Next::After))
+}
+
+/// `Available` once the promise configure workflow has nothing left to run.
+fn available_condition(available: bool) -> Condition {
+    if available {
+        Condition::new(
+            "Available",
+            ConditionStatus::True,
+            "PromiseAvailable",
+            "Ready to fulfil resource requests",
+        )
+    } else {
+        Condition::new(
+            "Available",
+            ConditionStatus::False,
+            "PromiseUnavailable",
+            "Promise configure workflow has not completed",
+        )
+    }
 }
 
 /// Requests first (their delete workflows need the Promise), then the promise delete workflow,
@@ -197,4 +201,26 @@ async fn set_message(rt: &Runtime, subject: &Subject, message: &str) -> Result<(
     })
     .await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn available_once_configured() {
+        let cases = [
+            (true, ConditionStatus::True, "PromiseAvailable"),
+            (false, ConditionStatus::False, "PromiseUnavailable"),
+        ];
+        for (available, status, reason) in cases {
+            let c = available_condition(available);
+            assert_eq!(c.type_, "Available");
+            assert_eq!(
+                (c.status, c.reason.as_str()),
+                (status, reason),
+                "{available}"
+            );
+        }
+    }
 }

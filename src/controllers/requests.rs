@@ -127,20 +127,25 @@ pub async fn reconcile(rt: &Runtime, kind: &KindInfo, obj: Object) -> Result<Nex
         status::set_field(s, "observedPromiseGeneration", json!(promise_generation));
         status::set_field(s, "pipelines", pipelines_status.clone());
         status::set_field(s, "workflows", json!(configure.len()));
-        if matches!(step, Step::Completed { .. }) {
-            let message = s
-                .get("message")
-                .and_then(Value::as_str)
-                .unwrap_or("Pending");
-            if message == "Pending" {
-                status::set_field(s, "message", json!("Resource requested"));
-            }
-        } else if matches!(step, Step::Start { .. } | Step::Wait) && s.get("message").is_none() {
-            status::set_field(s, "message", json!("Pending"));
+        if let Some(message) = request_message(&step, s.get("message")) {
+            status::set_field(s, "message", json!(message));
         }
     })
     .await?;
     Ok(workflows::wake_after(&step).map_or(Next::Done, Next::After))
+}
+
+/// The request's `status.message` to write, if it changes: `Pending` while its first workflow
+/// runs, `Resource requested` once it completed — unless a pipeline wrote a message of its own.
+fn request_message(step: &Step, current: Option<&Value>) -> Option<&'static str> {
+    match step {
+        Step::Completed { .. } => {
+            let current = current.and_then(Value::as_str).unwrap_or("Pending");
+            (current == "Pending").then_some("Resource requested")
+        }
+        Step::Start { .. } | Step::Wait => current.is_none().then_some("Pending"),
+        _ => None,
+    }
 }
 
 /// Delete workflow, then the request's Works (their files leave the stores), then its runs and
@@ -165,4 +170,52 @@ async fn teardown(rt: &Runtime, subject: &Subject, promise: &Promise) -> Result<
     )
     .await?;
     Ok(Next::Done)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workflow::StartReason;
+
+    #[test]
+    fn message_says_requested_unless_a_pipeline_said_otherwise() {
+        let completed = Step::Completed {
+            last_run_sequence: 1,
+        };
+        let start = Step::Start {
+            index: 0,
+            reason: StartReason::FirstRun,
+        };
+        let pending = json!("Pending");
+        let custom = json!("db is up");
+        let odd = json!(3);
+        let cases: Vec<(&str, &Step, Option<&Value>, Option<&str>)> = vec![
+            (
+                "completed, none yet",
+                &completed,
+                None,
+                Some("Resource requested"),
+            ),
+            (
+                "completed, pending",
+                &completed,
+                Some(&pending),
+                Some("Resource requested"),
+            ),
+            (
+                "completed, not text",
+                &completed,
+                Some(&odd),
+                Some("Resource requested"),
+            ),
+            ("completed, pipeline's own", &completed, Some(&custom), None),
+            ("starting, none yet", &start, None, Some("Pending")),
+            ("starting, pipeline's own", &start, Some(&custom), None),
+            ("waiting, none yet", &Step::Wait, None, Some("Pending")),
+            ("nothing to run", &Step::NothingToRun, None, None),
+        ];
+        for (name, step, current, want) in cases {
+            assert_eq!(request_message(step, current), want, "{name}");
+        }
+    }
 }
