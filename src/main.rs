@@ -2,7 +2,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use kratix::cli::{run::run, Cli};
-use kratix::controllers::ErrorChain;
+use statestores::error_chain::ErrorChain;
 
 #[tokio::main]
 async fn main() -> ExitCode {

@@ -43,6 +43,7 @@ use backoff::Backoff;
 pub use kube_time::{now_ms, now_rfc3339};
 use queue::Queue;
 pub use settings::Settings;
+pub use statestores::error_chain::ErrorChain;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -380,75 +381,3 @@ impl Runtime {
 
 /// The control plane's changes, as the controllers follow them.
 type ChangeFeed = futures::stream::BoxStream<'static, Result<store::Change, store::Error>>;
-
-/// Displays an error with its chain of causes on one line.
-pub struct ErrorChain<'a>(pub &'a dyn std::error::Error);
-
-impl std::fmt::Display for ErrorChain<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mut previous = self.0.to_string();
-        write!(f, "{previous}")?;
-        let mut source = self.0.source();
-        while let Some(cause) = source {
-            let text = cause.to_string();
-            // Some errors (object_store's) already print their source: say it once.
-            if !previous.contains(&text) {
-                write!(f, ": {text}")?;
-            }
-            previous = text;
-            source = cause.source();
-        }
-        Ok(())
-    }
-}
-
-#[cfg(test)]
-mod error_chain_tests {
-    use super::ErrorChain;
-
-    #[derive(Debug, thiserror::Error)]
-    enum Link {
-        #[error("{0}")]
-        Leaf(&'static str),
-        #[error("{text}")]
-        Node {
-            text: &'static str,
-            #[source]
-            source: Box<Link>,
-        },
-    }
-
-    fn chain(texts: &[&'static str]) -> Link {
-        let (last, rest) = texts.split_last().expect("at least one link");
-        rest.iter()
-            .rev()
-            .fold(Link::Leaf(last), |source, text| Link::Node {
-                text,
-                source: Box::new(source),
-            })
-    }
-
-    #[test]
-    fn each_cause_is_said_once() {
-        let cases: &[(&[&'static str], &str)] = &[
-            (&["a"], "a"),
-            (&["a", "b", "c"], "a: b: c"),
-            (
-                &["put failed: 403 body", "403 body"],
-                "put failed: 403 body",
-            ),
-            (
-                &[
-                    "store: access denied",
-                    "denied: 403 body",
-                    "403 body",
-                    "refused",
-                ],
-                "store: access denied: denied: 403 body: refused",
-            ),
-        ];
-        for (links, want) in cases {
-            assert_eq!(ErrorChain(&chain(links)).to_string(), *want, "{links:?}");
-        }
-    }
-}

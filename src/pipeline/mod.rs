@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use statestores::error_chain::ErrorChain;
 use tokio::sync::OnceCell;
 use tokio::time::Instant;
 
@@ -329,7 +330,7 @@ fn check_results(
     let output = match output::read_output(&dirs.output, limits) {
         Ok(output) => output,
         Err(e) => {
-            outcome.result = fail(WORK_WRITER, error_chain(&e));
+            outcome.result = fail(WORK_WRITER, ErrorChain(&e).to_string());
             return;
         }
     };
@@ -344,7 +345,7 @@ fn check_results(
                 Some(metadata::DESTINATION_SELECTORS_FILE) => WORK_WRITER,
                 _ => STATUS_WRITER,
             };
-            outcome.result = fail(checker, error_chain(&e));
+            outcome.result = fail(checker, ErrorChain(&e).to_string());
         }
     }
 }
@@ -493,18 +494,6 @@ async fn probe_bubblewrap(program: &Path, dirs: &RunDirs) -> Result<(), String> 
             String::from_utf8_lossy(&out.stderr).trim()
         )),
     }
-}
-
-/// An error and its sources, `: `-separated, for messages shown to users.
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
 }
 
 #[cfg(test)]

@@ -63,7 +63,7 @@ async fn run_in(
     let dir = tempfile::tempdir().expect("tempdir");
     let outcome = run(request(dir.path(), isolation, containers))
         .await
-        .unwrap_or_else(|e| panic!("{isolation:?}: {}", error_chain(&e)));
+        .unwrap_or_else(|e| panic!("{isolation:?}: {}", ErrorChain(&e)));
     assert_eq!(outcome.isolation_used, isolation);
     (dir, outcome)
 }

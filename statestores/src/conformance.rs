@@ -4,6 +4,7 @@
 //!
 //! Every case expects a fresh, empty store.
 
+use crate::error_chain::ErrorChain;
 use crate::{Change, Key, StateStore, WriteInfo, WriteOutcome};
 use bytes::Bytes;
 
@@ -35,34 +36,34 @@ pub fn info(message: &str) -> WriteInfo {
 async fn write(store: &dyn StateStore, changes: &[Change], what: &str) -> WriteOutcome {
     match store.write(changes, &info(what)).await {
         Ok(outcome) => outcome,
-        Err(err) => panic!("{}: write {what:?} failed: {}", store.kind(), chain(&err)),
+        Err(err) => panic!(
+            "{}: write {what:?} failed: {}",
+            store.kind(),
+            ErrorChain(&err)
+        ),
     }
 }
 
 async fn read(store: &dyn StateStore, path: &str) -> Option<String> {
     match store.read(&key(path)).await {
         Ok(content) => content.map(|b| String::from_utf8_lossy(&b).into_owned()),
-        Err(err) => panic!("{}: read {path:?} failed: {}", store.kind(), chain(&err)),
+        Err(err) => panic!(
+            "{}: read {path:?} failed: {}",
+            store.kind(),
+            ErrorChain(&err)
+        ),
     }
 }
 
 async fn list(store: &dyn StateStore, prefix: &str) -> Vec<String> {
     match store.list(&key(prefix)).await {
         Ok(keys) => keys.iter().map(|k| k.as_str().to_owned()).collect(),
-        Err(err) => panic!("{}: list {prefix:?} failed: {}", store.kind(), chain(&err)),
+        Err(err) => panic!(
+            "{}: list {prefix:?} failed: {}",
+            store.kind(),
+            ErrorChain(&err)
+        ),
     }
-}
-
-/// The error and its sources on one line, so a failing case shows why.
-pub fn chain(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 fn keys(paths: &[&str]) -> Vec<Key> {
@@ -349,7 +350,7 @@ pub async fn check_access_leaves_nothing_behind(store: &dyn StateStore) {
     if let Err(err) = store.check_access().await {
         panic!(
             "{kind}: check_access on an empty store failed: {}",
-            chain(&err)
+            ErrorChain(&err)
         );
     }
     assert!(
@@ -358,7 +359,7 @@ pub async fn check_access_leaves_nothing_behind(store: &dyn StateStore) {
     );
     write(store, &[put("a", "a")], "seed").await;
     if let Err(err) = store.check_access().await {
-        panic!("{kind}: check_access failed: {}", chain(&err));
+        panic!("{kind}: check_access failed: {}", ErrorChain(&err));
     }
     assert_eq!(list(store, "").await, ["a"], "{kind}");
     let again = write(store, &[put("a", "a")], "same").await;

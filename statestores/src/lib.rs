@@ -11,6 +11,7 @@ mod key;
 pub mod conformance;
 pub mod crash;
 mod dir;
+pub mod error_chain;
 mod git;
 mod memory;
 
@@ -100,9 +101,14 @@ pub enum Error {
     /// we allow.
     #[error("{store}: gave up after {attempts} attempts because the store kept changing")]
     Contended { store: String, attempts: u32 },
-    /// The store's configuration is unusable (bad URL, missing credential field).
-    #[error("{store}: {reason}")]
-    Config { store: String, reason: String },
+    /// The store's configuration is unusable (bad URL, missing credential field). The message
+    /// names what is wrong, so that it reads whole even where only the top line is shown.
+    #[error("{store}: {source}")]
+    Config {
+        store: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// Anything else the backend reported.
     #[error("{store}: {context}")]
     Backend {

@@ -13,7 +13,8 @@ use object_store::client::{
 };
 use object_store::path::Path;
 use object_store::{ClientOptions, ObjectStore, ObjectStoreExt, PutPayload};
-use statestores::conformance::{chain, delete, info, key, put};
+use statestores::conformance::{delete, info, key, put};
+use statestores::error_chain::ErrorChain;
 use statestores::{Bucket, BucketAuth, BucketOptions, Change, Error, StateStore, WriteOutcome};
 
 use garage::Garage;
@@ -302,7 +303,7 @@ async fn check_access_leaves_no_object_and_no_upload_behind() {
 }
 
 fn assert_no_secret(err: &Error, secret: &str) {
-    let shown = format!("{err} {err:?} {}", chain(err));
+    let shown = format!("{err} {err:?} {}", ErrorChain(err));
     assert!(!shown.contains(secret), "the secret leaked: {shown}");
 }
 
@@ -320,7 +321,11 @@ async fn assert_every_operation_fails(store: &Bucket, want: fn(&Error) -> bool, 
         match result {
             Ok(()) => panic!("{operation} succeeded"),
             Err(err) => {
-                assert!(want(&err), "{operation}: unexpected error {}", chain(&err));
+                assert!(
+                    want(&err),
+                    "{operation}: unexpected error {}",
+                    ErrorChain(&err)
+                );
                 assert_no_secret(&err, secret);
             }
         }
@@ -429,7 +434,7 @@ async fn plain_http_needs_insecure() {
     options.endpoint = format!("http://{}", options.endpoint);
     options.insecure = false;
     let err = Bucket::open(options).expect_err("http without insecure");
-    assert!(matches!(err, Error::Config { .. }), "{}", chain(&err));
+    assert!(matches!(err, Error::Config { .. }), "{}", ErrorChain(&err));
 }
 
 #[tokio::test]

@@ -7,6 +7,7 @@ mod support;
 use std::net::TcpListener;
 use std::time::Duration;
 
+use statestores::error_chain::ErrorChain;
 use statestores::{Change, Error, Git, GitOptions, Key, StateStore, WriteInfo};
 
 /// Only guards against a hang (the bug this file is about): far longer than any timeout here.
@@ -74,7 +75,7 @@ async fn a_server_that_never_answers_fails_writes_as_unreachable_instead_of_hang
 
     let first = write_one(&git).await.expect_err("nothing answers");
     assert!(matches!(first, Error::Unreachable { .. }), "{first:?}");
-    let text = error_chain(&first);
+    let text = ErrorChain(&first).to_string();
     assert!(text.contains("did not answer within 2s"), "{text}");
     assert!(
         text.contains(&format!("127.0.0.1:{}", server.port)),
@@ -89,9 +90,11 @@ async fn a_server_that_never_answers_fails_writes_as_unreachable_instead_of_hang
         .expect_err("still stuck");
     assert!(matches!(second, Error::Unreachable { .. }), "{second:?}");
     assert!(
-        error_chain(&second).contains("an earlier operation is still waiting"),
+        ErrorChain(&second)
+            .to_string()
+            .contains("an earlier operation is still waiting"),
         "{}",
-        error_chain(&second)
+        ErrorChain(&second)
     );
 
     // Once the server hangs up, the stuck operation ends and the handle is usable again: the
@@ -100,7 +103,10 @@ async fn a_server_that_never_answers_fails_writes_as_unreachable_instead_of_hang
     let third = tokio::time::timeout(HANG_GUARD, async {
         loop {
             let err = git.check_access().await.expect_err("no server");
-            if !error_chain(&err).contains("an earlier operation") {
+            if !ErrorChain(&err)
+                .to_string()
+                .contains("an earlier operation")
+            {
                 return err;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -125,15 +131,4 @@ async fn a_server_that_answers_is_written_within_the_timeout() {
         support::git(&["show", "main:worker/a.yaml"], &bare),
         "a: 1\n"
     );
-}
-
-fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }

@@ -117,7 +117,7 @@ impl Checked {
             panic!(
                 "open {}: {}",
                 remote.url,
-                statestores::conformance::chain(&err)
+                statestores::error_chain::ErrorChain(&err)
             )
         });
         Self {
@@ -280,7 +280,10 @@ async fn attempt(url: &str, credentials: GitCredentials) -> Vec<statestores::Err
 
 /// Everything a caller could print about `err`: Display, Debug and the chain of sources.
 fn printed(err: &statestores::Error) -> String {
-    format!("{err}\n{err:?}\n{}", statestores::conformance::chain(err))
+    format!(
+        "{err}\n{err:?}\n{}",
+        statestores::error_chain::ErrorChain(err)
+    )
 }
 
 fn has_no_branches(bare: &Path) -> bool {

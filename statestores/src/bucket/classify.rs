@@ -1,5 +1,6 @@
 //! What an `object_store` error means for a caller: pure, tested with constructed errors.
 
+use crate::error_chain::ErrorChain;
 use object_store::client::{HttpError, HttpErrorKind};
 
 /// The meaning of a failed request.
@@ -29,7 +30,7 @@ const AUTH_CODES: &[&str] = &[
 /// NB: object_store keeps the server's XML error body only in its error's Display (the retry
 /// error type is private), so S3 error codes are found in the rendered chain.
 pub(crate) fn classify(err: &object_store::Error) -> Meaning {
-    let rendered = render_chain(err);
+    let rendered = ErrorChain(err).to_string();
     let has = |code: &str| rendered.contains(code);
     match err {
         object_store::Error::PermissionDenied { .. }
@@ -46,7 +47,7 @@ pub(crate) fn classify(err: &object_store::Error) -> Meaning {
 /// (AWS, Garage, MinIO) answer a signature scoped to another region with
 /// `AuthorizationHeaderMalformed` and name their own region in `<Region>`.
 pub(crate) fn region_hint(err: &object_store::Error) -> Option<String> {
-    let rendered = render_chain(err);
+    let rendered = ErrorChain(err).to_string();
     if !rendered.contains("<Code>AuthorizationHeaderMalformed</Code>") {
         return None;
     }
@@ -71,17 +72,6 @@ fn no_connection(err: &object_store::Error) -> bool {
         source = current.source();
     }
     false
-}
-
-fn render_chain(err: &object_store::Error) -> String {
-    let mut rendered = err.to_string();
-    let mut source = std::error::Error::source(err);
-    while let Some(current) = source {
-        rendered.push('\n');
-        rendered.push_str(&current.to_string());
-        source = current.source();
-    }
-    rendered
 }
 
 #[cfg(test)]

@@ -153,7 +153,7 @@ impl Bucket {
         );
         let config_error = |err: Error| crate::Error::Config {
             store: label.clone(),
-            reason: error_chain(&err),
+            source: Box::new(err),
         };
         options
             .validate()
@@ -496,18 +496,6 @@ fn index_of(action: &Action) -> usize {
     match action {
         Action::Upload(index) | Action::Delete(index) => *index,
     }
-}
-
-/// `err: its source: …`, for errors that end up as a plain reason string.
-fn error_chain(err: &dyn std::error::Error) -> String {
-    let mut rendered = err.to_string();
-    let mut source = err.source();
-    while let Some(current) = source {
-        rendered.push_str(": ");
-        rendered.push_str(&current.to_string());
-        source = current.source();
-    }
-    rendered
 }
 
 #[async_trait::async_trait]

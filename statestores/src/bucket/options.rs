@@ -144,6 +144,7 @@ impl BucketOptions {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error_chain::ErrorChain;
 
     fn options(endpoint: &str, insecure: bool) -> BucketOptions {
         BucketOptions {
@@ -251,6 +252,26 @@ mod tests {
     }
 
     #[test]
+    fn unusable_options_say_why_once() {
+        let cases = [
+            (
+                options("http://h:9000", false),
+                "bucket kratix at http://h:9000: invalid bucket options: endpoint \"http://h:9000\" \
+                 uses plain http but the store is not marked insecure",
+            ),
+            (
+                options("", true),
+                "bucket kratix at : invalid bucket options: the endpoint is empty",
+            ),
+        ];
+        for (o, want) in cases {
+            let err = crate::Bucket::open(o).expect_err(want);
+            assert!(matches!(err, crate::Error::Config { .. }), "{err:?}");
+            assert_eq!(ErrorChain(&err).to_string(), want);
+        }
+    }
+
+    #[test]
     fn debug_redacts_the_secret() {
         let shown = format!("{:?}", options("h", true));
         assert!(!shown.contains("very-secret"), "{shown}");
@@ -272,7 +293,7 @@ mod tests {
                 shown.push_str(&e.to_string());
             }
             if let Err(e) = crate::Bucket::open(options) {
-                shown.push_str(&e.to_string());
+                shown.push_str(&format!("{} {e:?}", ErrorChain(&e)));
             }
             assert!(!shown.contains("pw-in-url"), "{shown}");
             assert!(shown.contains("u:<redacted>@h"), "{shown}");

@@ -22,8 +22,8 @@ pub(crate) enum GitError {
     Fetch(#[source] git2::Error),
     #[error("could not push the branch")]
     Push(#[source] git2::Error),
-    #[error("the remote refused the push: {0}")]
-    PushRefused(String),
+    #[error("the remote refused the push")]
+    PushRefused(#[source] Refusal),
     #[error("gave up after {attempts} attempts because the branch kept moving")]
     Contended { attempts: u32 },
     #[error("could not connect for push")]
@@ -36,6 +36,8 @@ pub(crate) enum GitError {
     WriteObjects(#[source] Box<dyn std::error::Error + Send + Sync>),
     #[error("could not update the branch")]
     UpdateBranch(#[source] Box<dyn std::error::Error + Send + Sync>),
+    #[error("invalid branch name {name:?}")]
+    BranchName { name: String },
     #[error("{path} holds a folder where a file is wanted, or the reverse")]
     PathConflict { path: String },
     #[error("could not check write access")]
@@ -48,17 +50,13 @@ pub(crate) enum GitError {
     Overdue { timeout: std::time::Duration },
 }
 
-/// An error and its sources on one line, for reasons carried as text.
-pub(crate) fn render_chain(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
+/// Why an update of the branch was refused: the error that said so, or the server's own words.
+pub(crate) type Refusal = Box<dyn std::error::Error + Send + Sync>;
+
+/// A refusal the server gave only as text: a push status line.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct ServerRefusal(pub String);
 
 /// What a failure means, as [`crate::Error`] distinguishes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

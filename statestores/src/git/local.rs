@@ -12,8 +12,6 @@ use gix::refs::Target;
 use gix::ObjectId;
 use std::path::Path;
 
-type Boxed = Box<dyn std::error::Error + Send + Sync>;
-
 pub(crate) fn open(path: &Path) -> Result<gix::Repository, GitError> {
     // Isolated: the user's and system's git configuration must not change what we write.
     gix::open_opts(path, gix::open::Options::isolated()).map_err(|e| GitError::OpenRepository {
@@ -99,8 +97,7 @@ pub(crate) fn compare_and_swap(
         Err(err) => {
             // Either someone moved the branch (or holds its lock), which a retry resolves, or the
             // repository refuses us, which the retry loop reports once it sees the tip unchanged.
-            let err: Boxed = Box::new(err);
-            Ok(Publish::Rejected(super::error::render_chain(&*err)))
+            Ok(Publish::Rejected(Box::new(err)))
         }
     }
 }

@@ -11,9 +11,10 @@ mod network;
 mod tree;
 mod url;
 
+use crate::error_chain::ErrorChain;
 use crate::{Change, Error, Key, Result, StateStore, Version, WriteInfo, WriteOutcome};
 use bytes::Bytes;
-use error::{GitError, Meaning};
+use error::{GitError, Meaning, Refusal};
 use gix::ObjectId;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -159,11 +160,11 @@ pub fn redact_url(url: &str) -> String {
 }
 
 /// The outcome of publishing a commit.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub(crate) enum Publish {
     Done,
     /// The update of the branch was refused, with the reason given.
-    Rejected(String),
+    Rejected(Refusal),
 }
 
 /// A branch of a Git repository. Clones share the handle (and its lock).
@@ -195,14 +196,19 @@ impl Git {
     /// opens the cache. Touches only local files; the network is first used by an operation.
     pub fn open(options: GitOptions) -> Result<Git> {
         let label = format!("{}#{}", redact_url(&options.url), options.branch);
-        let config = |reason: String| Error::Config {
+        let config = |source: Box<dyn std::error::Error + Send + Sync>| Error::Config {
             store: label.clone(),
-            reason,
+            source,
         };
         if !git2::Reference::is_valid_name(&local::branch_ref(&options.branch)) {
-            return Err(config(format!("invalid branch name {:?}", options.branch)));
+            return Err(config(
+                GitError::BranchName {
+                    name: options.branch,
+                }
+                .into(),
+            ));
         }
-        let location = url::parse(&options.url).map_err(|e| config(e.to_string()))?;
+        let location = url::parse(&options.url).map_err(|e| config(e.into()))?;
         let mut private_cache = None;
         let objects = match &location {
             Location::Local(path) => {
@@ -381,7 +387,7 @@ impl Inner {
 
     fn write(&self, changes: &[Change], info: &WriteInfo) -> Result<WriteOutcome, GitError> {
         let retries = self.options.push_retries;
-        let mut rejected: Option<(Option<ObjectId>, String)> = None;
+        let mut rejected: Option<(Option<ObjectId>, Refusal)> = None;
         let mut refusals_on_unmoved_tip = 0;
         for attempt in 0..=retries {
             let tip = self.sync()?;
@@ -413,7 +419,7 @@ impl Inner {
                     })
                 }
                 Publish::Rejected(reason) => {
-                    tracing::debug!(store = %self.label, attempt, %reason, "branch moved; re-applying");
+                    tracing::debug!(store = %self.label, attempt, reason = %ErrorChain(&*reason), "branch moved; re-applying");
                     rejected = Some((tip, reason));
                     if attempt < retries {
                         std::thread::sleep(backoff(attempt, fastrand::f64()));
@@ -523,6 +529,29 @@ mod tests {
         ];
         for (url, want) in cases {
             assert_eq!(redact_url(url), want);
+        }
+    }
+
+    #[test]
+    fn unusable_options_say_why_once() {
+        let cases = [
+            (
+                "https://h/r.git",
+                "bad..name",
+                "https://h/r.git#bad..name: invalid branch name \"bad..name\"",
+            ),
+            (
+                "ftp://h/r.git",
+                "main",
+                "ftp://h/r.git#main: unsupported URL scheme \"ftp\" \
+                 (use a path, file, git, http, https or ssh)",
+            ),
+            ("", "main", "#main: the repository URL is empty"),
+        ];
+        for (url, branch, want) in cases {
+            let err = Git::open(GitOptions::new(url, branch)).expect_err(want);
+            assert!(matches!(err, Error::Config { .. }), "{err:?}");
+            assert_eq!(ErrorChain(&err).to_string(), want);
         }
     }
 

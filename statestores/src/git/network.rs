@@ -1,7 +1,7 @@
 //! Fetching from and pushing to a repository behind a transport, with libgit2, into the
 //! handle's cached bare repository.
 
-use super::error::GitError;
+use super::error::{GitError, ServerRefusal};
 use super::known_hosts::{self, Verdict};
 use super::url::Remote;
 use super::{GitCredentials, Publish};
@@ -235,13 +235,13 @@ pub(crate) fn push(
         Ok(()) => {}
         // libgit2 checks fast-forward itself against what the server advertised.
         Err(e) if e.code() == ErrorCode::NotFastForward => {
-            return Ok(Publish::Rejected(e.message().to_string()))
+            return Ok(Publish::Rejected(Box::new(e)))
         }
         Err(e) => return Err(GitError::Push(e)),
     }
     drop(options);
     if let Some(reason) = refused.into_inner() {
-        return Ok(Publish::Rejected(reason));
+        return Ok(Publish::Rejected(Box::new(ServerRefusal(reason))));
     }
     // Best effort: only spares the next fetch from downloading our own commit again.
     let _ = repo.reference(&tracking_ref(branch), commit, true, "pushed");
