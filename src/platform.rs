@@ -94,6 +94,18 @@ impl Platform {
         self.home.join("runs")
     }
 
+    /// Folder of one pipeline run: its input, output, metadata and logs.
+    pub fn run_dir(&self, run: &Object) -> PathBuf {
+        self.runs_dir()
+            .join(run.metadata.namespace.clone().unwrap_or_default())
+            .join(run.metadata.name.clone().unwrap_or_default())
+    }
+
+    /// The logs of one pipeline run.
+    pub fn logs_path(&self, run: &Object) -> PathBuf {
+        self.run_dir(run).join("logs.txt")
+    }
+
     /// Folder where state-store backends keep caches (Git's bare repositories).
     pub fn cache_dir(&self) -> PathBuf {
         self.home.join("cache")

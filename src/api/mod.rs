@@ -62,4 +62,32 @@ pub mod labels {
     pub const WORKFLOW_SUSPENDED: &str = "kratix.io/workflow-suspended";
     pub const PAUSED: &str = "kratix.io/paused";
     pub const PROMISE_VERSION: &str = "kratix.io/promise-version";
+    /// Why a Work or WorkPlacement (and so its files) is being removed: `configure` when its
+    /// pipeline left the workflow, `delete` when its object is deleted. Becomes the commit's
+    /// `Kratix-Workflow`.
+    pub const REMOVAL_REASON: &str = "kratix.io/removal-reason";
+}
+
+/// Finalizers: what must be done before an object of each kind may go.
+pub mod finalizers {
+    /// Promises and requests: their delete workflow ran and their Works (and files) are gone.
+    pub const WORKFLOWS: &str = "kratix.io/workflows-cleanup";
+    /// Works: their WorkPlacements are gone.
+    pub const WORK: &str = "kratix.io/work-cleanup";
+    /// WorkPlacements: their files left the state store.
+    pub const WORK_PLACEMENT: &str = "finalizers.workplacement.kratix.io/repo-cleanup";
+    /// Destinations: every placement's files left the state store.
+    pub const DESTINATION: &str = "kratix.io/destination-cleanup";
+}
+
+/// Reasons of the conditions that Works and WorkPlacements report, as Kratix spells them.
+pub mod reasons {
+    pub const UNSCHEDULED_WORKLOADS: &str = "UnscheduledWorkloads";
+    pub const ALL_WORKPLACEMENTS_SCHEDULED: &str = "AllWorkplacementsScheduled";
+    pub const WORKPLACEMENTS_FAILING: &str = "WorkplacementsFailing";
+    pub const WORKPLACEMENTS_PENDING: &str = "WorkplacementsPending";
+    pub const ALL_WORKPLACEMENTS_WRITTEN: &str = "AllWorkplacementsWritten";
+    pub const DESTINATION_SELECTOR_MISMATCH: &str = "DestinationSelectorMismatch";
+    pub const WORKLOADS_WRITTEN_TO_STATE_STORE: &str = "WorkloadsWrittenToStateStore";
+    pub const WORKLOADS_WRITTEN_TO_TARGET_DESTINATION: &str = "WorkloadsWrittenToTargetDestination";
 }

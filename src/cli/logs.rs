@@ -91,7 +91,7 @@ pub async fn run(
             .and_then(serde_json::Value::as_str)
             .unwrap_or("Pending");
         out.push_str(&format!("=== {run_name} ({phase})\n"));
-        let path = crate::controllers::runs::logs_path(platform, &run);
+        let path = platform.logs_path(&run);
         match std::fs::read_to_string(&path) {
             Ok(text) => out.push_str(&text),
             Err(_) => out.push_str("(no output yet)\n"),

@@ -5,13 +5,12 @@ use bytes::Bytes;
 use serde_json::{json, Value};
 use statestores::{Change, Key, WriteInfo};
 
-use crate::api::{labels, Condition, ConditionStatus, Destination, Object, ObjectKey};
+use crate::api::{finalizers, labels, Condition, ConditionStatus, Destination, Object, ObjectKey};
 use crate::store::Selector;
 use crate::writer::layout;
 
+use super::commit_message::canary_message;
 use super::{status, works, Error, ErrorChain, Next, Runtime};
-
-pub const FINALIZER: &str = "kratix.io/destination-cleanup";
 
 /// Destinations writing to a state store.
 pub async fn using_store(rt: &Runtime, kind: &str, name: &str) -> Result<Vec<ObjectKey>, Error> {
@@ -35,11 +34,7 @@ pub async fn using_store(rt: &Runtime, kind: &str, name: &str) -> Result<Vec<Obj
 }
 
 fn typed(obj: &Object) -> Result<Destination, Error> {
-    crate::api::object::to_typed(obj).map_err(|e| Error::Malformed {
-        key: ObjectKey::of(obj),
-        kind: "Destination".into(),
-        reason: e.to_string(),
-    })
+    crate::api::object::to_typed(obj).map_err(|source| Error::malformed(obj, "Destination", source))
 }
 
 fn canary_changes(
@@ -50,15 +45,14 @@ fn canary_changes(
     layout::canary_files(&dest.spec.path, store_path, dest.spec.filepath_mode())
         .into_iter()
         .map(|(path, bytes)| {
-            let key = Key::parse(&path).map_err(|e| Error::Malformed {
+            let key = Key::parse(&path).map_err(|source| Error::InvalidPath {
                 key: ObjectKey::new(
                     crate::api::GROUP,
                     "Destination",
                     None,
                     dest.metadata.name.as_deref().unwrap_or_default(),
                 ),
-                kind: "Destination".into(),
-                reason: e.to_string(),
+                source,
             })?;
             Ok(if put {
                 Change::Put(key, Bytes::from(bytes))
@@ -71,7 +65,7 @@ fn canary_changes(
 
 fn canary_info(dest_name: &str, subject: &str, author: (&str, &str)) -> WriteInfo {
     WriteInfo {
-        message: format!("{subject}: kratix-canary\n\nKratix-Destination: {dest_name}\n"),
+        message: canary_message(dest_name, subject),
         author_name: author.0.to_string(),
         author_email: author.1.to_string(),
     }
@@ -119,11 +113,13 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
             .pointer("/status/observedGeneration")
             .and_then(Value::as_i64)
             == obj.metadata.generation
-        && status::has_finalizer(&obj, FINALIZER)
+        && status::has_finalizer(&obj, finalizers::DESTINATION)
     {
         return Ok(Next::Done);
     }
-    let Some(obj) = status::add_finalizer(rt.cp.as_ref(), &kind, &obj, FINALIZER).await? else {
+    let Some(obj) =
+        status::add_finalizer(rt.cp.as_ref(), &kind, &obj, finalizers::DESTINATION).await?
+    else {
         return Ok(Next::Done);
     };
     let generation = obj.metadata.generation;
@@ -209,13 +205,8 @@ async fn deregister(rt: &Runtime, obj: &Object, dest: &Destination) -> Result<Ne
     if !placements.is_empty() {
         for wp in &placements {
             if keep_files {
-                status::remove_finalizer(
-                    rt.cp.as_ref(),
-                    &wp_kind,
-                    wp,
-                    super::placements::FINALIZER,
-                )
-                .await?;
+                status::remove_finalizer(rt.cp.as_ref(), &wp_kind, wp, finalizers::WORK_PLACEMENT)
+                    .await?;
             }
             works::remove_with_reason(rt, &wp_kind, wp, "delete").await?;
         }
@@ -242,6 +233,6 @@ async fn deregister(rt: &Runtime, obj: &Object, dest: &Destination) -> Result<Ne
             }
         }
     }
-    status::remove_finalizer(rt.cp.as_ref(), &kind, obj, FINALIZER).await?;
+    status::remove_finalizer(rt.cp.as_ref(), &kind, obj, finalizers::DESTINATION).await?;
     Ok(Next::Done)
 }

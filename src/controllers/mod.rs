@@ -2,16 +2,25 @@
 //! pure decision function what to do, and acts. One process at a time runs them for a home (the
 //! holder of the home lock); everything they need to resume after a crash is stored.
 
+mod backoff;
 mod claims;
+mod commit_message;
 pub mod destinations;
 mod kube_time;
+mod lifecycle;
+mod lookups;
+mod owners;
 pub mod placements;
 pub mod promises;
 mod queue;
 pub mod requests;
+mod run_failure;
+mod run_record;
 pub mod runs;
+mod settings;
 pub mod state_stores;
 mod status;
+pub mod subject;
 pub mod workflows;
 pub mod works;
 mod write_retry;
@@ -25,13 +34,16 @@ use futures::StreamExt;
 use tokio::task::JoinHandle;
 use tracing::{debug, warn};
 
-use crate::api::{labels, KindInfo, ObjectKey, GROUP};
+use crate::api::{KindInfo, ObjectKey, GROUP};
 use crate::platform::{builtin, Platform};
 use crate::store::embedded::HomeLock;
 use crate::store::{self, ControlPlane, Selector};
 
+use backoff::Backoff;
 pub use kube_time::{now_ms, now_rfc3339};
 use queue::Queue;
+pub use settings::Settings;
+pub use statestores::error_chain::ErrorChain;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -42,11 +54,33 @@ pub enum Error {
     #[error(transparent)]
     Platform(#[from] crate::platform::Error),
     /// A stored object does not parse as its kind.
-    #[error("{key} is not a valid {kind}: {reason}")]
+    #[error("{key} is not a valid {kind}")]
     Malformed {
         key: ObjectKey,
         kind: String,
-        reason: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A Promise's workflows do not parse as pipelines.
+    #[error("{key} is not a valid Promise")]
+    InvalidWorkflows {
+        key: ObjectKey,
+        #[source]
+        source: crate::api::pipeline::Error,
+    },
+    /// A Promise's static dependencies do not make a Work.
+    #[error("{key} is not a valid Promise")]
+    InvalidDependencies {
+        key: ObjectKey,
+        #[source]
+        source: crate::works::Error,
+    },
+    /// A Destination's path makes no valid state-store key.
+    #[error("{key} is not a valid Destination")]
+    InvalidPath {
+        key: ObjectKey,
+        #[source]
+        source: statestores::KeyError,
     },
     /// A state store could not be used.
     #[error("state store {name}")]
@@ -56,8 +90,31 @@ pub enum Error {
         source: statestores::Error,
     },
     /// A pipeline run could not be carried out (not a pipeline failure: those are recorded).
-    #[error("pipeline run {run}: {reason}")]
-    Run { run: String, reason: String },
+    #[error("pipeline run {run}")]
+    Run {
+        run: String,
+        #[source]
+        source: run_failure::Error,
+    },
+}
+
+impl Error {
+    /// A stored object that does not parse as `kind`.
+    fn malformed(obj: &crate::api::Object, kind: &str, source: serde_json::Error) -> Self {
+        Error::Malformed {
+            key: ObjectKey::of(obj),
+            kind: kind.into(),
+            source,
+        }
+    }
+
+    /// The run named `run` could not be carried out.
+    fn run(run: &str, source: impl Into<run_failure::Error>) -> Self {
+        Error::Run {
+            run: run.into(),
+            source: source.into(),
+        }
+    }
 }
 
 /// What a reconcile asks for next.
@@ -86,49 +143,6 @@ pub struct Runtime {
     /// must hear of its deletion.
     owners_seen: Arc<Mutex<std::collections::HashMap<ObjectKey, Vec<ObjectKey>>>>,
     pub settings: Settings,
-}
-
-/// Tunables, from the environment.
-#[derive(Debug, Clone)]
-pub struct Settings {
-    /// Longest a pipeline run may take (`KRATIX_PIPELINE_TIMEOUT` seconds, default 600).
-    pub pipeline_timeout: Duration,
-    /// How often everything is looked at again even without changes (`KRATIX_RESYNC` seconds).
-    pub resync: Duration,
-    /// How often a ready state store's access is checked again, so that an outage shows on the
-    /// store and its Destinations (`KRATIX_STORE_RECHECK` seconds, default 60).
-    pub store_recheck: Duration,
-    /// How long stopping controllers let the pipeline runs they carry out finish before killing
-    /// them and giving their claims back (`KRATIX_SHUTDOWN_GRACE` seconds, default 10).
-    pub shutdown_grace: Duration,
-    /// The longest wait between retries of a write that keeps failing; they start at 5 s and
-    /// grow with the failure (`KRATIX_WRITE_RETRY_MAX` seconds, default 60).
-    pub write_retry_max: Duration,
-    /// How long one Git operation (fetch, push and their re-applies) may take before it fails
-    /// as unreachable (`KRATIX_GIT_TIMEOUT` seconds, default 60).
-    pub git_timeout: Duration,
-}
-
-impl Settings {
-    pub fn from_env() -> Self {
-        let secs = |name: &str, default: u64| {
-            std::env::var(name)
-                .ok()
-                .and_then(|v| v.parse::<u64>().ok())
-                .unwrap_or(default)
-        };
-        Self {
-            pipeline_timeout: Duration::from_secs(secs("KRATIX_PIPELINE_TIMEOUT", 600)),
-            resync: Duration::from_secs(secs("KRATIX_RESYNC", 300)),
-            store_recheck: Duration::from_secs(secs("KRATIX_STORE_RECHECK", 60)),
-            shutdown_grace: Duration::from_secs(secs("KRATIX_SHUTDOWN_GRACE", 10)),
-            write_retry_max: Duration::from_secs(secs(
-                "KRATIX_WRITE_RETRY_MAX",
-                write_retry::DEFAULT_MAX_RETRY.as_secs(),
-            )),
-            git_timeout: Duration::from_secs(secs("KRATIX_GIT_TIMEOUT", 60).max(1)),
-        }
-    }
 }
 
 impl Runtime {
@@ -333,136 +347,6 @@ impl Runtime {
         Ok(())
     }
 
-    /// The objects to reconcile when `key` changed: itself and those that depend on it.
-    async fn affected_by(&self, key: &ObjectKey) -> Result<Vec<ObjectKey>, Error> {
-        let mut out = vec![key.clone()];
-        if key.group.is_empty() {
-            if key.kind == "Secret" {
-                out.extend(state_stores::stores_using_secret(self, key).await?);
-            }
-            out.retain(|k| !k.group.is_empty());
-            return Ok(out);
-        }
-        let Some(kind) = self.platform.kind_of(&key.group, &key.kind).await? else {
-            return Ok(out);
-        };
-        let obj = self
-            .cp
-            .get(&kind, key.namespace.as_deref(), &key.name)
-            .await?;
-        let owners = match &obj {
-            Some(obj) => {
-                let owners = self.owners(obj).await?;
-                self.remember_owners(key.clone(), owners.clone());
-                owners
-            }
-            None => self.forget_owners(key),
-        };
-        out.extend(owners);
-        if key.group != GROUP {
-            return Ok(out);
-        }
-        match key.kind.as_str() {
-            "Destination" => {
-                for work in self
-                    .cp
-                    .list(&builtin("Work"), None, &Selector::everything())
-                    .await?
-                {
-                    out.push(ObjectKey::of(&work));
-                }
-            }
-            "GitStateStore" | "BucketStateStore" => {
-                out.extend(destinations::using_store(self, &key.kind, &key.name).await?);
-            }
-            "Promise" => {
-                out.extend(promises::request_keys(self, &key.name).await?);
-            }
-            _ => {}
-        }
-        Ok(out)
-    }
-
-    /// The objects that wait on `obj`: the Promise or request of a PipelineRun or Work; the
-    /// Work and Destination of a WorkPlacement; the Promise of a request being deleted.
-    async fn owners(&self, obj: &crate::api::Object) -> Result<Vec<ObjectKey>, Error> {
-        let key = ObjectKey::of(obj);
-        let label = |k| crate::api::object::label(obj, k);
-        if key.group == GROUP {
-            return match key.kind.as_str() {
-                "PipelineRun" | "Work" => self.owner_of_workflow_object(obj).await,
-                "WorkPlacement" => {
-                    let mut out = Vec::new();
-                    if let Some(work) = label(labels::WORK) {
-                        out.push(ObjectKey::new(
-                            GROUP,
-                            "Work",
-                            key.namespace.as_deref(),
-                            work,
-                        ));
-                    }
-                    if let Some(dest) = label(labels::TARGET_DESTINATION) {
-                        out.push(ObjectKey::new(GROUP, "Destination", None, dest));
-                    }
-                    Ok(out)
-                }
-                _ => Ok(vec![]),
-            };
-        }
-        // A Promise being deleted waits for its requests to go.
-        match label(labels::PROMISE_NAME) {
-            Some(promise) if obj.metadata.deletion_timestamp.is_some() && !key.group.is_empty() => {
-                Ok(vec![ObjectKey::new(GROUP, "Promise", None, promise)])
-            }
-            _ => Ok(vec![]),
-        }
-    }
-
-    fn remember_owners(&self, key: ObjectKey, owners: Vec<ObjectKey>) {
-        if let Ok(mut seen) = self.owners_seen.lock() {
-            if owners.is_empty() {
-                seen.remove(&key);
-            } else {
-                seen.insert(key, owners);
-            }
-        }
-    }
-
-    fn forget_owners(&self, key: &ObjectKey) -> Vec<ObjectKey> {
-        self.owners_seen
-            .lock()
-            .ok()
-            .and_then(|mut seen| seen.remove(key))
-            .unwrap_or_default()
-    }
-
-    /// The Promise or request that a PipelineRun or Work belongs to.
-    async fn owner_of_workflow_object(
-        &self,
-        obj: &crate::api::Object,
-    ) -> Result<Vec<ObjectKey>, Error> {
-        let label = |k| crate::api::object::label(obj, k).map(str::to_string);
-        let Some(promise) = label(labels::PROMISE_NAME) else {
-            return Ok(vec![]);
-        };
-        match label(labels::RESOURCE_NAME) {
-            Some(resource) => {
-                let Some(kind) = promises::request_kind_of(self, &promise).await? else {
-                    return Ok(vec![]);
-                };
-                let ns =
-                    label(labels::RESOURCE_NAMESPACE).or_else(|| obj.metadata.namespace.clone());
-                Ok(vec![ObjectKey::new(
-                    &kind.group,
-                    &kind.kind,
-                    ns.as_deref(),
-                    &resource,
-                )])
-            }
-            None => Ok(vec![ObjectKey::new(GROUP, "Promise", None, &promise)]),
-        }
-    }
-
     async fn reconcile(&self, key: &ObjectKey) -> Result<Next, Error> {
         let Some(kind) = self.platform.kind_of(&key.group, &key.kind).await? else {
             return Ok(Next::Done);
@@ -497,23 +381,3 @@ impl Runtime {
 
 /// The control plane's changes, as the controllers follow them.
 type ChangeFeed = futures::stream::BoxStream<'static, Result<store::Change, store::Error>>;
-
-/// Exponential backoff for the controllers' own failures: 100 ms doubling to 30 s.
-#[derive(Debug)]
-struct Backoff(Duration);
-
-impl Default for Backoff {
-    fn default() -> Self {
-        Backoff(Duration::from_millis(100))
-    }
-}
-
-impl Backoff {
-    fn next(&mut self) -> Duration {
-        let now = self.0;
-        self.0 = (self.0 * 2).min(Duration::from_secs(30));
-        now
-    }
-}
-
-pub use statestores::error_chain::ErrorChain;

@@ -11,16 +11,17 @@ use statestores::{Change, Key, WriteInfo};
 
 use crate::api::object::label;
 use crate::api::{
-    labels, Condition, ConditionStatus, Destination, FilepathMode, Object, ObjectKey,
+    finalizers, labels, reasons, Condition, ConditionStatus, Destination, FilepathMode, Object,
+    ObjectKey,
 };
 use crate::store::Selector;
 use crate::writer::layout::{self, FileBytes, PlacementContext, PlacementFiles};
 use crate::writer::plan;
 
+use super::commit_message::{placement_message, PlacementWrite};
 use super::state_stores::StoreHandle;
-use super::{status, works, write_retry, Error, ErrorChain, Next, Runtime};
+use super::{status, write_retry, Error, ErrorChain, Next, Runtime};
 
-pub const FINALIZER: &str = "finalizers.workplacement.kratix.io/repo-cleanup";
 const RETRY_WRITE: Duration = Duration::from_secs(5);
 
 fn text<'a>(obj: &'a Object, pointer: &str) -> &'a str {
@@ -60,7 +61,8 @@ pub async fn reconcile(rt: &Runtime, wp: Object) -> Result<Next, Error> {
     let Some(dest_obj) = rt.cp.get(&rt.kind("Destination"), None, &dest_name).await? else {
         if deleting {
             // The Destination is gone, and with it any way to reach its files.
-            status::remove_finalizer(rt.cp.as_ref(), &wp_kind, &wp, FINALIZER).await?;
+            status::remove_finalizer(rt.cp.as_ref(), &wp_kind, &wp, finalizers::WORK_PLACEMENT)
+                .await?;
         } else {
             mark_failed(
                 rt,
@@ -72,19 +74,15 @@ pub async fn reconcile(rt: &Runtime, wp: Object) -> Result<Next, Error> {
         }
         return Ok(Next::Done);
     };
-    let dest: Destination =
-        crate::api::object::to_typed(&dest_obj).map_err(|e| Error::Malformed {
-            key: ObjectKey::of(&dest_obj),
-            kind: "Destination".into(),
-            reason: e.to_string(),
-        })?;
+    let dest: Destination = crate::api::object::to_typed(&dest_obj)
+        .map_err(|source| Error::malformed(&dest_obj, "Destination", source))?;
     // Nothing of it was ever written (or about to be): it can go without the store, even one
     // that is unreachable. In mode aggregatedYAML its content lives in the shared file instead.
     if deleting
         && owned_paths(&wp).is_empty()
         && dest.spec.filepath_mode() != FilepathMode::AggregatedYaml
     {
-        status::remove_finalizer(rt.cp.as_ref(), &wp_kind, &wp, FINALIZER).await?;
+        status::remove_finalizer(rt.cp.as_ref(), &wp_kind, &wp, finalizers::WORK_PLACEMENT).await?;
         return Ok(Next::Done);
     }
     let Some(store_ref) = dest.spec.state_store_ref.clone() else {
@@ -317,7 +315,8 @@ async fn write_batch(
     for (wp, desired) in per_wp {
         let key = ObjectKey::of(&wp);
         if wp.metadata.deletion_timestamp.is_some() {
-            status::remove_finalizer(rt.cp.as_ref(), &wp_kind, &wp, FINALIZER).await?;
+            status::remove_finalizer(rt.cp.as_ref(), &wp_kind, &wp, finalizers::WORK_PLACEMENT)
+                .await?;
             continue;
         }
         let files: Vec<String> = desired.iter().map(|(p, _)| p.clone()).collect();
@@ -333,33 +332,7 @@ async fn write_batch(
                 status::set_field(s, "versionID", json!(v));
             }
             status::set_field(s, "observedGeneration", json!(generation));
-            let ready = if misplaced {
-                Condition::new(
-                    "Ready",
-                    ConditionStatus::False,
-                    "DestinationSelectorMismatch",
-                    "Misplaced",
-                )
-            } else {
-                Condition::new(
-                    "Ready",
-                    ConditionStatus::True,
-                    "WorkloadsWrittenToTargetDestination",
-                    "Ready",
-                )
-            };
-            status::set_conditions(
-                s,
-                [
-                    Condition::new(
-                        "WriteSucceeded",
-                        ConditionStatus::True,
-                        "WorkloadsWrittenToStateStore",
-                        "Workloads written to State Store",
-                    ),
-                    ready,
-                ],
-            );
+            status::set_conditions(s, written_conditions(misplaced));
         })
         .await?;
     }
@@ -408,7 +381,7 @@ async fn aggregated(
     Ok((path, Some(layout::aggregated_yaml(&placements))))
 }
 
-/// `Update from: <work>` (or `Delete from:` when nothing is written), then the trailers.
+/// The commit of one write: what it is for, and who writes it.
 fn write_info(
     handle: &StoreHandle,
     dest: &Destination,
@@ -416,51 +389,23 @@ fn write_info(
     wp: &Object,
     puts: bool,
 ) -> WriteInfo {
-    let work_name = label(wp, labels::WORK).unwrap_or_default();
-    let promise = text(wp, "/spec/promiseName");
     let resource = text(wp, "/spec/resourceName");
-    let work_type = work
-        .and_then(|w| label(w, labels::WORK_TYPE))
-        .map(|t| {
-            if t == "resource" {
-                "resource"
-            } else {
-                "promise"
-            }
-        })
-        .unwrap_or(if resource.is_empty() {
-            "promise"
-        } else {
-            "resource"
-        });
-    let removal = wp
-        .metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(works::REMOVAL_REASON))
-        .map(String::as_str);
-    let action = if removal == Some("delete") {
-        "delete"
-    } else {
-        "configure"
-    };
-    let mut message = format!(
-        "{} from: {work_name}\n\nKratix-Promise: {promise}\n",
-        if puts { "Update" } else { "Delete" }
-    );
-    if !resource.is_empty() {
-        message.push_str(&format!(
-            "Kratix-Resource: {}/{resource}\n",
-            wp.metadata.namespace.clone().unwrap_or_default()
-        ));
-    }
-    if let Some(pipeline) = label(wp, labels::PIPELINE_NAME).filter(|p| !p.is_empty()) {
-        message.push_str(&format!("Kratix-Pipeline: {pipeline}\n"));
-    }
-    message.push_str(&format!(
-        "Kratix-Destination: {}\nKratix-Workflow: {work_type}/{action}\n",
-        dest.metadata.name.clone().unwrap_or_default()
-    ));
+    let namespace = wp.metadata.namespace.as_deref().unwrap_or_default();
+    let message = placement_message(&PlacementWrite {
+        work: label(wp, labels::WORK).unwrap_or_default(),
+        promise: text(wp, "/spec/promiseName"),
+        resource: (!resource.is_empty()).then_some((namespace, resource)),
+        pipeline: label(wp, labels::PIPELINE_NAME),
+        destination: dest.metadata.name.as_deref().unwrap_or_default(),
+        work_type: work.and_then(|w| label(w, labels::WORK_TYPE)),
+        removal: wp
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(labels::REMOVAL_REASON))
+            .map(String::as_str),
+        puts,
+    });
     WriteInfo {
         message,
         author_name: handle.author_name.clone(),
@@ -477,15 +422,117 @@ async fn mark_failed(
     let wp_kind = rt.kind("WorkPlacement");
     for wp in placements {
         status::update_status(rt.cp.as_ref(), &wp_kind, &ObjectKey::of(wp), |_, s| {
-            status::set_conditions(
-                s,
-                [
-                    Condition::new("WriteSucceeded", ConditionStatus::False, reason, message),
-                    Condition::new("Ready", ConditionStatus::False, reason, "Failing"),
-                ],
-            );
+            status::set_conditions(s, failed_conditions(reason, message));
         })
         .await?;
     }
     Ok(())
+}
+
+/// A placement's conditions once its files are written: `Ready` unless it is misplaced.
+fn written_conditions(misplaced: bool) -> [Condition; 2] {
+    let ready = if misplaced {
+        Condition::new(
+            "Ready",
+            ConditionStatus::False,
+            reasons::DESTINATION_SELECTOR_MISMATCH,
+            "Misplaced",
+        )
+    } else {
+        Condition::new(
+            "Ready",
+            ConditionStatus::True,
+            reasons::WORKLOADS_WRITTEN_TO_TARGET_DESTINATION,
+            "Ready",
+        )
+    };
+    [
+        Condition::new(
+            "WriteSucceeded",
+            ConditionStatus::True,
+            reasons::WORKLOADS_WRITTEN_TO_STATE_STORE,
+            "Workloads written to State Store",
+        ),
+        ready,
+    ]
+}
+
+/// A placement's conditions when its files could not be written: failing, for `reason`.
+fn failed_conditions(reason: &str, message: &str) -> [Condition; 2] {
+    [
+        Condition::new("WriteSucceeded", ConditionStatus::False, reason, message),
+        Condition::new("Ready", ConditionStatus::False, reason, "Failing"),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(conditions: &[Condition; 2]) -> Vec<(String, &'static str, String, String)> {
+        conditions
+            .iter()
+            .map(|c| {
+                (
+                    c.type_.clone(),
+                    c.status.as_str(),
+                    c.reason.clone(),
+                    c.message.clone(),
+                )
+            })
+            .collect()
+    }
+
+    fn row(t: &str, s: &'static str, r: &str, m: &str) -> (String, &'static str, String, String) {
+        (t.into(), s, r.into(), m.into())
+    }
+
+    #[test]
+    fn placement_conditions_say_whether_files_are_in_place() {
+        let written = row(
+            "WriteSucceeded",
+            "True",
+            "WorkloadsWrittenToStateStore",
+            "Workloads written to State Store",
+        );
+        let cases = vec![
+            (
+                "written",
+                written_conditions(false),
+                vec![
+                    written.clone(),
+                    row(
+                        "Ready",
+                        "True",
+                        "WorkloadsWrittenToTargetDestination",
+                        "Ready",
+                    ),
+                ],
+            ),
+            (
+                "written but misplaced",
+                written_conditions(true),
+                vec![
+                    written.clone(),
+                    row("Ready", "False", "DestinationSelectorMismatch", "Misplaced"),
+                ],
+            ),
+            (
+                "write failed",
+                failed_conditions("WorkloadsFailedWrite", "push refused"),
+                vec![
+                    row(
+                        "WriteSucceeded",
+                        "False",
+                        "WorkloadsFailedWrite",
+                        "push refused",
+                    ),
+                    row("Ready", "False", "WorkloadsFailedWrite", "Failing"),
+                ],
+            ),
+        ];
+        for (name, got, want) in cases {
+            assert_eq!(summary(&got), want, "{name}");
+        }
+    }
 }

@@ -5,49 +5,18 @@ use serde_json::{json, Value};
 
 use crate::api::hash::spec_hash;
 use crate::api::pipeline::Pipeline;
-use crate::api::{labels, promise_api, KindInfo, Object, ObjectKey, Promise, GROUP};
+use crate::api::{
+    finalizers, labels, promise_api, Condition, ConditionStatus, Object, ObjectKey, Promise, GROUP,
+};
 use crate::store::Selector;
-use crate::workflow::{self, Action, Step, WorkflowType};
+use crate::workflow::{Action, Step, WorkflowType};
 
-use super::workflows::{self, Subject};
-use super::{status, works, Error, Next, Runtime};
-
-pub const FINALIZER: &str = "kratix.io/workflows-cleanup";
-
-pub async fn get(rt: &Runtime, name: &str) -> Result<Option<Object>, Error> {
-    Ok(rt.cp.get(&rt.kind("Promise"), None, name).await?)
-}
-
-/// The request kind a Promise defines, if it exists and defines one.
-pub async fn request_kind_of(rt: &Runtime, promise_name: &str) -> Result<Option<KindInfo>, Error> {
-    let Some(obj) = get(rt, promise_name).await? else {
-        return Ok(None);
-    };
-    Ok(promise_api::kinds_from_promises(std::slice::from_ref(&obj))
-        .into_iter()
-        .next())
-}
-
-/// Keys of every request of a Promise.
-pub async fn request_keys(rt: &Runtime, promise_name: &str) -> Result<Vec<ObjectKey>, Error> {
-    let Some(kind) = request_kind_of(rt, promise_name).await? else {
-        return Ok(vec![]);
-    };
-    Ok(rt
-        .cp
-        .list(&kind, None, &Selector::everything())
-        .await?
-        .iter()
-        .map(ObjectKey::of)
-        .collect())
-}
+use super::lifecycle::{self, Configured};
+use super::subject::Subject;
+use super::{status, workflows, works, Error, Next, Runtime};
 
 fn typed(obj: &Object) -> Result<Promise, Error> {
-    crate::api::object::to_typed(obj).map_err(|e| Error::Malformed {
-        key: ObjectKey::of(obj),
-        kind: "Promise".into(),
-        reason: e.to_string(),
-    })
+    crate::api::object::to_typed(obj).map_err(|source| Error::malformed(obj, "Promise", source))
 }
 
 /// The pipelines of one of a Promise's workflows.
@@ -71,15 +40,14 @@ pub fn pipelines(
         Action::Delete => &actions.delete,
     };
     let path = format!("spec.workflows.{}.{}", ty.as_str(), action.as_str());
-    Pipeline::parse_list(&path, list).map_err(|e| Error::Malformed {
+    Pipeline::parse_list(&path, list).map_err(|source| Error::InvalidWorkflows {
         key: ObjectKey::new(
             GROUP,
             "Promise",
             None,
             promise.metadata.name.as_deref().unwrap_or_default(),
         ),
-        kind: "Promise".into(),
-        reason: e.to_string(),
+        source,
     })
 }
 
@@ -97,7 +65,9 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
     if obj.metadata.deletion_timestamp.is_some() {
         return teardown(rt, &subject, &promise).await;
     }
-    let Some(obj) = status::add_finalizer(rt.cp.as_ref(), &kind, &obj, FINALIZER).await? else {
+    let Some(obj) =
+        status::add_finalizer(rt.cp.as_ref(), &kind, &obj, finalizers::WORKFLOWS).await?
+    else {
         return Ok(Next::Done);
     };
     let subject = Subject {
@@ -108,37 +78,15 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
     works::sync_static_dependencies(rt, &promise).await?;
 
     let configure = pipelines(&promise, WorkflowType::Promise, Action::Configure)?;
-    let (step, records) = workflows::drive(rt, &subject, Action::Configure, &configure).await?;
-    let runs = workflows::runs_of(rt, &subject).await?;
-    let mut promise_works = works::works_of(rt, &subject).await?;
-    // With no pipelines left the workflow is done at once: the Works of the removed ones go too.
-    if matches!(step, Step::Completed { .. } | Step::NothingToRun)
-        && works::delete_obsolete(rt, &promise_works, &configure).await?
-    {
-        promise_works = works::works_of(rt, &subject).await?;
-    }
-    let works_state = works::works_state(&promise_works);
-    let exit_reason = workflows::failure_reason(&runs, &step);
-    let mut conditions = workflow::configure_conditions(&step, &exit_reason, works_state);
-    let available = matches!(step, Step::Completed { .. } | Step::NothingToRun);
-    conditions.push(crate::api::Condition::new(
-        "Available",
-        if available {
-            crate::api::ConditionStatus::True
-        } else {
-            crate::api::ConditionStatus::False
-        },
-        if available {
-            "PromiseAvailable"
-        } else {
-            "PromiseUnavailable"
-        },
-        if available {
-            "Ready to fulfil resource requests"
-        } else {
-            "Promise configure workflow has not completed"
-        },
-    ));
+    let Configured {
+        step,
+        records,
+        works_state,
+        mut conditions,
+        ..
+    } = lifecycle::configure(rt, &subject, &configure).await?;
+    let available = lifecycle::finished(&step);
+    conditions.push(available_condition(available));
     conditions.push(works::works_succeeded_condition(works_state));
     let api = promise_api::request_kind(&promise).ok().flatten();
     let generation = obj.metadata.generation;
@@ -178,6 +126,25 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
     Ok(workflows::wake_after(&step).map_or(Next::Done, Next::After))
 }
 
+/// `Available` once the promise configure workflow has nothing left to run.
+fn available_condition(available: bool) -> Condition {
+    if available {
+        Condition::new(
+            "Available",
+            ConditionStatus::True,
+            "PromiseAvailable",
+            "Ready to fulfil resource requests",
+        )
+    } else {
+        Condition::new(
+            "Available",
+            ConditionStatus::False,
+            "PromiseUnavailable",
+            "Promise configure workflow has not completed",
+        )
+    }
+}
+
 /// Requests first (their delete workflows need the Promise), then the promise delete workflow,
 /// then every Work of the Promise (their files leave the state stores), then the finalizer.
 async fn teardown(rt: &Runtime, subject: &Subject, promise: &Promise) -> Result<Next, Error> {
@@ -208,16 +175,8 @@ async fn teardown(rt: &Runtime, subject: &Subject, promise: &Promise) -> Result<
         }
     }
     let delete = pipelines(promise, WorkflowType::Promise, Action::Delete)?;
-    let (step, _) = workflows::drive(rt, subject, Action::Delete, &delete).await?;
-    let runs = workflows::runs_of(rt, subject).await?;
-    let condition = workflow::delete_condition(&step, &workflows::failure_reason(&runs, &step));
-    status::update_status(rt.cp.as_ref(), &kind, &subject.key(), |_, s| {
-        status::set_conditions(s, [condition.clone()]);
-    })
-    .await?;
-    match step {
-        Step::Completed { .. } | Step::NothingToRun => {}
-        other => return Ok(workflows::wake_after(&other).map_or(Next::Done, Next::After)),
+    if let Some(next) = lifecycle::delete(rt, subject, &delete).await? {
+        return Ok(next);
     }
     let remaining = works::delete_all_of_promise(rt, &subject.promise_name).await?;
     if remaining > 0 {
@@ -226,7 +185,13 @@ async fn teardown(rt: &Runtime, subject: &Subject, promise: &Promise) -> Result<
         return Ok(Next::Done);
     }
     works::delete_runs(rt, subject).await?;
-    status::remove_finalizer(rt.cp.as_ref(), &kind, &subject.object, FINALIZER).await?;
+    status::remove_finalizer(
+        rt.cp.as_ref(),
+        &kind,
+        &subject.object,
+        finalizers::WORKFLOWS,
+    )
+    .await?;
     Ok(Next::Done)
 }
 
@@ -236,4 +201,26 @@ async fn set_message(rt: &Runtime, subject: &Subject, message: &str) -> Result<(
     })
     .await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn available_once_configured() {
+        let cases = [
+            (true, ConditionStatus::True, "PromiseAvailable"),
+            (false, ConditionStatus::False, "PromiseUnavailable"),
+        ];
+        for (available, status, reason) in cases {
+            let c = available_condition(available);
+            assert_eq!(c.type_, "Available");
+            assert_eq!(
+                (c.status, c.reason.as_str()),
+                (status, reason),
+                "{available}"
+            );
+        }
+    }
 }

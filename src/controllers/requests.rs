@@ -7,19 +7,19 @@ use serde_json::{json, Value};
 use crate::api::hash::{resource_hash, spec_hash};
 use crate::api::object::label;
 use crate::api::{
-    labels, promise_api, Condition, ConditionStatus, KindInfo, Object, ObjectKey, Promise,
+    finalizers, labels, promise_api, Condition, ConditionStatus, KindInfo, Object, ObjectKey,
+    Promise,
 };
-use crate::workflow::{self, Action, Step, WorkflowType};
+use crate::workflow::{Action, Step, WorkflowType};
 
-use super::workflows::{self, Subject};
-use super::{promises, status, works, Error, Next, Runtime};
-
-pub const FINALIZER: &str = "kratix.io/workflows-cleanup";
+use super::lifecycle::{self, Configured};
+use super::subject::Subject;
+use super::{lookups, promises, status, workflows, works, Error, Next, Runtime};
 
 /// The Promise that defines a request kind.
 async fn promise_for(rt: &Runtime, kind: &KindInfo, obj: &Object) -> Result<Option<Object>, Error> {
     if let Some(name) = label(obj, labels::PROMISE_NAME) {
-        if let Some(p) = promises::get(rt, name).await? {
+        if let Some(p) = lookups::promise(rt, name).await? {
             return Ok(Some(p));
         }
     }
@@ -39,16 +39,12 @@ pub async fn reconcile(rt: &Runtime, kind: &KindInfo, obj: Object) -> Result<Nex
     let Some(promise_obj) = promise_for(rt, kind, &obj).await? else {
         // A request whose Promise is gone can only be let go.
         if obj.metadata.deletion_timestamp.is_some() {
-            status::remove_finalizer(rt.cp.as_ref(), kind, &obj, FINALIZER).await?;
+            status::remove_finalizer(rt.cp.as_ref(), kind, &obj, finalizers::WORKFLOWS).await?;
         }
         return Ok(Next::Done);
     };
-    let promise: Promise =
-        crate::api::object::to_typed(&promise_obj).map_err(|e| Error::Malformed {
-            key: ObjectKey::of(&promise_obj),
-            kind: "Promise".into(),
-            reason: e.to_string(),
-        })?;
+    let promise: Promise = crate::api::object::to_typed(&promise_obj)
+        .map_err(|source| Error::malformed(&promise_obj, "Promise", source))?;
     let promise_name = promise_obj.metadata.name.clone().unwrap_or_default();
     let promise_generation = promise_obj.metadata.generation;
     let subject = Subject {
@@ -61,7 +57,9 @@ pub async fn reconcile(rt: &Runtime, kind: &KindInfo, obj: Object) -> Result<Nex
     if obj.metadata.deletion_timestamp.is_some() {
         return teardown(rt, &subject, &promise).await;
     }
-    let Some(obj) = status::add_finalizer(rt.cp.as_ref(), kind, &obj, FINALIZER).await? else {
+    let Some(obj) =
+        status::add_finalizer(rt.cp.as_ref(), kind, &obj, finalizers::WORKFLOWS).await?
+    else {
         return Ok(Next::Done);
     };
     let subject = Subject {
@@ -91,26 +89,20 @@ pub async fn reconcile(rt: &Runtime, kind: &KindInfo, obj: Object) -> Result<Nex
     }
 
     let configure = promises::pipelines(&promise, WorkflowType::Resource, Action::Configure)?;
-    let (step, records) = workflows::drive(rt, &subject, Action::Configure, &configure).await?;
-    let runs = workflows::runs_of(rt, &subject).await?;
-    let mut request_works = works::works_of(rt, &subject).await?;
-    // With no pipelines left the workflow is done at once: the Works of the removed ones go too.
-    if matches!(step, Step::Completed { .. } | Step::NothingToRun)
-        && works::delete_obsolete(rt, &request_works, &configure).await?
-    {
-        request_works = works::works_of(rt, &subject).await?;
-    }
-    let works_state = works::works_state(&request_works);
-    let exit_reason = workflows::failure_reason(&runs, &step);
-    let mut conditions = workflow::configure_conditions(&step, &exit_reason, works_state);
+    let Configured {
+        step,
+        records,
+        works: request_works,
+        works_state,
+        mut conditions,
+    } = lifecycle::configure(rt, &subject, &configure).await?;
     conditions.push(Condition::new(
         "PromiseAvailable",
         ConditionStatus::True,
         "PromiseAvailable",
         "Promise is available",
     ));
-    let workflow_done = matches!(step, Step::Completed { .. } | Step::NothingToRun);
-    if workflow_done {
+    if lifecycle::finished(&step) {
         conditions.push(works::works_succeeded_condition(works_state));
     }
     let mut pipelines_status =
@@ -135,36 +127,33 @@ pub async fn reconcile(rt: &Runtime, kind: &KindInfo, obj: Object) -> Result<Nex
         status::set_field(s, "observedPromiseGeneration", json!(promise_generation));
         status::set_field(s, "pipelines", pipelines_status.clone());
         status::set_field(s, "workflows", json!(configure.len()));
-        if matches!(step, Step::Completed { .. }) {
-            let message = s
-                .get("message")
-                .and_then(Value::as_str)
-                .unwrap_or("Pending");
-            if message == "Pending" {
-                status::set_field(s, "message", json!("Resource requested"));
-            }
-        } else if matches!(step, Step::Start { .. } | Step::Wait) && s.get("message").is_none() {
-            status::set_field(s, "message", json!("Pending"));
+        if let Some(message) = request_message(&step, s.get("message")) {
+            status::set_field(s, "message", json!(message));
         }
     })
     .await?;
     Ok(workflows::wake_after(&step).map_or(Next::Done, Next::After))
 }
 
+/// The request's `status.message` to write, if it changes: `Pending` while its first workflow
+/// runs, `Resource requested` once it completed — unless a pipeline wrote a message of its own.
+fn request_message(step: &Step, current: Option<&Value>) -> Option<&'static str> {
+    match step {
+        Step::Completed { .. } => {
+            let current = current.and_then(Value::as_str).unwrap_or("Pending");
+            (current == "Pending").then_some("Resource requested")
+        }
+        Step::Start { .. } | Step::Wait => current.is_none().then_some("Pending"),
+        _ => None,
+    }
+}
+
 /// Delete workflow, then the request's Works (their files leave the stores), then its runs and
 /// finally the finalizer.
 async fn teardown(rt: &Runtime, subject: &Subject, promise: &Promise) -> Result<Next, Error> {
     let delete = promises::pipelines(promise, WorkflowType::Resource, Action::Delete)?;
-    let (step, _) = workflows::drive(rt, subject, Action::Delete, &delete).await?;
-    let runs = workflows::runs_of(rt, subject).await?;
-    let condition = workflow::delete_condition(&step, &workflows::failure_reason(&runs, &step));
-    status::update_status(rt.cp.as_ref(), &subject.kind, &subject.key(), |_, s| {
-        status::set_conditions(s, [condition.clone()]);
-    })
-    .await?;
-    match step {
-        Step::Completed { .. } | Step::NothingToRun => {}
-        other => return Ok(workflows::wake_after(&other).map_or(Next::Done, Next::After)),
+    if let Some(next) = lifecycle::delete(rt, subject, &delete).await? {
+        return Ok(next);
     }
     let request_works = works::works_of(rt, subject).await?;
     if !request_works.is_empty() {
@@ -173,6 +162,60 @@ async fn teardown(rt: &Runtime, subject: &Subject, promise: &Promise) -> Result<
         return Ok(Next::Done);
     }
     works::delete_runs(rt, subject).await?;
-    status::remove_finalizer(rt.cp.as_ref(), &subject.kind, &subject.object, FINALIZER).await?;
+    status::remove_finalizer(
+        rt.cp.as_ref(),
+        &subject.kind,
+        &subject.object,
+        finalizers::WORKFLOWS,
+    )
+    .await?;
     Ok(Next::Done)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workflow::StartReason;
+
+    #[test]
+    fn message_says_requested_unless_a_pipeline_said_otherwise() {
+        let completed = Step::Completed {
+            last_run_sequence: 1,
+        };
+        let start = Step::Start {
+            index: 0,
+            reason: StartReason::FirstRun,
+        };
+        let pending = json!("Pending");
+        let custom = json!("db is up");
+        let odd = json!(3);
+        let cases: Vec<(&str, &Step, Option<&Value>, Option<&str>)> = vec![
+            (
+                "completed, none yet",
+                &completed,
+                None,
+                Some("Resource requested"),
+            ),
+            (
+                "completed, pending",
+                &completed,
+                Some(&pending),
+                Some("Resource requested"),
+            ),
+            (
+                "completed, not text",
+                &completed,
+                Some(&odd),
+                Some("Resource requested"),
+            ),
+            ("completed, pipeline's own", &completed, Some(&custom), None),
+            ("starting, none yet", &start, None, Some("Pending")),
+            ("starting, pipeline's own", &start, Some(&custom), None),
+            ("waiting, none yet", &Step::Wait, None, Some("Pending")),
+            ("nothing to run", &Step::NothingToRun, None, None),
+        ];
+        for (name, step, current, want) in cases {
+            assert_eq!(request_message(step, current), want, "{name}");
+        }
+    }
 }

@@ -3,8 +3,6 @@
 //! object, and records the outcome. A run found `Running` is run again only when the executor that
 //! claimed it is gone (see [`claims`]).
 
-use std::path::PathBuf;
-
 use serde_json::{json, Value};
 use tracing::{error, info, warn};
 
@@ -14,23 +12,11 @@ use crate::pipeline::contract::{
     kratix_env, ResourceObject, Subject as EnvSubject, WorkflowAction, WorkflowEnv,
 };
 use crate::pipeline::{self, Isolation, RunOutcome, RunRequest, RunResult};
-use crate::platform::Platform;
 use crate::store::Selector;
 
 use super::claims::{self, Executor, Verdict};
-use super::{now_rfc3339, promises, status, works, Error, ErrorChain, Next, Runtime};
-
-/// Folder of one run: its input, output, metadata and logs.
-pub fn run_dir(platform: &Platform, run: &Object) -> PathBuf {
-    platform
-        .runs_dir()
-        .join(run.metadata.namespace.clone().unwrap_or_default())
-        .join(run.metadata.name.clone().unwrap_or_default())
-}
-
-pub fn logs_path(platform: &Platform, run: &Object) -> PathBuf {
-    run_dir(platform, run).join("logs.txt")
-}
+use super::run_failure::Error as Failure;
+use super::{lookups, now_rfc3339, status, works, Error, ErrorChain, Next, Runtime};
 
 fn phase(run: &Object) -> &str {
     run.data
@@ -109,9 +95,14 @@ async fn claim_and_start(rt: &Runtime, key: &ObjectKey) -> Result<Next, Error> {
     }
     let started = now_rfc3339();
     let me = rt.executor.clone();
-    let claim = serde_json::to_value(&me).map_err(|e| Error::Run {
-        run: key.name.clone(),
-        reason: format!("cannot record the executor: {e}"),
+    let claim = serde_json::to_value(&me).map_err(|source| {
+        Error::run(
+            &key.name,
+            Failure::Encode {
+                what: "the executor",
+                source,
+            },
+        )
     })?;
     let stored = status::update_status(rt.cp.as_ref(), &rt.kind("PipelineRun"), key, |obj, s| {
         // Someone may have claimed it since it was read.
@@ -157,7 +148,7 @@ async fn claim_and_start(rt: &Runtime, key: &ObjectKey) -> Result<Next, Error> {
 /// Kills what is left of an interrupted run's containers: plain processes (no sandbox to die
 /// with the process that started them) outlive a crash and would run on beside the re-run.
 fn kill_leftovers(rt: &Runtime, run: &Object) {
-    for group in rt.pipelines.kill_leftovers(&run_dir(&rt.platform, run)) {
+    for group in rt.pipelines.kill_leftovers(&rt.platform.run_dir(run)) {
         warn!(run = %ObjectKey::of(run), group, "killed a leftover process group of the interrupted run");
     }
 }
@@ -258,36 +249,39 @@ async fn execute(rt: &Runtime, run: &Object) -> Result<Finished, Error> {
             .unwrap_or_default()
             .to_string()
     };
-    let bad = |reason: String| Error::Run {
-        run: run_name.clone(),
-        reason,
-    };
+    let bad = |source: Failure| Error::run(&run_name, source);
     let pipeline: Pipeline =
         serde_json::from_value(spec.get("pipeline").cloned().unwrap_or_default())
-            .map_err(|e| bad(format!("stored pipeline is invalid: {e}")))?;
+            .map_err(|e| bad(Failure::StoredPipeline(e)))?;
     let promise_name = text("promiseName");
     let action = match text("workflowAction").as_str() {
         "delete" => WorkflowAction::Delete,
         _ => WorkflowAction::Configure,
     };
-    let promise_obj = promises::get(rt, &promise_name)
+    let promise_obj = lookups::promise(rt, &promise_name)
         .await?
-        .ok_or_else(|| bad(format!("Promise {promise_name:?} not found")))?;
-    let promise: Promise =
-        crate::api::object::to_typed(&promise_obj).map_err(|e| bad(e.to_string()))?;
+        .ok_or_else(|| bad(Failure::PromiseNotFound(promise_name.clone())))?;
+    let promise: Promise = crate::api::object::to_typed(&promise_obj).map_err(|source| {
+        bad(Failure::InvalidPromise {
+            name: promise_name.clone(),
+            source,
+        })
+    })?;
 
     // The live object, as Kratix's reader gives it to the pipeline.
     let (object, env_subject, parent_kind) = if text("workflowType") == "resource" {
-        let kind = promises::request_kind_of(rt, &promise_name)
+        let kind = lookups::request_kind_of(rt, &promise_name)
             .await?
-            .ok_or_else(|| bad(format!("Promise {promise_name:?} defines no request kind")))?;
+            .ok_or_else(|| bad(Failure::NoRequestKind(promise_name.clone())))?;
         let ns = text("resourceNamespace");
         let name = text("resourceName");
-        let obj = rt
-            .cp
-            .get(&kind, Some(&ns), &name)
-            .await?
-            .ok_or_else(|| bad(format!("{} {ns}/{name} not found", kind.kind)))?;
+        let obj = rt.cp.get(&kind, Some(&ns), &name).await?.ok_or_else(|| {
+            bad(Failure::RequestNotFound {
+                kind: kind.kind.clone(),
+                namespace: ns.clone(),
+                name: name.clone(),
+            })
+        })?;
         let env = EnvSubject::Resource(ResourceObject {
             kind: kind.kind.clone(),
             group: kind.group.clone(),
@@ -301,7 +295,7 @@ async fn execute(rt: &Runtime, run: &Object) -> Result<Finished, Error> {
     } else {
         (promise_obj.clone(), EnvSubject::Promise, rt.kind("Promise"))
     };
-    let object_yaml = serde_yaml::to_string(&object).map_err(|e| bad(e.to_string()))?;
+    let object_yaml = serde_yaml::to_string(&object).map_err(|e| bad(Failure::ObjectYaml(e)))?;
     let env = kratix_env(&WorkflowEnv {
         action,
         promise_name: promise_name.clone(),
@@ -309,16 +303,23 @@ async fn execute(rt: &Runtime, run: &Object) -> Result<Finished, Error> {
         subject: env_subject,
         dry_run: false,
     });
-    let work_dir = run_dir(&rt.platform, run);
+    let work_dir = rt.platform.run_dir(run);
     if work_dir.exists() {
-        std::fs::remove_dir_all(&work_dir)
-            .map_err(|e| bad(format!("clearing {}: {e}", work_dir.display())))?;
+        std::fs::remove_dir_all(&work_dir).map_err(|source| {
+            bad(Failure::ClearDir {
+                path: work_dir.clone(),
+                source,
+            })
+        })?;
     }
-    std::fs::create_dir_all(&work_dir)
-        .map_err(|e| bad(format!("creating {}: {e}", work_dir.display())))?;
-    let isolation = Isolation::from_env().map_err(|e| bad(ErrorChain(&e).to_string()))?;
-    let images = pipeline::ImageMap::load_for_home(&rt.platform.home)
-        .map_err(|e| bad(ErrorChain(&e).to_string()))?;
+    std::fs::create_dir_all(&work_dir).map_err(|source| {
+        bad(Failure::CreateDir {
+            path: work_dir.clone(),
+            source,
+        })
+    })?;
+    let isolation = Isolation::from_env().map_err(|e| bad(e.into()))?;
+    let images = pipeline::ImageMap::load_for_home(&rt.platform.home).map_err(|e| bad(e.into()))?;
     info!(run = %run_name, pipeline = pipeline.name(), "pipeline run started");
     let outcome: RunOutcome = rt
         .pipelines
@@ -334,7 +335,7 @@ async fn execute(rt: &Runtime, run: &Object) -> Result<Finished, Error> {
             hidden: vec![rt.platform.home.clone()],
         })
         .await
-        .map_err(|e| bad(ErrorChain(&e).to_string()))?;
+        .map_err(|e| bad(e.into()))?;
 
     let (phase, message, exit_code) = match &outcome.result {
         RunResult::Succeeded => ("Succeeded", String::new(), Some(0)),
@@ -373,12 +374,7 @@ async fn execute(rt: &Runtime, run: &Object) -> Result<Finished, Error> {
     if phase == "Succeeded" {
         if action == WorkflowAction::Configure && !control.suspend {
             if let Some(output) = &outcome.output {
-                works::upsert_from_run(rt, run, &promise, output, &outcome.metadata)
-                    .await
-                    .map_err(|e| match e {
-                        Error::Run { reason, .. } => bad(reason),
-                        other => other,
-                    })?;
+                works::upsert_from_run(rt, run, &promise, output, &outcome.metadata).await?;
             }
         }
         if let Some(status_yaml) = &outcome.metadata.status {

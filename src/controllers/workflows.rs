@@ -3,123 +3,18 @@
 
 use serde_json::{json, Value};
 
-use crate::api::object::label;
 use crate::api::pipeline::Pipeline;
-use crate::api::{labels, KindInfo, Object, ObjectKey, SYSTEM_NAMESPACE};
-use crate::store::Selector;
+use crate::api::{labels, Object};
 use crate::workflow::{
-    self, Action, Observed, RunPhase, RunRecord, Step, Suspension, WorkflowType, WorksState,
+    self, Action, Observed, RunPhase, RunRecord, Step, WorkflowType, WorksState,
 };
 
-use super::kube_time::parse_ms;
+use super::run_failure::Error as Failure;
+use super::subject::{runs_of, Subject};
 use super::{now_ms, status, Error, Runtime};
 
 /// Runs kept per pipeline once a workflow has completed (Kratix's `numberOfJobsToKeep`).
 const RUNS_TO_KEEP: usize = 5;
-
-/// The object a workflow runs for.
-#[derive(Debug, Clone)]
-pub struct Subject {
-    pub kind: KindInfo,
-    pub object: Object,
-    pub promise_name: String,
-    pub workflow_type: WorkflowType,
-    /// `kratix.io/hash`: md5 of the Promise spec (promise workflows), or of both specs (resources).
-    pub hash: String,
-}
-
-impl Subject {
-    pub fn key(&self) -> ObjectKey {
-        ObjectKey::of(&self.object)
-    }
-
-    pub fn name(&self) -> String {
-        self.object.metadata.name.clone().unwrap_or_default()
-    }
-
-    /// Promise workflows run in the system namespace, resource workflows in the request's.
-    pub fn run_namespace(&self) -> String {
-        match self.workflow_type {
-            WorkflowType::Promise => SYSTEM_NAMESPACE.to_string(),
-            WorkflowType::Resource => self
-                .object
-                .metadata
-                .namespace
-                .clone()
-                .unwrap_or_else(|| "default".into()),
-        }
-    }
-
-    /// Labels that find every run (and Work) of this object.
-    pub fn selector_labels(&self) -> Vec<(String, String)> {
-        let mut l = vec![
-            (labels::PROMISE_NAME.to_string(), self.promise_name.clone()),
-            (
-                labels::WORKFLOW_TYPE.to_string(),
-                self.workflow_type.as_str().to_string(),
-            ),
-        ];
-        if self.workflow_type == WorkflowType::Resource {
-            l.push((labels::RESOURCE_NAME.to_string(), self.name()));
-        }
-        l
-    }
-
-    pub fn manual_reconcile(&self) -> bool {
-        label(&self.object, labels::MANUAL_RECONCILIATION) == Some("true")
-    }
-}
-
-/// A run record read back from a stored PipelineRun.
-pub fn run_record(run: &Object) -> Option<RunRecord> {
-    let spec = run.data.get("spec")?;
-    let status = run.data.get("status");
-    let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or_default().to_string();
-    let phase = match status.and_then(|s| s.get("phase")).and_then(Value::as_str) {
-        Some("Running") => RunPhase::Running,
-        Some("Succeeded") => RunPhase::Succeeded,
-        Some("Failed") => RunPhase::Failed,
-        _ => RunPhase::Pending,
-    };
-    let control = status.and_then(|s| s.get("workflowControl"));
-    let suspend = control
-        .filter(|c| c.get("suspend").and_then(Value::as_bool) == Some(true))
-        .map(|c| Suspension {
-            retry_after_ms: c.get("retryAfterMs").and_then(Value::as_i64),
-            message: text(c.get("message")),
-        });
-    Some(RunRecord {
-        sequence: spec.get("sequence").and_then(Value::as_i64)?,
-        pipeline_name: text(spec.get("pipelineName")),
-        pipeline_index: usize::try_from(spec.get("pipelineIndex").and_then(Value::as_i64)?).ok()?,
-        action: text(spec.get("workflowAction")).parse().ok()?,
-        hash: text(spec.get("hash")),
-        phase,
-        completion_time_ms: status
-            .and_then(|s| s.get("completionTime"))
-            .and_then(Value::as_str)
-            .and_then(parse_ms),
-        suspend,
-    })
-}
-
-/// Every stored run of the subject's workflow type, with its record.
-pub async fn runs_of(rt: &Runtime, subject: &Subject) -> Result<Vec<(Object, RunRecord)>, Error> {
-    let sel_labels = subject.selector_labels();
-    let selector = Selector::from_labels(sel_labels.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-    let runs = rt
-        .cp
-        .list(
-            &rt.kind("PipelineRun"),
-            Some(&subject.run_namespace()),
-            &selector,
-        )
-        .await?;
-    Ok(runs
-        .into_iter()
-        .filter_map(|r| run_record(&r).map(|rec| (r, rec)))
-        .collect())
-}
 
 /// Decides and acts for one workflow action. Returns the step as decided, and the records.
 pub async fn drive(
@@ -219,14 +114,19 @@ async fn start_run(
             "workflowType": subject.workflow_type.as_str(),
             "workflowAction": action.as_str(),
             "hash": subject.hash,
-            "pipeline": serde_json::to_value(pipeline).map_err(|e| Error::Run { run: name.clone(), reason: e.to_string() })?,
+            "pipeline": serde_json::to_value(pipeline).map_err(|source| Error::run(&name, Failure::Encode { what: "the pipeline", source }))?,
             "last": last,
         },
         "status": { "phase": "Pending" },
     }))
-    .map_err(|e| Error::Run {
-        run: name.clone(),
-        reason: e.to_string(),
+    .map_err(|source| {
+        Error::run(
+            &name,
+            Failure::Encode {
+                what: "the run",
+                source,
+            },
+        )
     })?;
     rt.cp.create(&rt.kind("PipelineRun"), &run).await?;
     tracing::info!(run = %name, object = %subject.key(), "pipeline run created");
@@ -264,8 +164,7 @@ async fn prune_runs(rt: &Runtime, runs: &[(Object, RunRecord)]) -> Result<(), Er
             if rec.phase.is_active() {
                 continue;
             }
-            let dir = super::runs::run_dir(&rt.platform, obj);
-            let _ = std::fs::remove_dir_all(dir);
+            let _ = std::fs::remove_dir_all(rt.platform.run_dir(obj));
             status::delete_if_present(rt.cp.as_ref(), &kind, obj).await?;
         }
     }

@@ -1,0 +1,132 @@
+//! Commit messages of the writes to state stores, with Kratix's trailers (`Kratix-Promise`,
+//! `Kratix-Destination`, ...), so that a store's history says what each change was for.
+
+/// What one write of a Work's placements on a Destination is about.
+#[derive(Debug, Clone, Default)]
+pub struct PlacementWrite<'a> {
+    pub work: &'a str,
+    pub promise: &'a str,
+    /// The request's namespace and name; none for a promise workflow's Work.
+    pub resource: Option<(&'a str, &'a str)>,
+    /// The pipeline that made the Work; none for static dependencies.
+    pub pipeline: Option<&'a str>,
+    pub destination: &'a str,
+    /// The Work's `kratix.io/work-type`, when the Work still exists.
+    pub work_type: Option<&'a str>,
+    /// Why the placement goes ([`crate::api::labels::REMOVAL_REASON`]), if it does.
+    pub removal: Option<&'a str>,
+    /// Whether anything is written (else only deleted).
+    pub puts: bool,
+}
+
+/// `Update from: <work>` (or `Delete from:` when nothing is written), then the trailers.
+pub fn placement_message(w: &PlacementWrite) -> String {
+    let work_type = match w.work_type {
+        Some("resource") => "resource",
+        Some(_) => "promise",
+        None if w.resource.is_some() => "resource",
+        None => "promise",
+    };
+    let action = if w.removal == Some("delete") {
+        "delete"
+    } else {
+        "configure"
+    };
+    let mut message = format!(
+        "{} from: {}\n\nKratix-Promise: {}\n",
+        if w.puts { "Update" } else { "Delete" },
+        w.work,
+        w.promise
+    );
+    if let Some((namespace, name)) = w.resource {
+        message.push_str(&format!("Kratix-Resource: {namespace}/{name}\n"));
+    }
+    if let Some(pipeline) = w.pipeline.filter(|p| !p.is_empty()) {
+        message.push_str(&format!("Kratix-Pipeline: {pipeline}\n"));
+    }
+    message.push_str(&format!(
+        "Kratix-Destination: {}\nKratix-Workflow: {work_type}/{action}\n",
+        w.destination
+    ));
+    message
+}
+
+/// The message of a Destination's canary write (`subject` says what was done to it).
+pub fn canary_message(destination: &str, subject: &str) -> String {
+    format!("{subject}: kratix-canary\n\nKratix-Destination: {destination}\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placement_messages_carry_the_trailers() {
+        let base = PlacementWrite {
+            work: "redis-dev-main",
+            promise: "redis",
+            destination: "dev",
+            puts: true,
+            ..PlacementWrite::default()
+        };
+        let cases: Vec<(&str, PlacementWrite, &str)> = vec![
+            (
+                "promise work, nothing else known",
+                base.clone(),
+                "Update from: redis-dev-main\n\nKratix-Promise: redis\nKratix-Destination: dev\nKratix-Workflow: promise/configure\n",
+            ),
+            (
+                "request work being deleted",
+                PlacementWrite {
+                    resource: Some(("default", "dev")),
+                    pipeline: Some("main"),
+                    work_type: Some("resource"),
+                    removal: Some("delete"),
+                    puts: false,
+                    ..base.clone()
+                },
+                "Delete from: redis-dev-main\n\nKratix-Promise: redis\nKratix-Resource: default/dev\nKratix-Pipeline: main\nKratix-Destination: dev\nKratix-Workflow: resource/delete\n",
+            ),
+            (
+                "work gone: the resource decides the type",
+                PlacementWrite {
+                    resource: Some(("team", "db")),
+                    ..base.clone()
+                },
+                "Update from: redis-dev-main\n\nKratix-Promise: redis\nKratix-Resource: team/db\nKratix-Destination: dev\nKratix-Workflow: resource/configure\n",
+            ),
+            (
+                "static dependency, removed with its pipeline",
+                PlacementWrite {
+                    pipeline: Some(""),
+                    work_type: Some("static-dependency"),
+                    removal: Some("configure"),
+                    ..base.clone()
+                },
+                "Update from: redis-dev-main\n\nKratix-Promise: redis\nKratix-Destination: dev\nKratix-Workflow: promise/configure\n",
+            ),
+        ];
+        for (name, write, want) in cases {
+            assert_eq!(placement_message(&write), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn canary_messages_name_the_destination() {
+        let cases = [
+            (
+                "dev",
+                "Add",
+                "Add: kratix-canary\n\nKratix-Destination: dev\n",
+            ),
+            (
+                "prod",
+                "Remove",
+                "Remove: kratix-canary\n\nKratix-Destination: prod\n",
+            ),
+        ];
+        for (destination, subject, want) in cases {
+            assert_eq!(canary_message(destination, subject), want);
+        }
+    }
+}

@@ -1,0 +1,140 @@
+//! Which objects a change concerns: the changed object, those that wait on it (its owners),
+//! and for some kinds every object that depends on them.
+
+use crate::api::{labels, ObjectKey, GROUP};
+use crate::platform::builtin;
+use crate::store::Selector;
+
+use super::{destinations, lookups, state_stores, Error, Runtime};
+
+impl Runtime {
+    /// The objects to reconcile when `key` changed: itself and those that depend on it.
+    pub(super) async fn affected_by(&self, key: &ObjectKey) -> Result<Vec<ObjectKey>, Error> {
+        let mut out = vec![key.clone()];
+        if key.group.is_empty() {
+            if key.kind == "Secret" {
+                out.extend(state_stores::stores_using_secret(self, key).await?);
+            }
+            out.retain(|k| !k.group.is_empty());
+            return Ok(out);
+        }
+        let Some(kind) = self.platform.kind_of(&key.group, &key.kind).await? else {
+            return Ok(out);
+        };
+        let obj = self
+            .cp
+            .get(&kind, key.namespace.as_deref(), &key.name)
+            .await?;
+        let owners = match &obj {
+            Some(obj) => {
+                let owners = self.owners(obj).await?;
+                self.remember_owners(key.clone(), owners.clone());
+                owners
+            }
+            None => self.forget_owners(key),
+        };
+        out.extend(owners);
+        if key.group != GROUP {
+            return Ok(out);
+        }
+        match key.kind.as_str() {
+            "Destination" => {
+                for work in self
+                    .cp
+                    .list(&builtin("Work"), None, &Selector::everything())
+                    .await?
+                {
+                    out.push(ObjectKey::of(&work));
+                }
+            }
+            "GitStateStore" | "BucketStateStore" => {
+                out.extend(destinations::using_store(self, &key.kind, &key.name).await?);
+            }
+            "Promise" => {
+                out.extend(lookups::request_keys(self, &key.name).await?);
+            }
+            _ => {}
+        }
+        Ok(out)
+    }
+
+    /// The objects that wait on `obj`: the Promise or request of a PipelineRun or Work; the
+    /// Work and Destination of a WorkPlacement; the Promise of a request being deleted.
+    pub(super) async fn owners(&self, obj: &crate::api::Object) -> Result<Vec<ObjectKey>, Error> {
+        let key = ObjectKey::of(obj);
+        let label = |k| crate::api::object::label(obj, k);
+        if key.group == GROUP {
+            return match key.kind.as_str() {
+                "PipelineRun" | "Work" => self.owner_of_workflow_object(obj).await,
+                "WorkPlacement" => {
+                    let mut out = Vec::new();
+                    if let Some(work) = label(labels::WORK) {
+                        out.push(ObjectKey::new(
+                            GROUP,
+                            "Work",
+                            key.namespace.as_deref(),
+                            work,
+                        ));
+                    }
+                    if let Some(dest) = label(labels::TARGET_DESTINATION) {
+                        out.push(ObjectKey::new(GROUP, "Destination", None, dest));
+                    }
+                    Ok(out)
+                }
+                _ => Ok(vec![]),
+            };
+        }
+        // A Promise being deleted waits for its requests to go.
+        match label(labels::PROMISE_NAME) {
+            Some(promise) if obj.metadata.deletion_timestamp.is_some() && !key.group.is_empty() => {
+                Ok(vec![ObjectKey::new(GROUP, "Promise", None, promise)])
+            }
+            _ => Ok(vec![]),
+        }
+    }
+
+    pub(super) fn remember_owners(&self, key: ObjectKey, owners: Vec<ObjectKey>) {
+        if let Ok(mut seen) = self.owners_seen.lock() {
+            if owners.is_empty() {
+                seen.remove(&key);
+            } else {
+                seen.insert(key, owners);
+            }
+        }
+    }
+
+    fn forget_owners(&self, key: &ObjectKey) -> Vec<ObjectKey> {
+        self.owners_seen
+            .lock()
+            .ok()
+            .and_then(|mut seen| seen.remove(key))
+            .unwrap_or_default()
+    }
+
+    /// The Promise or request that a PipelineRun or Work belongs to.
+    async fn owner_of_workflow_object(
+        &self,
+        obj: &crate::api::Object,
+    ) -> Result<Vec<ObjectKey>, Error> {
+        let label = |k| crate::api::object::label(obj, k).map(str::to_string);
+        let Some(promise) = label(labels::PROMISE_NAME) else {
+            return Ok(vec![]);
+        };
+        match label(labels::RESOURCE_NAME) {
+            Some(resource) => {
+                let Some(kind) = lookups::request_kind_of(self, &promise).await? else {
+                    return Ok(vec![]);
+                };
+                let ns =
+                    label(labels::RESOURCE_NAMESPACE).or_else(|| obj.metadata.namespace.clone());
+                Ok(vec![ObjectKey::new(
+                    &kind.group,
+                    &kind.kind,
+                    ns.as_deref(),
+                    &resource,
+                )])
+            }
+            None => Ok(vec![ObjectKey::new(GROUP, "Promise", None, &promise)]),
+        }
+    }
+}

@@ -1,0 +1,48 @@
+//! The controllers' tunables, read from the environment.
+
+use std::time::Duration;
+
+use super::write_retry;
+
+/// Tunables, from the environment.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Longest a pipeline run may take (`KRATIX_PIPELINE_TIMEOUT` seconds, default 600).
+    pub pipeline_timeout: Duration,
+    /// How often everything is looked at again even without changes (`KRATIX_RESYNC` seconds).
+    pub resync: Duration,
+    /// How often a ready state store's access is checked again, so that an outage shows on the
+    /// store and its Destinations (`KRATIX_STORE_RECHECK` seconds, default 60).
+    pub store_recheck: Duration,
+    /// How long stopping controllers let the pipeline runs they carry out finish before killing
+    /// them and giving their claims back (`KRATIX_SHUTDOWN_GRACE` seconds, default 10).
+    pub shutdown_grace: Duration,
+    /// The longest wait between retries of a write that keeps failing; they start at 5 s and
+    /// grow with the failure (`KRATIX_WRITE_RETRY_MAX` seconds, default 60).
+    pub write_retry_max: Duration,
+    /// How long one Git operation (fetch, push and their re-applies) may take before it fails
+    /// as unreachable (`KRATIX_GIT_TIMEOUT` seconds, default 60).
+    pub git_timeout: Duration,
+}
+
+impl Settings {
+    pub fn from_env() -> Self {
+        let secs = |name: &str, default: u64| {
+            std::env::var(name)
+                .ok()
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(default)
+        };
+        Self {
+            pipeline_timeout: Duration::from_secs(secs("KRATIX_PIPELINE_TIMEOUT", 600)),
+            resync: Duration::from_secs(secs("KRATIX_RESYNC", 300)),
+            store_recheck: Duration::from_secs(secs("KRATIX_STORE_RECHECK", 60)),
+            shutdown_grace: Duration::from_secs(secs("KRATIX_SHUTDOWN_GRACE", 10)),
+            write_retry_max: Duration::from_secs(secs(
+                "KRATIX_WRITE_RETRY_MAX",
+                write_retry::DEFAULT_MAX_RETRY.as_secs(),
+            )),
+            git_timeout: Duration::from_secs(secs("KRATIX_GIT_TIMEOUT", 60).max(1)),
+        }
+    }
+}

@@ -1,0 +1,170 @@
+//! The conditions a Work reports: `Ready` once every placement is written for its current
+//! generation, `ScheduleSucceeded` once every workload group has a Destination.
+
+use crate::api::{reasons, Condition, ConditionStatus};
+
+/// What a Work's conditions are decided from.
+#[derive(Debug, Clone, Default)]
+pub struct Placed<'a> {
+    /// Workload groups no Destination matches.
+    pub unscheduled: &'a [&'a str],
+    /// Some placement failed to write.
+    pub failing: bool,
+    /// Some placement sits on a Destination its selectors no longer match.
+    pub misplaced: bool,
+    /// Every placement is written for its current generation.
+    pub all_written: bool,
+}
+
+/// `Ready` then `ScheduleSucceeded`. Unscheduled groups come first, then failures, then
+/// misplacement, then pending writes.
+pub fn work_conditions(placed: &Placed) -> [Condition; 2] {
+    let (ready, message, reason) = if !placed.unscheduled.is_empty() {
+        (
+            ConditionStatus::False,
+            "Pending",
+            reasons::UNSCHEDULED_WORKLOADS,
+        )
+    } else if placed.failing {
+        (
+            ConditionStatus::False,
+            "Failing",
+            reasons::WORKPLACEMENTS_FAILING,
+        )
+    } else if placed.misplaced {
+        (
+            ConditionStatus::False,
+            "Misplaced",
+            reasons::DESTINATION_SELECTOR_MISMATCH,
+        )
+    } else if !placed.all_written {
+        (
+            ConditionStatus::False,
+            "Pending",
+            reasons::WORKPLACEMENTS_PENDING,
+        )
+    } else {
+        (
+            ConditionStatus::True,
+            "Ready",
+            reasons::ALL_WORKPLACEMENTS_WRITTEN,
+        )
+    };
+    let schedule = if placed.unscheduled.is_empty() {
+        Condition::new(
+            "ScheduleSucceeded",
+            ConditionStatus::True,
+            reasons::ALL_WORKPLACEMENTS_SCHEDULED,
+            "All workplacements scheduled successfully",
+        )
+    } else {
+        Condition::new(
+            "ScheduleSucceeded",
+            ConditionStatus::False,
+            reasons::UNSCHEDULED_WORKLOADS,
+            &format!(
+                "No matching destination found for workloadGroups: [{}]",
+                placed.unscheduled.join(" ")
+            ),
+        )
+    };
+    [Condition::new("Ready", ready, reason, message), schedule]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A condition's status, reason and message.
+    type Said = (&'static str, &'static str, &'static str);
+
+    #[test]
+    fn ready_and_scheduled_follow_the_placements() {
+        let two = ["a", "b"];
+        let base = Placed {
+            all_written: true,
+            ..Placed::default()
+        };
+        let cases: Vec<(&str, Placed, Said, Said)> = vec![
+            (
+                "all written",
+                base.clone(),
+                ("True", "AllWorkplacementsWritten", "Ready"),
+                (
+                    "True",
+                    "AllWorkplacementsScheduled",
+                    "All workplacements scheduled successfully",
+                ),
+            ),
+            (
+                "unscheduled wins over failing",
+                Placed {
+                    unscheduled: &two,
+                    failing: true,
+                    ..base.clone()
+                },
+                ("False", "UnscheduledWorkloads", "Pending"),
+                (
+                    "False",
+                    "UnscheduledWorkloads",
+                    "No matching destination found for workloadGroups: [a b]",
+                ),
+            ),
+            (
+                "failing wins over misplaced",
+                Placed {
+                    failing: true,
+                    misplaced: true,
+                    ..base.clone()
+                },
+                ("False", "WorkplacementsFailing", "Failing"),
+                (
+                    "True",
+                    "AllWorkplacementsScheduled",
+                    "All workplacements scheduled successfully",
+                ),
+            ),
+            (
+                "misplaced wins over pending",
+                Placed {
+                    misplaced: true,
+                    all_written: false,
+                    ..base.clone()
+                },
+                ("False", "DestinationSelectorMismatch", "Misplaced"),
+                (
+                    "True",
+                    "AllWorkplacementsScheduled",
+                    "All workplacements scheduled successfully",
+                ),
+            ),
+            (
+                "not all written",
+                Placed {
+                    all_written: false,
+                    ..base.clone()
+                },
+                ("False", "WorkplacementsPending", "Pending"),
+                (
+                    "True",
+                    "AllWorkplacementsScheduled",
+                    "All workplacements scheduled successfully",
+                ),
+            ),
+        ];
+        for (name, placed, want_ready, want_schedule) in cases {
+            let [ready, schedule] = work_conditions(&placed);
+            let got = |c: &Condition| (c.status.as_str(), c.reason.clone(), c.message.clone());
+            assert_eq!(ready.type_, "Ready", "{name}");
+            assert_eq!(schedule.type_, "ScheduleSucceeded", "{name}");
+            let (s, r, m) = got(&ready);
+            assert_eq!((s, r.as_str(), m.as_str()), want_ready, "{name}: Ready");
+            let (s, r, m) = got(&schedule);
+            assert_eq!(
+                (s, r.as_str(), m.as_str()),
+                want_schedule,
+                "{name}: ScheduleSucceeded"
+            );
+        }
+    }
+}

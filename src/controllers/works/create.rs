@@ -1,0 +1,231 @@
+//! Creating and updating Works: from a successful configure run, and from a Promise's static
+//! dependencies.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Value};
+
+use crate::api::work::WorkloadGroup;
+use crate::api::{labels, Object, ObjectKey, Promise, API_VERSION, SYSTEM_NAMESPACE};
+use crate::pipeline::{Metadata, Output};
+use crate::workflow::WorkflowType;
+
+use super::super::run_failure;
+use super::super::{now_rfc3339, status, Error, Runtime};
+use super::delete::delete_works;
+use super::query::selector;
+
+fn promise_selectors(promise: &Promise) -> Vec<BTreeMap<String, String>> {
+    promise
+        .spec
+        .destination_selectors
+        .iter()
+        .map(|s| s.match_labels.clone())
+        .collect()
+}
+
+/// Creates or updates the Work of one successful configure run.
+pub async fn upsert_from_run(
+    rt: &Runtime,
+    run: &Object,
+    promise: &Promise,
+    output: &Output,
+    metadata: &Metadata,
+) -> Result<(), Error> {
+    let run_name = run.metadata.name.clone().unwrap_or_default();
+    let spec = run.data.get("spec").cloned().unwrap_or_default();
+    let text = |f: &str| {
+        spec.get(f)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let (promise_name, pipeline_name, resource) = (
+        text("promiseName"),
+        text("pipelineName"),
+        text("resourceName"),
+    );
+    let workflow_type = if text("workflowType") == "resource" {
+        WorkflowType::Resource
+    } else {
+        WorkflowType::Promise
+    };
+    let groups = crate::works::workload_groups(
+        output,
+        &metadata.destination_selectors,
+        &promise_selectors(promise),
+        workflow_type,
+    )
+    .map_err(|e| Error::run(&run_name, e))?;
+    let namespace = run
+        .metadata
+        .namespace
+        .clone()
+        .unwrap_or_else(|| SYSTEM_NAMESPACE.into());
+    let (name, work_type) = match workflow_type {
+        WorkflowType::Promise => (format!("{promise_name}-{pipeline_name}"), "promise"),
+        WorkflowType::Resource => (
+            format!("{promise_name}-{resource}-{pipeline_name}"),
+            "resource",
+        ),
+    };
+    let mut work_labels = vec![
+        (labels::PROMISE_NAME, promise_name.as_str()),
+        (labels::WORK_TYPE, work_type),
+        (labels::PIPELINE_NAME, pipeline_name.as_str()),
+    ];
+    if workflow_type == WorkflowType::Resource {
+        work_labels.push((labels::RESOURCE_NAME, resource.as_str()));
+    }
+    let work = NewWork {
+        namespace: &namespace,
+        name: &name,
+        labels: &work_labels,
+        promise_name: &promise_name,
+        resource: &resource,
+        groups: &groups,
+    };
+    upsert_work(rt, &work)
+        .await
+        .map_err(|failure| match failure {
+            Upsert::Failed(e) => e,
+            Upsert::Refused(source) => Error::run(&run_name, source),
+        })
+}
+
+/// What a Work is made of.
+struct NewWork<'a> {
+    namespace: &'a str,
+    name: &'a str,
+    labels: &'a [(&'a str, &'a str)],
+    promise_name: &'a str,
+    resource: &'a str,
+    groups: &'a [WorkloadGroup],
+}
+
+/// Why a Work could not be written.
+enum Upsert {
+    Failed(Error),
+    /// Not this time (e.g. its predecessor is still being deleted).
+    Refused(run_failure::Error),
+}
+
+impl From<Error> for Upsert {
+    fn from(e: Error) -> Self {
+        Upsert::Failed(e)
+    }
+}
+
+impl From<crate::store::Error> for Upsert {
+    fn from(e: crate::store::Error) -> Self {
+        Upsert::Failed(e.into())
+    }
+}
+
+/// Finds the Work by its labels (Kratix's identity) and replaces its spec, or creates it.
+async fn upsert_work(rt: &Runtime, new: &NewWork<'_>) -> Result<(), Upsert> {
+    let kind = rt.kind("Work");
+    let spec = json!({
+        "promiseName": new.promise_name,
+        "resourceName": new.resource,
+        "workloadGroups": new.groups,
+        // Changes on every run, as in Kratix, so every run re-checks the stores (restoring files
+        // of ours that someone changed) even when the output is identical.
+        "lastExecutionTimestamp": now_rfc3339(),
+    });
+    let existing = rt
+        .cp
+        .list(&kind, Some(new.namespace), &selector(new.labels))
+        .await?
+        .into_iter()
+        .find(|w| w.metadata.deletion_timestamp.is_none());
+    if let Some(work) = existing {
+        status::update_object(rt.cp.as_ref(), &kind, &ObjectKey::of(&work), |w| {
+            if let Some(map) = w.data.as_object_mut() {
+                map.insert("spec".into(), spec.clone());
+            }
+        })
+        .await?;
+        return Ok(());
+    }
+    let label_map: serde_json::Map<String, Value> = new
+        .labels
+        .iter()
+        .map(|(k, v)| (k.to_string(), json!(v)))
+        .collect();
+    let work: Object = serde_json::from_value(json!({
+        "apiVersion": API_VERSION,
+        "kind": "Work",
+        "metadata": {"name": new.name, "namespace": new.namespace, "labels": label_map},
+        "spec": spec,
+    }))
+    .map_err(|source| {
+        Upsert::Refused(run_failure::Error::Encode {
+            what: "the Work",
+            source,
+        })
+    })?;
+    match rt.cp.create(&kind, &work).await {
+        Ok(_) => Ok(()),
+        Err(crate::store::Error::AlreadyExists { .. }) => {
+            Err(Upsert::Refused(run_failure::Error::WorkStillDeleting {
+                namespace: new.namespace.to_string(),
+                name: new.name.to_string(),
+            }))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Keeps the Promise's static-dependency Work in line with `spec.dependencies`.
+pub async fn sync_static_dependencies(rt: &Runtime, promise: &Promise) -> Result<(), Error> {
+    let name = promise.metadata.name.clone().unwrap_or_default();
+    let work_labels = [
+        (labels::PROMISE_NAME, name.as_str()),
+        (labels::WORK_TYPE, "static-dependency"),
+    ];
+    let existing = rt
+        .cp
+        .list(
+            &rt.kind("Work"),
+            Some(SYSTEM_NAMESPACE),
+            &selector(&work_labels),
+        )
+        .await?;
+    if promise.spec.dependencies.is_empty() {
+        return delete_works(rt, &existing, "configure").await;
+    }
+    let group = crate::works::static_dependencies_group(
+        &name,
+        &promise.spec.dependencies,
+        &promise_selectors(promise),
+    )
+    .map_err(|source| Error::InvalidDependencies {
+        key: ObjectKey::new(crate::api::GROUP, "Promise", None, &name),
+        source,
+    })?;
+    // Only rewrite when the content changed: the timestamp would otherwise make every Promise
+    // reconcile a new Work generation.
+    if let Some(work) = existing.first() {
+        let same = work.data.pointer("/spec/workloadGroups")
+            == serde_json::to_value([&group]).ok().as_ref();
+        if same {
+            return Ok(());
+        }
+    }
+    let work_name = format!("{name}-static-deps");
+    let work = NewWork {
+        namespace: SYSTEM_NAMESPACE,
+        name: &work_name,
+        labels: &work_labels,
+        promise_name: &name,
+        resource: "",
+        groups: std::slice::from_ref(&group),
+    };
+    upsert_work(rt, &work)
+        .await
+        .map_err(|failure| match failure {
+            Upsert::Failed(e) => e,
+            Upsert::Refused(source) => Error::run(&work_name, source),
+        })
+}

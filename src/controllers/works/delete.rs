@@ -1,0 +1,87 @@
+//! Deleting Works (their placements' files follow) and the run records of a workflow that is
+//! going away.
+
+use crate::api::object::label;
+use crate::api::pipeline::Pipeline;
+use crate::api::{labels, KindInfo, Object, ObjectKey};
+
+use super::super::subject::{runs_of, Subject};
+use super::super::{status, Error, Runtime};
+use super::query::selector;
+
+/// Deletes the Works of pipelines no longer in the workflow. Returns whether any was deleted.
+pub async fn delete_obsolete(
+    rt: &Runtime,
+    works: &[Object],
+    pipelines: &[Pipeline],
+) -> Result<bool, Error> {
+    let current: Vec<String> = pipelines.iter().map(|p| p.name().to_string()).collect();
+    let obsolete: Vec<Object> = works
+        .iter()
+        .filter(|w| label(w, labels::WORK_TYPE) != Some("static-dependency"))
+        .filter(|w| {
+            let pipeline = label(w, labels::PIPELINE_NAME)
+                .unwrap_or_default()
+                .to_string();
+            !crate::workflow::obsolete_pipelines(&[pipeline], &current).is_empty()
+        })
+        .filter(|w| w.metadata.deletion_timestamp.is_none())
+        .cloned()
+        .collect();
+    delete_works(rt, &obsolete, "configure").await?;
+    Ok(!obsolete.is_empty())
+}
+
+/// Marks why the Works go, then deletes them (their placements' files follow).
+pub async fn delete_works(rt: &Runtime, works: &[Object], reason: &str) -> Result<(), Error> {
+    let kind = rt.kind("Work");
+    for work in works {
+        remove_with_reason(rt, &kind, work, reason).await?;
+    }
+    Ok(())
+}
+
+/// Records why a Work or WorkPlacement goes ([`labels::REMOVAL_REASON`]), then deletes it.
+/// Objects already being deleted keep the reason they were given.
+pub async fn remove_with_reason(
+    rt: &Runtime,
+    kind: &KindInfo,
+    obj: &Object,
+    reason: &str,
+) -> Result<(), Error> {
+    if obj.metadata.deletion_timestamp.is_some() {
+        return Ok(());
+    }
+    status::update_object(rt.cp.as_ref(), kind, &ObjectKey::of(obj), |o| {
+        o.metadata
+            .annotations
+            .get_or_insert_with(Default::default)
+            .insert(labels::REMOVAL_REASON.into(), reason.into());
+    })
+    .await?;
+    status::delete_if_present(rt.cp.as_ref(), kind, obj).await
+}
+
+/// Deletes every Work of a Promise (all namespaces); returns how many still exist.
+pub async fn delete_all_of_promise(rt: &Runtime, promise: &str) -> Result<usize, Error> {
+    let works = rt
+        .cp
+        .list(
+            &rt.kind("Work"),
+            None,
+            &selector(&[(labels::PROMISE_NAME, promise)]),
+        )
+        .await?;
+    delete_works(rt, &works, "delete").await?;
+    Ok(works.len())
+}
+
+/// Deletes the run records (and their folders) of a Promise or request that is going away.
+pub async fn delete_runs(rt: &Runtime, subject: &Subject) -> Result<(), Error> {
+    let kind = rt.kind("PipelineRun");
+    for (run, _) in runs_of(rt, subject).await? {
+        let _ = std::fs::remove_dir_all(rt.platform.run_dir(&run));
+        status::delete_if_present(rt.cp.as_ref(), &kind, &run).await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,75 @@
+//! Finding Works and WorkPlacements by their labels.
+
+use serde_json::Value;
+
+use crate::api::{labels, Object, SYSTEM_NAMESPACE};
+use crate::store::Selector;
+use crate::workflow::WorkflowType;
+
+use super::super::subject::Subject;
+use super::super::{Error, Runtime};
+
+pub(super) fn selector(pairs: &[(&str, &str)]) -> Selector {
+    Selector::from_labels(pairs.iter().copied())
+}
+
+/// The WorkPlacements of one Work.
+pub(super) async fn placements_of(
+    rt: &Runtime,
+    namespace: Option<&str>,
+    work_name: &str,
+) -> Result<Vec<Object>, Error> {
+    Ok(rt
+        .cp
+        .list(
+            &rt.kind("WorkPlacement"),
+            namespace,
+            &selector(&[(labels::WORK, work_name)]),
+        )
+        .await?)
+}
+
+/// Whether the object's status was written for its current generation.
+pub(super) fn observed_current(obj: &Object) -> bool {
+    obj.data
+        .pointer("/status/observedGeneration")
+        .and_then(Value::as_i64)
+        == obj.metadata.generation
+}
+
+/// The Works a Promise's or request's workflow produced.
+pub async fn works_of(rt: &Runtime, subject: &Subject) -> Result<Vec<Object>, Error> {
+    let mut pairs = vec![
+        (
+            labels::PROMISE_NAME.to_string(),
+            subject.promise_name.clone(),
+        ),
+        (
+            labels::WORK_TYPE.to_string(),
+            subject.workflow_type.as_str().to_string(),
+        ),
+    ];
+    if subject.workflow_type == WorkflowType::Resource {
+        pairs.push((labels::RESOURCE_NAME.to_string(), subject.name()));
+    }
+    let sel = Selector::from_labels(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    let mut works = rt
+        .cp
+        .list(&rt.kind("Work"), Some(&subject.run_namespace()), &sel)
+        .await?;
+    if subject.workflow_type == WorkflowType::Promise {
+        let statics = rt
+            .cp
+            .list(
+                &rt.kind("Work"),
+                Some(SYSTEM_NAMESPACE),
+                &selector(&[
+                    (labels::PROMISE_NAME, &subject.promise_name),
+                    (labels::WORK_TYPE, "static-dependency"),
+                ]),
+            )
+            .await?;
+        works.extend(statics);
+    }
+    Ok(works)
+}
