@@ -2,8 +2,6 @@
 //! unreachable after the handle's timeout instead of hanging, later ones fail at once while
 //! the stuck one still waits, and the handle works again once that one ends.
 
-mod support;
-
 use std::net::TcpListener;
 use std::time::Duration;
 
@@ -120,7 +118,7 @@ async fn a_server_that_never_answers_fails_writes_as_unreachable_instead_of_hang
 /// A working server is unaffected by the timeout, and a handle's writes still land.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_server_that_answers_is_written_within_the_timeout() {
-    let daemon = support::GitDaemon::start().expect("git daemon");
+    let daemon = testkit::GitDaemon::start().expect("git daemon");
     let bare = daemon.bare_repo("state.git").expect("bare repository");
     let mut options = GitOptions::new(daemon.url("state.git"), "main");
     options.timeout = Duration::from_secs(30);
@@ -128,7 +126,7 @@ async fn a_server_that_answers_is_written_within_the_timeout() {
     let outcome = write_one(&git).await.expect("written");
     assert!(outcome.version.is_some());
     assert_eq!(
-        support::git(&["show", "main:worker/a.yaml"], &bare),
+        testkit::git(&["show", "main:worker/a.yaml"], &bare),
         "a: 1\n"
     );
 }

@@ -7,34 +7,12 @@ use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 // ---------------------------------------------------------------------------------------------
 // git
-
-/// `git` ignoring the machine's configuration, with a fixed identity, never prompting.
-pub fn git_command(dir: &Path) -> Command {
-    let mut cmd = Command::new("git");
-    cmd.current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_COUNT", "2")
-        .env("GIT_CONFIG_KEY_0", "gc.auto")
-        .env("GIT_CONFIG_VALUE_0", "0")
-        .env("GIT_CONFIG_KEY_1", "receive.autogc")
-        .env("GIT_CONFIG_VALUE_1", "false")
-        .env("GIT_AUTHOR_NAME", "Someone Else")
-        .env("GIT_AUTHOR_EMAIL", "someone@example.com")
-        .env("GIT_COMMITTER_NAME", "Someone Else")
-        .env("GIT_COMMITTER_EMAIL", "someone@example.com")
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .env_remove("GIT_INDEX_FILE");
-    cmd
-}
 
 /// A `git daemon` serving every repository under `root` (fetch and push) on one loopback port,
 /// which it keeps across [`stop`](Self::stop) and [`start`](Self::start): clients see the same
@@ -79,7 +57,7 @@ impl RestartableGitDaemon {
         if self.child.is_some() {
             return;
         }
-        let child = git_command(&self.root)
+        let child = testkit::hermetic_git_command(&self.root)
             .args([
                 "daemon",
                 "--reuseaddr",
@@ -215,7 +193,7 @@ impl BareRepo {
     }
 
     pub fn try_git(&self, args: &[&str]) -> Option<String> {
-        let out = git_command(&self.git_dir)
+        let out = testkit::hermetic_git_command(&self.git_dir)
             .args(args)
             .output()
             .expect("git runs");
@@ -226,7 +204,7 @@ impl BareRepo {
 
     #[track_caller]
     pub fn git(&self, args: &[&str]) -> String {
-        let out = git_command(&self.git_dir)
+        let out = testkit::hermetic_git_command(&self.git_dir)
             .args(args)
             .output()
             .expect("git runs");
@@ -287,7 +265,7 @@ impl BareRepo {
     /// `git fsck --full --strict`: every object reachable and well formed.
     #[track_caller]
     pub fn assert_fsck(&self) {
-        let out = git_command(&self.git_dir)
+        let out = testkit::hermetic_git_command(&self.git_dir)
             .args(["fsck", "--full", "--strict", "--no-dangling"])
             .output()
             .expect("git fsck runs");

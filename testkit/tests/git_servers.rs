@@ -1,12 +1,10 @@
-//! The loopback git servers of `support` work with the reference client, the git CLI: clone,
+//! The loopback git servers of the kit work with the reference client, the git CLI: clone,
 //! commit and push through each, then check the bare repository on disk. These prove the harness
 //! the Git store's transport tests rely on.
 
-mod support;
-
 use std::net::TcpStream;
 use std::path::Path;
-use support::{
+use testkit::{
     files_at, git, git_failure, git_with_env, scratch_dir, GitDaemon, GitHttp, SshKeyPair, Sshd,
 };
 
