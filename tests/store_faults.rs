@@ -23,11 +23,9 @@ use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use serde_json::Value;
 use serde_yaml::Value as Yaml;
-use support::faults::{
-    BareRepo, Commit, FaultPlan, FaultProxy, RestartableGitDaemon, SilentServer,
-};
+use support::faults::{BareRepo, Commit, FaultPlan, FaultProxy};
 use support::{condition, eventually, fixtures, Kratix};
-use testkit::garage;
+use testkit::{garage, RestartableGitDaemon, SilentServer};
 
 /// Generous: pipelines run in a sandbox on a busy two-core machine, and writes wait out faults.
 const WAIT: Duration = Duration::from_secs(300);

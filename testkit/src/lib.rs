@@ -1,5 +1,6 @@
-//! The test kit of the workspace: real servers on loopback (git daemon, git http-backend with
-//! Basic auth, sshd, Garage) and a hermetic git CLI to check what they hold.
+//! The test kit of the workspace: real servers on loopback (git daemon, one that can go down and
+//! come back, git http-backend with Basic auth, sshd, Garage, a server that never answers) and a
+//! hermetic git CLI to check what they hold.
 //!
 //! Every git server binds `127.0.0.1` on a port the OS picks, exposes URLs for bare repositories
 //! it serves, and stops on `Drop`. A missing program makes the constructor fail with a message
@@ -12,6 +13,8 @@ mod git_cli;
 mod git_daemon;
 mod git_http;
 mod process;
+mod restartable_daemon;
+mod silent_server;
 mod sshd;
 
 pub use git_cli::{
@@ -19,6 +22,8 @@ pub use git_cli::{
 };
 pub use git_daemon::GitDaemon;
 pub use git_http::GitHttp;
+pub use restartable_daemon::RestartableGitDaemon;
+pub use silent_server::SilentServer;
 pub use sshd::{SshKeyPair, Sshd};
 
 use std::path::{Path, PathBuf};
