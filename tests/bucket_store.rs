@@ -4,9 +4,6 @@
 
 mod support;
 
-#[path = "../statestores/tests/garage/mod.rs"]
-mod garage;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
@@ -16,7 +13,7 @@ use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use serde_json::Value;
 use support::{condition, eventually, fixtures, Kratix};
 
-use garage::{AccessKey, Garage};
+use testkit::garage::{self, AccessKey, Garage};
 
 /// The store's `spec.path`: every key Kratix writes lives below it.
 const STORE_PATH: &str = "platform";

@@ -6,7 +6,8 @@ mod support;
 use std::time::Duration;
 
 use serde_json::Value;
-use support::{condition, fixtures, git, Kratix};
+use support::{condition, fixtures, Kratix};
+use testkit::git;
 
 const STORE_AND_DESTINATION: &str = r#"
 apiVersion: platform.kratix.io/v1alpha1

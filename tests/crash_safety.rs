@@ -13,14 +13,12 @@
 
 mod support;
 
-#[path = "../statestores/tests/support/mod.rs"]
-mod git_servers;
-
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use support::things::{self, assert_never_overlapped, reconciled, runs};
-use support::{eventually, git, git_destination_yaml, Kratix};
+use support::{eventually, git_destination_yaml, Kratix};
+use testkit::git;
 
 const REQUESTS: [&str; 3] = ["r0", "r1", "r2"];
 const PATIENCE: Duration = Duration::from_secs(120);
@@ -115,7 +113,7 @@ fn crashes_at_random_moments_lose_nothing_and_never_overlap_runs() {
     eprintln!("KRATIX_CRASH_SEED={seed} KRATIX_CRASH_TRIALS={trials}");
     let mut rng = Rng(seed);
 
-    let daemon = git_servers::GitDaemon::start().expect("git daemon on loopback");
+    let daemon = testkit::GitDaemon::start().expect("git daemon on loopback");
     let bare = daemon.bare_repo("state.git").expect("a bare repository");
     let mut k = Kratix::new();
     k.start_serve();
@@ -215,7 +213,7 @@ fn crashes_at_random_moments_lose_nothing_and_never_overlap_runs() {
         tree(&clean_bare),
         "the crashed platform's tree equals a clean run's"
     );
-    let fsck = git_servers::hermetic_git_command(&bare)
+    let fsck = testkit::hermetic_git_command(&bare)
         .args(["fsck", "--strict"])
         .output()
         .expect("git fsck runs");

@@ -5,7 +5,8 @@
 mod support;
 
 use serde_json::{json, Value};
-use support::{git, Kratix};
+use support::Kratix;
+use testkit::git;
 
 const STORE: &str = "apiVersion: platform.kratix.io/v1alpha1
 kind: GitStateStore

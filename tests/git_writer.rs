@@ -5,12 +5,9 @@
 //! commits, and recovery once an unreachable or misconfigured store comes right.
 //!
 //! Pipelines are the scripts of fixtures/git_writer/scripts; repositories are inspected with the
-//! git CLI. Remote stores are served on loopback by the servers of statestores/tests/support.
+//! git CLI. Remote stores are served on loopback by the servers of the test kit.
 
 mod support;
-
-#[path = "../statestores/tests/support/mod.rs"]
-mod git_servers;
 
 use std::collections::BTreeSet;
 use std::os::unix::process::CommandExt;
@@ -163,7 +160,7 @@ impl Repo {
     }
 
     fn try_git(&self, args: &[&str]) -> Option<String> {
-        let out = git_servers::hermetic_git_command(Path::new("/"))
+        let out = testkit::hermetic_git_command(Path::new("/"))
             .arg("--git-dir")
             .arg(&self.git_dir)
             .args(args)
@@ -299,13 +296,13 @@ struct Clone {
 impl Clone {
     fn of(url: &str) -> Self {
         let dir = tempfile::tempdir().expect("temporary folder");
-        git_servers::git(&["clone", "-q", "-b", "main", url, "clone"], dir.path());
+        testkit::git(&["clone", "-q", "-b", "main", url, "clone"], dir.path());
         let path = dir.path().join("clone");
         Self { _dir: dir, path }
     }
 
     fn git(&self, args: &[&str]) -> String {
-        git_servers::git(args, &self.path)
+        testkit::git(args, &self.path)
     }
 
     fn write(&self, path: &str, content: &str) {
@@ -887,7 +884,7 @@ fn deleted_or_edited_files_of_ours_are_restored_on_the_next_write() {
 
 #[test]
 fn external_pushes_while_serve_writes_survive_and_nothing_is_force_pushed() {
-    let daemon = git_servers::GitDaemon::start().expect("git daemon on loopback");
+    let daemon = testkit::GitDaemon::start().expect("git daemon on loopback");
     let bare = daemon.bare_repo("state.git").expect("a bare repository");
     let url = daemon.url("state.git");
     let repo = Repo::new(&bare);
@@ -914,7 +911,7 @@ fn external_pushes_while_serve_writes_survive_and_nothing_is_force_pushed() {
                 clone.git(&["commit", "-q", "-m", &format!("external {i}")]);
                 let mut attempts = 0;
                 loop {
-                    let push = git_servers::hermetic_git_command(&clone.path)
+                    let push = testkit::hermetic_git_command(&clone.path)
                         .args(["push", "-q", "origin", "main"])
                         .output()
                         .expect("git push runs");
@@ -1622,7 +1619,7 @@ struct DaemonOnPort {
 
 impl DaemonOnPort {
     fn start(root: &Path, port: u16) -> Self {
-        let child = git_servers::hermetic_git_command(root)
+        let child = testkit::hermetic_git_command(root)
             .args([
                 "daemon",
                 "--reuseaddr",
@@ -1742,8 +1739,8 @@ fn assert_recovered(k: &Kratix, repo: &Repo) {
 fn an_unreachable_store_is_not_ready_and_recovers_when_the_server_starts() {
     let root = tempfile::tempdir().expect("folder");
     let bare = root.path().join("state.git");
-    git_servers::init_bare(&bare).expect("bare repository");
-    let port = git_servers::closed_port().expect("a free port");
+    testkit::init_bare(&bare).expect("bare repository");
+    let port = testkit::closed_port().expect("a free port");
     let mut k = Kratix::new();
     k.start_serve();
     k.apply_yaml(
@@ -1777,8 +1774,7 @@ fn an_unreachable_store_is_not_ready_and_recovers_when_the_server_starts() {
 fn wrong_credentials_are_not_ready_and_recover_when_the_secret_is_fixed() {
     let password = "s3cret-right-password";
     let wrong = "wrong-password-xyz";
-    let server =
-        git_servers::GitHttp::start("kratix", password).expect("git over http on loopback");
+    let server = testkit::GitHttp::start("kratix", password).expect("git over http on loopback");
     let bare = server.bare_repo("state.git").expect("bare repository");
     let secret = |p: &str| {
         format!("apiVersion: v1\nkind: Secret\nmetadata:\n  name: git-creds\n  namespace: default\nstringData:\n  username: kratix\n  password: {p}\n")
@@ -1830,8 +1826,8 @@ fn wrong_credentials_are_not_ready_and_recover_when_the_secret_is_fixed() {
 fn a_store_that_goes_down_later_is_not_ready_until_it_is_back() {
     let root = tempfile::tempdir().expect("folder");
     let bare = root.path().join("state.git");
-    git_servers::init_bare(&bare).expect("bare repository");
-    let port = git_servers::closed_port().expect("a free port");
+    testkit::init_bare(&bare).expect("bare repository");
+    let port = testkit::closed_port().expect("a free port");
     let daemon = DaemonOnPort::start(root.path(), port);
     let mut k = Kratix::new().with_env("KRATIX_STORE_RECHECK", "1");
     k.start_serve();

@@ -12,7 +12,8 @@ mod support;
 use std::path::PathBuf;
 
 use serde_json::{json, Value};
-use support::{condition, git, git_destination_yaml, Kratix};
+use support::{condition, git_destination_yaml, Kratix};
+use testkit::git;
 
 const KIND: &str = "hostiles";
 const REQUEST: &str = "r1";

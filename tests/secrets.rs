@@ -10,12 +10,6 @@
 
 mod support;
 
-#[path = "../statestores/tests/support/mod.rs"]
-mod git_servers;
-
-#[path = "../statestores/tests/garage/mod.rs"]
-mod garage;
-
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -23,6 +17,7 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use serde_json::{json, Value};
 use support::{condition, eventually, Kratix};
+use testkit::garage;
 
 /// Generous: pipelines run in a sandbox on a busy two-core machine.
 const WAIT: Duration = Duration::from_secs(180);
@@ -579,7 +574,7 @@ fn no_credential_shows(stores: Vec<Store>, credentials: Vec<Credential>) {
 
 fn git_content(bare: PathBuf) -> Box<dyn Fn() -> String> {
     Box::new(move || {
-        let out = git_servers::hermetic_git_command(Path::new("/"))
+        let out = testkit::hermetic_git_command(Path::new("/"))
             .arg("--git-dir")
             .arg(&bare)
             .args(["log", "-p", "--all", "--format=%H%n%an <%ae>%n%B"])
@@ -656,10 +651,10 @@ fn git_credentials_show_nowhere() {
     let user = "kratix-user";
     let (password, wrong_password, inline_password, other_value) =
         (marker(), marker(), marker(), marker());
-    let http = git_servers::GitHttp::start(user, &password).expect("git over http on loopback");
-    let inline = git_servers::GitHttp::start(user, &inline_password).expect("git over http");
-    let sshd = git_servers::Sshd::start().expect("sshd on loopback");
-    let wrong_key = git_servers::SshKeyPair::generate().expect("an SSH key");
+    let http = testkit::GitHttp::start(user, &password).expect("git over http on loopback");
+    let inline = testkit::GitHttp::start(user, &inline_password).expect("git over http");
+    let sshd = testkit::Sshd::start().expect("sshd on loopback");
+    let wrong_key = testkit::SshKeyPair::generate().expect("an SSH key");
     let http_bare = http.bare_repo("state.git").expect("bare repository");
     let inline_bare = inline.bare_repo("inline.git").expect("bare repository");
     let ssh_bare = sshd.bare_repo("state.git").expect("bare repository");

@@ -12,9 +12,6 @@
 
 mod support;
 
-#[path = "../statestores/tests/garage/mod.rs"]
-mod garage;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -26,10 +23,9 @@ use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use serde_json::Value;
 use serde_yaml::Value as Yaml;
-use support::faults::{
-    BareRepo, Commit, FaultPlan, FaultProxy, RestartableGitDaemon, SilentServer,
-};
+use support::faults::{BareRepo, Commit, FaultPlan, FaultProxy};
 use support::{condition, eventually, fixtures, Kratix};
+use testkit::{garage, RestartableGitDaemon, SilentServer};
 
 /// Generous: pipelines run in a sandbox on a busy two-core machine, and writes wait out faults.
 const WAIT: Duration = Duration::from_secs(300);
@@ -519,7 +515,7 @@ fn seed_foreign_commit(url: &str) -> String {
     let dir = git_root();
     let clone = dir.path().join("clone");
     let run = |args: &[&str], cwd: &Path| {
-        let out = support::faults::git_command(cwd)
+        let out = testkit::hermetic_git_command(cwd)
             .args(args)
             .output()
             .expect("git runs");

@@ -13,7 +13,8 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use support::things::{runs, RunInfo};
-use support::{condition, eventually, fixtures, git, git_destination_yaml, Kratix};
+use support::{condition, eventually, fixtures, git_destination_yaml, Kratix};
+use testkit::git;
 
 const PROMISE: &str = "thing";
 const KIND: &str = "things";

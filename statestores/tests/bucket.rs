@@ -1,8 +1,6 @@
 //! The bucket backend against a real Garage server on loopback: the conformance suite, plus what
 //! only buckets promise (no request when nothing changed, batched deletes, error meanings).
 
-mod garage;
-
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
@@ -17,17 +15,32 @@ use statestores::conformance::{delete, info, key, put};
 use statestores::error_chain::ErrorChain;
 use statestores::{Bucket, BucketAuth, BucketOptions, Change, Error, StateStore, WriteOutcome};
 
-use garage::Garage;
+use testkit::garage::{self, Garage};
 
 /// A fresh, empty bucket on the shared server, and options to reach it.
 async fn fresh_options() -> (BucketOptions, String) {
     tokio::task::spawn_blocking(|| {
         let garage = Garage::shared();
         let name = garage.new_bucket();
-        (garage.options(&name), name)
+        (options(garage, &name), name)
     })
     .await
     .expect("garage set-up does not panic")
+}
+
+/// Options for `bucket` with the server's key, plain http, region [`garage::REGION`].
+fn options(garage: &Garage, bucket: &str) -> BucketOptions {
+    BucketOptions {
+        endpoint: garage.s3_endpoint.clone(),
+        bucket_name: bucket.to_string(),
+        path_prefix: None,
+        insecure: true,
+        auth: BucketAuth::AccessKey {
+            access_key_id: garage.key.id.clone(),
+            secret_access_key: garage.key.secret.clone(),
+        },
+        region: Some(garage::REGION.to_string()),
+    }
 }
 
 async fn fresh_bucket() -> Bucket {

@@ -2,54 +2,14 @@
 //! unreachable after the handle's timeout instead of hanging, later ones fail at once while
 //! the stuck one still waits, and the handle works again once that one ends.
 
-mod support;
-
-use std::net::TcpListener;
 use std::time::Duration;
 
 use statestores::error_chain::ErrorChain;
 use statestores::{Change, Error, Git, GitOptions, Key, StateStore, WriteInfo};
+use testkit::SilentServer;
 
 /// Only guards against a hang (the bug this file is about): far longer than any timeout here.
 const HANG_GUARD: Duration = Duration::from_secs(120);
-
-/// Accepts connections and holds them open without a byte, until dropped.
-struct SilentServer {
-    port: u16,
-    stop: std::sync::mpsc::Sender<()>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl SilentServer {
-    fn start() -> Self {
-        let listener = TcpListener::bind(("127.0.0.1", 0)).expect("bind loopback");
-        let port = listener.local_addr().expect("address").port();
-        listener.set_nonblocking(true).expect("nonblocking");
-        let (stop, stopped) = std::sync::mpsc::channel::<()>();
-        let thread = std::thread::spawn(move || {
-            let mut held = Vec::new();
-            while stopped.try_recv().is_err() {
-                match listener.accept() {
-                    Ok((stream, _)) => held.push(stream),
-                    Err(_) => std::thread::sleep(Duration::from_millis(20)),
-                }
-            }
-            // Dropping `held` hangs up on every client.
-        });
-        Self {
-            port,
-            stop,
-            thread: Some(thread),
-        }
-    }
-
-    fn hang_up(mut self) {
-        let _ = self.stop.send(());
-        if let Some(t) = self.thread.take() {
-            t.join().expect("server thread");
-        }
-    }
-}
 
 async fn write_one(git: &Git) -> statestores::Result<statestores::WriteOutcome> {
     let changes = vec![Change::Put(
@@ -120,7 +80,7 @@ async fn a_server_that_never_answers_fails_writes_as_unreachable_instead_of_hang
 /// A working server is unaffected by the timeout, and a handle's writes still land.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_server_that_answers_is_written_within_the_timeout() {
-    let daemon = support::GitDaemon::start().expect("git daemon");
+    let daemon = testkit::GitDaemon::start().expect("git daemon");
     let bare = daemon.bare_repo("state.git").expect("bare repository");
     let mut options = GitOptions::new(daemon.url("state.git"), "main");
     options.timeout = Duration::from_secs(30);
@@ -128,7 +88,7 @@ async fn a_server_that_answers_is_written_within_the_timeout() {
     let outcome = write_one(&git).await.expect("written");
     assert!(outcome.version.is_some());
     assert_eq!(
-        support::git(&["show", "main:worker/a.yaml"], &bare),
+        testkit::git(&["show", "main:worker/a.yaml"], &bare),
         "a: 1\n"
     );
 }

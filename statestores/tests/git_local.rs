@@ -4,46 +4,18 @@
 use bytes::Bytes;
 use statestores::{Change, Error, Git, GitOptions, Key, StateStore, WriteInfo, WriteOutcome};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 use tempfile::TempDir;
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
 
-fn git_program() -> &'static str {
-    ["/usr/local/bin/git", "/usr/bin/git"]
-        .into_iter()
-        .find(|p| Path::new(p).is_file())
-        .expect("git is installed at /usr/local/bin/git or /usr/bin/git")
-}
-
-/// Runs `git args` in `dir`, hermetically, and returns its stdout; panics with stderr on failure.
+/// Runs `git args` in `dir` with the kit's hermetic git, file:// transports allowed, and returns
+/// its stdout; panics with stderr on failure.
 fn git(dir: &Path, args: &[&str]) -> String {
-    let output = Command::new(git_program())
-        .args([
-            "-c",
-            "init.defaultBranch=main",
-            "-c",
-            "protocol.file.allow=always",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env("GIT_AUTHOR_NAME", "External Person")
-        .env("GIT_AUTHOR_EMAIL", "external@example.com")
-        .env("GIT_COMMITTER_NAME", "External Person")
-        .env("GIT_COMMITTER_EMAIL", "external@example.com")
-        .output()
-        .expect("git runs");
-    assert!(
-        output.status.success(),
-        "git {args:?} failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).expect("git prints UTF-8")
+    let mut all = vec!["-c", "protocol.file.allow=always"];
+    all.extend_from_slice(args);
+    testkit::git(&all, dir)
 }
 
 fn key(path: &str) -> Key {
@@ -63,10 +35,7 @@ fn info(message: &str) -> WriteInfo {
 }
 
 fn scratch() -> TempDir {
-    tempfile::Builder::new()
-        .prefix("git-local-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .expect("scratch folder")
+    testkit::scratch_dir("git-local-").expect("scratch folder")
 }
 
 fn file_url(path: &Path) -> String {

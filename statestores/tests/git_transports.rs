@@ -5,12 +5,10 @@
 //! Every write is checked through the git CLI against the bare repository on the server's disk:
 //! the store's own reads could agree with a write that never left the machine.
 
-mod support;
-
 use statestores::{Change, Git, GitCredentials, GitOptions, StateStore, WriteInfo, WriteOutcome};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use support::{files_at, git, scratch_dir, GitDaemon, GitHttp, SshKeyPair, Sshd};
+use testkit::{files_at, git, scratch_dir, GitDaemon, GitHttp, SshKeyPair, Sshd};
 
 const USERNAME: &str = "kratix";
 const PASSWORD: &str = "s3cret-http-password";
@@ -373,7 +371,7 @@ async fn ssh_to_a_host_key_not_in_known_hosts_is_refused_and_pushes_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_is_down_is_unreachable() {
-    let port = support::closed_port().expect("free port");
+    let port = testkit::closed_port().expect("free port");
     let key = SshKeyPair::generate().expect("generate key");
     let cases = [
         (

@@ -1,183 +1,15 @@
-//! Faults for the state-store campaign (tests/store_faults.rs): a `git daemon` that can be
-//! stopped and started again on the same port, a look into bare repositories with the git CLI,
-//! and an HTTP proxy on loopback that answers a seeded share of S3 requests with errors instead
-//! of forwarding them, and counts what it forwarded.
+//! Faults for the state-store campaign (tests/store_faults.rs): a look into bare repositories
+//! with the git CLI, and an HTTP proxy on loopback that answers a seeded share of S3 requests
+//! with errors instead of forwarding them, and counts what it forwarded. The servers that go
+//! down or hang are the test kit's.
 
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
-
-use nix::sys::signal::{killpg, Signal};
-use nix::unistd::Pid;
 
 // ---------------------------------------------------------------------------------------------
 // git
-
-/// `git` ignoring the machine's configuration, with a fixed identity, never prompting.
-pub fn git_command(dir: &Path) -> Command {
-    let mut cmd = Command::new("git");
-    cmd.current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_COUNT", "2")
-        .env("GIT_CONFIG_KEY_0", "gc.auto")
-        .env("GIT_CONFIG_VALUE_0", "0")
-        .env("GIT_CONFIG_KEY_1", "receive.autogc")
-        .env("GIT_CONFIG_VALUE_1", "false")
-        .env("GIT_AUTHOR_NAME", "Someone Else")
-        .env("GIT_AUTHOR_EMAIL", "someone@example.com")
-        .env("GIT_COMMITTER_NAME", "Someone Else")
-        .env("GIT_COMMITTER_EMAIL", "someone@example.com")
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .env_remove("GIT_INDEX_FILE");
-    cmd
-}
-
-/// A `git daemon` serving every repository under `root` (fetch and push) on one loopback port,
-/// which it keeps across [`stop`](Self::stop) and [`start`](Self::start): clients see the same
-/// URL refuse connections, then work again. Stopped on drop.
-pub struct RestartableGitDaemon {
-    root: PathBuf,
-    port: u16,
-    child: Option<Child>,
-}
-
-impl RestartableGitDaemon {
-    /// Starts serving `root` on a port nobody listens on.
-    pub fn start_on_free_port(root: &Path) -> Self {
-        let port = std::net::TcpListener::bind(("127.0.0.1", 0))
-            .and_then(|l| l.local_addr())
-            .expect("a free loopback port")
-            .port();
-        let mut daemon = Self::on_port(root, port);
-        daemon.start();
-        daemon
-    }
-
-    /// A daemon for `root` on `port`, not started yet.
-    pub fn on_port(root: &Path, port: u16) -> Self {
-        Self {
-            root: root.to_path_buf(),
-            port,
-            child: None,
-        }
-    }
-
-    pub fn url(&self, repo: &str) -> String {
-        format!("git://127.0.0.1:{}/{repo}", self.port)
-    }
-
-    pub fn port(&self) -> u16 {
-        self.port
-    }
-
-    /// Starts the daemon (again) and waits until it accepts connections.
-    pub fn start(&mut self) {
-        if self.child.is_some() {
-            return;
-        }
-        let child = git_command(&self.root)
-            .args([
-                "daemon",
-                "--reuseaddr",
-                "--listen=127.0.0.1",
-                &format!("--port={}", self.port),
-                &format!("--base-path={}", self.root.display()),
-                "--export-all",
-                "--enable=receive-pack",
-                "--informative-errors",
-            ])
-            .arg(&self.root)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            // `git daemon` serves each connection from a child: its own process group lets
-            // `stop` end them all, as a server going down would.
-            .process_group(0)
-            .spawn()
-            .expect("git daemon starts");
-        self.child = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
-            assert!(Instant::now() < deadline, "git daemon never listened");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    /// Kills the daemon and every connection it serves; the port then refuses connections.
-    pub fn stop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            // The daemon leads its group, whose id is its process id.
-            if let Ok(group) = i32::try_from(child.id()) {
-                let _ = killpg(Pid::from_raw(group), Signal::SIGKILL);
-            }
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-impl Drop for RestartableGitDaemon {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
-
-/// A server that accepts connections on a loopback port and holds them open without sending a
-/// byte, as a hung server does, until it hangs up on all of them.
-pub struct SilentServer {
-    pub port: u16,
-    stop: std::sync::mpsc::Sender<()>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl SilentServer {
-    pub fn start() -> Self {
-        let listener = std::net::TcpListener::bind(("127.0.0.1", 0)).expect("bind loopback");
-        let port = listener.local_addr().expect("address").port();
-        listener
-            .set_nonblocking(true)
-            .expect("nonblocking listener");
-        let (stop, stopped) = std::sync::mpsc::channel::<()>();
-        let thread = std::thread::spawn(move || {
-            let mut held = Vec::new();
-            while stopped.try_recv().is_err() {
-                match listener.accept() {
-                    Ok((stream, _)) => held.push(stream),
-                    Err(_) => std::thread::sleep(Duration::from_millis(20)),
-                }
-            }
-        });
-        Self {
-            port,
-            stop,
-            thread: Some(thread),
-        }
-    }
-
-    /// Closes every connection and the port.
-    pub fn hang_up(mut self) {
-        self.stop_now();
-    }
-
-    fn stop_now(&mut self) {
-        let _ = self.stop.send(());
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
-impl Drop for SilentServer {
-    fn drop(&mut self) {
-        self.stop_now();
-    }
-}
 
 /// A commit of a bare repository.
 #[derive(Debug, Clone)]
@@ -218,7 +50,7 @@ impl BareRepo {
     }
 
     pub fn try_git(&self, args: &[&str]) -> Option<String> {
-        let out = git_command(&self.git_dir)
+        let out = testkit::hermetic_git_command(&self.git_dir)
             .args(args)
             .output()
             .expect("git runs");
@@ -229,7 +61,7 @@ impl BareRepo {
 
     #[track_caller]
     pub fn git(&self, args: &[&str]) -> String {
-        let out = git_command(&self.git_dir)
+        let out = testkit::hermetic_git_command(&self.git_dir)
             .args(args)
             .output()
             .expect("git runs");
@@ -290,7 +122,7 @@ impl BareRepo {
     /// `git fsck --full --strict`: every object reachable and well formed.
     #[track_caller]
     pub fn assert_fsck(&self) {
-        let out = git_command(&self.git_dir)
+        let out = testkit::hermetic_git_command(&self.git_dir)
             .args(["fsck", "--full", "--strict", "--no-dangling"])
             .output()
             .expect("git fsck runs");

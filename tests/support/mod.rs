@@ -261,28 +261,6 @@ pub fn eventually<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Optio
     }
 }
 
-/// Runs `git` hermetically and returns its stdout.
-#[track_caller]
-pub fn git(args: &[&str], dir: &Path) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_AUTHOR_NAME", "someone")
-        .env("GIT_AUTHOR_EMAIL", "someone@example.com")
-        .env("GIT_COMMITTER_NAME", "someone")
-        .env("GIT_COMMITTER_EMAIL", "someone@example.com")
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 /// A condition's field of an object in `get -o json` form.
 pub fn condition<'a>(obj: &'a Value, type_: &str) -> Option<&'a Value> {
     obj["status"]["conditions"]

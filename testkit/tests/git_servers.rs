@@ -1,13 +1,14 @@
-//! The loopback git servers of `support` work with the reference client, the git CLI: clone,
+//! The loopback git servers of the kit work with the reference client, the git CLI: clone,
 //! commit and push through each, then check the bare repository on disk. These prove the harness
 //! the Git store's transport tests rely on.
 
-mod support;
-
+use std::io::Read as _;
 use std::net::TcpStream;
 use std::path::Path;
-use support::{
-    files_at, git, git_failure, git_with_env, scratch_dir, GitDaemon, GitHttp, SshKeyPair, Sshd,
+use std::time::Duration;
+use testkit::{
+    files_at, git, git_failure, git_with_env, init_bare, scratch_dir, GitDaemon, GitHttp,
+    RestartableGitDaemon, SilentServer, SshKeyPair, Sshd,
 };
 
 const USERNAME: &str = "kratix";
@@ -65,6 +66,45 @@ fn git_daemon_stops_on_drop() {
     let port = daemon.port();
     drop(daemon);
     assert!(refuses_connections(port));
+}
+
+#[test]
+fn restartable_daemon_refuses_while_stopped_and_serves_again_on_its_port() {
+    let root = scratch_dir("restartable-").expect("scratch folder");
+    let bare = root.path().join("platform.git");
+    init_bare(&bare).expect("bare repo");
+    let mut daemon = RestartableGitDaemon::start_on_free_port(root.path());
+    let url = daemon.url("platform.git");
+    push_then_clone_round_trip(&url, &bare, &[]);
+    daemon.stop();
+    assert!(refuses_connections(daemon.port()));
+    daemon.start();
+    let work = scratch_dir("client-").expect("scratch folder");
+    let heads = git(&["ls-remote", "--heads", &url], work.path());
+    assert!(heads.contains("refs/heads/main"), "{heads}");
+}
+
+#[test]
+fn silent_server_accepts_and_never_answers_until_it_hangs_up() {
+    let server = SilentServer::start();
+    let mut client = TcpStream::connect(("127.0.0.1", server.port)).expect("accepted");
+    client
+        .set_read_timeout(Some(Duration::from_millis(300)))
+        .expect("read timeout");
+    let mut byte = [0u8; 1];
+    let silence = client.read(&mut byte).expect_err("no byte ever comes");
+    assert!(
+        matches!(
+            silence.kind(),
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+        ),
+        "{silence}"
+    );
+    server.hang_up();
+    client
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("read timeout");
+    assert_eq!(client.read(&mut byte).expect("end of stream"), 0);
 }
 
 #[test]

@@ -94,7 +94,7 @@ pub fn init_bare(path: &Path) -> std::io::Result<()> {
         .output()
         .map_err(|err| {
             if err.kind() == std::io::ErrorKind::NotFound {
-                super::missing_program("git")
+                crate::missing_program("git")
             } else {
                 err
             }

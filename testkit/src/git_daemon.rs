@@ -2,8 +2,8 @@
 //! process could take the port, and each accepted connection is served by `git daemon --inetd`
 //! with the socket as its stdin and stdout.
 
-use super::process::ProcessGroup;
-use super::{git_cli, require_program, scratch_dir};
+use crate::process::ProcessGroup;
+use crate::{git_cli, require_program, scratch_dir};
 use std::net::{TcpListener, TcpStream};
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};

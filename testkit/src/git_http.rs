@@ -4,7 +4,7 @@
 //! It runs on a thread with its own Tokio runtime, so it keeps serving while a test blocks its
 //! own runtime (a store that pushes synchronously, for example).
 
-use super::{git_cli, require_program, scratch_dir};
+use crate::{git_cli, require_program, scratch_dir};
 use base64::Engine as _;
 use bytes::Bytes;
 use http_body_util::{BodyExt as _, Full};

@@ -2,8 +2,8 @@
 //! configuration, host key and client key, that lets exactly one key log in as the current user
 //! and run `git-upload-pack` / `git-receive-pack`.
 
-use super::process::ProcessGroup;
-use super::{closed_port, git_cli, missing_program, require_program, scratch_dir};
+use crate::process::ProcessGroup;
+use crate::{closed_port, git_cli, missing_program, require_program, scratch_dir};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -11,8 +11,6 @@
 //! is none the harness panics saying how to install it (`scripts/garage.sh`): a skipped test
 //! would look green.
 
-#![allow(dead_code)] // Each test binary uses a different part of the harness.
-
 use std::io::Read;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -20,8 +18,6 @@ use std::process::{Child, ChildStdin, Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
-
-use statestores::{BucketAuth, BucketOptions};
 
 /// The region Garage is configured with; requests must be signed for it.
 pub const REGION: &str = "garage";
@@ -67,9 +63,7 @@ impl Garage {
     /// Starts a fresh server: config in a temporary folder, single-node layout, one key.
     pub fn start() -> Garage {
         let binary = find_garage();
-        let dir = tempfile::Builder::new()
-            .prefix("garage-")
-            .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        let dir = crate::scratch_dir("garage-")
             .expect("create a folder for garage")
             .keep(); // NB: removed by the watchdog once Garage has stopped (see module docs).
         let [rpc_port, s3_port, admin_port] = free_ports();
@@ -123,21 +117,6 @@ impl Garage {
             &self.key.id,
         ]);
         name
-    }
-
-    /// Options for `bucket` with the server's key, plain http, region [`REGION`].
-    pub fn options(&self, bucket: &str) -> BucketOptions {
-        BucketOptions {
-            endpoint: self.s3_endpoint.clone(),
-            bucket_name: bucket.to_string(),
-            path_prefix: None,
-            insecure: true,
-            auth: BucketAuth::AccessKey {
-                access_key_id: self.key.id.clone(),
-                secret_access_key: self.key.secret.clone(),
-            },
-            region: Some(REGION.to_string()),
-        }
     }
 
     /// Creates another key (not allowed on any bucket).
@@ -442,23 +421,28 @@ fn parse_unfinished_uploads(output: &str) -> usize {
         .unwrap_or(0)
 }
 
-#[test]
-fn garage_cli_output_is_parsed() {
-    let key =
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn garage_cli_output_is_parsed() {
+        let key =
         "==== ACCESS KEY INFORMATION ====\nKey ID:              GKb9c4\nKey name:            t\n\
                Secret key:          688ff3\nCreated:             2026\n";
-    let parsed = parse_key(key).expect("parsed");
-    assert_eq!(
-        (parsed.id.as_str(), parsed.secret.as_str()),
-        ("GKb9c4", "688ff3")
-    );
-    assert!(
-        parse_key("Key ID: GK1\nSecret key:   \n").is_none(),
-        "redacted secret"
-    );
-    assert_eq!(parse_unfinished_uploads("Objects:  0\n"), 0);
-    assert_eq!(
-        parse_unfinished_uploads("Unfinished uploads:\t2 multipart uploads\n"),
-        2
-    );
+        let parsed = parse_key(key).expect("parsed");
+        assert_eq!(
+            (parsed.id.as_str(), parsed.secret.as_str()),
+            ("GKb9c4", "688ff3")
+        );
+        assert!(
+            parse_key("Key ID: GK1\nSecret key:   \n").is_none(),
+            "redacted secret"
+        );
+        assert_eq!(parse_unfinished_uploads("Objects:  0\n"), 0);
+        assert_eq!(
+            parse_unfinished_uploads("Unfinished uploads:\t2 multipart uploads\n"),
+            2
+        );
+    }
 }
