@@ -28,7 +28,7 @@ const NAMESPACE: &str = "default";
 /// Generous: pipelines run in a sandbox on a busy two-core machine.
 const WAIT: Duration = Duration::from_secs(180);
 
-/// The Kratix canary files, exactly as Kratix writes them (reference A7).
+/// The Kratix canary files, exactly as Kratix writes them.
 const CANARY_NAMESPACE: &str =
     "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: kratix-worker-system\nspec: {}\nstatus: {}\n";
 const CANARY_CONFIGMAP: &str = "apiVersion: v1\ndata:\n  canary: this confirms your infrastructure is reading from Kratix state stores\nkind: ConfigMap\nmetadata:\n  name: kratix-info\n  namespace: kratix-worker-system\n";

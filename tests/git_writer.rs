@@ -1,4 +1,4 @@
-//! Scheduling and the Git state store, end to end through the `kratix-rs` binary (issue 4): one
+//! Scheduling and the Git state store, end to end through the `kratix-rs` binary: one
 //! commit per pipeline and destination with Kratix's message and trailers, no commit when nothing
 //! changed, deletions of exactly our files, other writers' files and commits kept, Kratix's three
 //! filepath layouts byte for byte, scheduling onto labelled Destinations, statuses that name the

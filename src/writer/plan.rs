@@ -136,7 +136,7 @@ mod tests {
             ("a renamed file: new put, old deleted", vec!["c"], vec!["a"], vec!["a"]),
             ("no output deletes everything owned", vec![], vec!["b", "a"], vec!["a", "b"]),
             (
-                "reference L9: foo/example.json dropped, namespace.yaml kept",
+                "foo/example.json dropped, namespace.yaml kept",
                 vec!["worker-1/resources/default/bash/rr-test/first-configure/5058f/namespace.yaml"],
                 vec![
                     "worker-1/resources/default/bash/rr-test/first-configure/5058f/namespace.yaml",

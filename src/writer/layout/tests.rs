@@ -49,14 +49,14 @@ fn workload_paths_are_kratix_paths() {
         ("directory group: id5 of md5(dir), filepath keeps the dir",
             |c| c.group_id = md5_hex(b"foo"), "foo/file.yaml",
             "worker-1/resources/default/redis/example/instance/acbd1/foo/file.yaml"),
-        ("reference L7 directory group dest1", |c| {
+        ("a directory group for dest1", |c| {
                 c.promise = "testbundle".into();
                 c.resource = Some("kratix-test".into());
                 c.pipeline = Some("resource-pipeline0".into());
                 c.group_id = md5_hex(b"dest1");
             }, "dest1/configmap.yaml",
             "worker-1/resources/default/testbundle/kratix-test/resource-pipeline0/ba6cb/dest1/configmap.yaml"),
-        ("reference L7 directory group dest2", |c| {
+        ("a directory group for dest2", |c| {
                 c.destination_path = "worker-2".into();
                 c.promise = "testbundle".into();
                 c.resource = Some("kratix-test".into());
@@ -303,7 +303,7 @@ fn none_mode_state_files_match_kratix() {
         ("no files", |c| c.destination_path = "test-path".into(),
             "default", "wp", vec![],
             "test-path/.kratix/default-wp.yaml", "files: []\n"),
-        ("reference L19, promise placement", |c| c.destination_path = "filepathmode-none".into(),
+        ("promise placement in mode none", |c| c.destination_path = "filepathmode-none".into(),
             "kratix-platform-system", "filepathmode-none-promise-R.test-worker-git-filepathmode-none-5058f",
             vec!["filepathmode-none-ns.yaml"],
             "filepathmode-none/.kratix/kratix-platform-system-filepathmode-none-promise-R.test-worker-git-filepathmode-none-5058f.yaml",
@@ -345,7 +345,7 @@ fn aggregated_yaml_sorts_placements_and_joins_documents() {
             placement("wp-b", &["{kratix: is-good}"]),
             placement("wp-a", &["{someApi: foo, someValue: bar}", "{someOtherApi: fooz, someOtherValue: barz}"]),
         ], "{someApi: foo, someValue: bar}\n---\n{someOtherApi: fooz, someOtherValue: barz}\n---\n{kratix: is-good}"),
-        ("reference L23 ordering", vec![
+        ("documents keep their order", vec![
             placement("aggregate-promise-req-2-resource-R.d-5058f", &["cm: req-2\n"]),
             placement("aggregate-promise-promise-R.d-5058f", &["ns: x\n"]),
             placement("aggregate-promise-req-1-resource-R.d-5058f", &["cm: req-1\n"]),
