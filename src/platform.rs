@@ -54,7 +54,7 @@ impl Platform {
 
     /// Kind of the Promise objects themselves.
     pub fn promise_kind() -> KindInfo {
-        builtin("Promise")
+        builtin(crate::api::Builtin::Promise)
     }
 
     /// Every kind: built-in ones first, then those of stored Promises.
@@ -113,11 +113,8 @@ impl Platform {
 }
 
 /// A built-in Kratix kind by its kind name.
-pub fn builtin(kind: &str) -> KindInfo {
-    builtin_kinds()
-        .into_iter()
-        .find(|k| k.kind == kind)
-        .unwrap_or_else(|| panic!("{kind} is a built-in kind"))
+pub fn builtin(kind: crate::api::Builtin) -> KindInfo {
+    kind.info()
 }
 
 /// The Promise (among `promises`) whose API is `kind`.

@@ -63,45 +63,92 @@ impl KindInfo {
     }
 }
 
+/// The kinds that exist before any Promise is applied, by name: a misspelt kind does not compile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Builtin {
+    Promise,
+    Destination,
+    GitStateStore,
+    BucketStateStore,
+    Work,
+    WorkPlacement,
+    PipelineRun,
+    Secret,
+}
+
+impl Builtin {
+    pub const ALL: [Builtin; 8] = [
+        Builtin::Promise,
+        Builtin::Destination,
+        Builtin::GitStateStore,
+        Builtin::BucketStateStore,
+        Builtin::Work,
+        Builtin::WorkPlacement,
+        Builtin::PipelineRun,
+        Builtin::Secret,
+    ];
+
+    /// The state-store kind named `kind` (a Destination's `stateStoreRef.kind`), if it is one.
+    pub fn state_store(kind: &str) -> Option<Builtin> {
+        match kind {
+            "GitStateStore" => Some(Builtin::GitStateStore),
+            "BucketStateStore" => Some(Builtin::BucketStateStore),
+            _ => None,
+        }
+    }
+
+    /// The kind's names, version and scope.
+    pub fn info(self) -> KindInfo {
+        use super::{GROUP, VERSION};
+        let kratix = |kind, plural, short: &[&str], namespaced| {
+            KindInfo::builtin(GROUP, VERSION, kind, plural, short, namespaced)
+        };
+        match self {
+            Builtin::Promise => kratix("Promise", "promises", &[], false),
+            Builtin::Destination => kratix("Destination", "destinations", &["dest"], false),
+            Builtin::GitStateStore => kratix("GitStateStore", "gitstatestores", &[], false),
+            Builtin::BucketStateStore => {
+                kratix("BucketStateStore", "bucketstatestores", &[], false)
+            }
+            Builtin::Work => kratix("Work", "works", &[], true),
+            Builtin::WorkPlacement => kratix("WorkPlacement", "workplacements", &["wp"], true),
+            Builtin::PipelineRun => kratix("PipelineRun", "pipelineruns", &["pr"], true),
+            Builtin::Secret => KindInfo::builtin("", "v1", "Secret", "secrets", &[], true),
+        }
+    }
+}
+
+/// The kinds of state store.
+pub const STATE_STORES: [Builtin; 2] = [Builtin::GitStateStore, Builtin::BucketStateStore];
+
 /// The kinds that exist before any Promise is applied.
 pub fn builtin_kinds() -> Vec<KindInfo> {
-    use super::{GROUP, VERSION};
-    vec![
-        KindInfo::builtin(GROUP, VERSION, "Promise", "promises", &[], false),
-        KindInfo::builtin(
-            GROUP,
-            VERSION,
-            "Destination",
-            "destinations",
-            &["dest"],
-            false,
-        ),
-        KindInfo::builtin(
-            GROUP,
-            VERSION,
-            "GitStateStore",
-            "gitstatestores",
-            &[],
-            false,
-        ),
-        KindInfo::builtin(
-            GROUP,
-            VERSION,
-            "BucketStateStore",
-            "bucketstatestores",
-            &[],
-            false,
-        ),
-        KindInfo::builtin(GROUP, VERSION, "Work", "works", &[], true),
-        KindInfo::builtin(
-            GROUP,
-            VERSION,
-            "WorkPlacement",
-            "workplacements",
-            &["wp"],
-            true,
-        ),
-        KindInfo::builtin(GROUP, VERSION, "PipelineRun", "pipelineruns", &["pr"], true),
-        KindInfo::builtin("", "v1", "Secret", "secrets", &[], true),
-    ]
+    Builtin::ALL.iter().map(|k| k.info()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_builtin_kind_is_named_once_and_state_stores_are_recognised() {
+        let names: Vec<String> = builtin_kinds().into_iter().map(|k| k.kind).collect();
+        let unique: std::collections::BTreeSet<&String> = names.iter().collect();
+        assert_eq!(unique.len(), names.len(), "{names:?}");
+        for kind in Builtin::ALL {
+            assert_eq!(format!("{kind:?}"), kind.info().kind);
+        }
+        let cases = [
+            ("GitStateStore", Some(Builtin::GitStateStore)),
+            ("BucketStateStore", Some(Builtin::BucketStateStore)),
+            ("gitstatestore", None),
+            ("Destination", None),
+            ("", None),
+        ];
+        for (name, want) in cases {
+            assert_eq!(Builtin::state_store(name), want, "{name:?}");
+        }
+        let stores: Vec<String> = STATE_STORES.iter().map(|k| k.info().kind).collect();
+        assert_eq!(stores, ["GitStateStore", "BucketStateStore"]);
+    }
 }

@@ -25,7 +25,7 @@ pub mod work_placement;
 
 pub use condition::{Condition, ConditionStatus};
 pub use destination::{Destination, DestinationSpec, FilepathMode};
-pub use kinds::KindInfo;
+pub use kinds::{Builtin, KindInfo};
 pub use object::{Object, ObjectKey};
 pub use pipeline::Pipeline;
 pub use pipeline_run::{PipelineRun, PipelineRunPhase, PipelineRunSpec, PipelineRunStatus};

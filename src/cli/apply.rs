@@ -80,8 +80,9 @@ impl Known {
             promises: platform.promises().await?,
             ..Known::default()
         };
-        for kind in ["GitStateStore", "BucketStateStore"] {
-            let info = crate::platform::builtin(kind);
+        for store_kind in crate::api::kinds::STATE_STORES {
+            let info = store_kind.info();
+            let kind = info.kind.as_str();
             for obj in cp
                 .list(&info, None, &everything)
                 .await
@@ -94,7 +95,11 @@ impl Known {
             }
         }
         for obj in cp
-            .list(&crate::platform::builtin("Destination"), None, &everything)
+            .list(
+                &crate::platform::builtin(crate::api::Builtin::Destination),
+                None,
+                &everything,
+            )
             .await
             .map_err(crate::platform::Error::from)?
         {

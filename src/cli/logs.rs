@@ -56,7 +56,11 @@ pub async fn run(
     let sel = Selector::from_labels(selector.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     let mut runs: Vec<Object> = platform
         .store
-        .list(&crate::platform::builtin("PipelineRun"), Some(&ns), &sel)
+        .list(
+            &crate::platform::builtin(crate::api::Builtin::PipelineRun),
+            Some(&ns),
+            &sel,
+        )
         .await
         .map_err(Error::Store)?;
     if kind.group != GROUP {

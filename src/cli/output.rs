@@ -247,14 +247,18 @@ mod tests {
             "spec": {"endpoint": "https://u:hunter4@s3.local", "bucketName": "b"},
         }));
         let cases = [
-            (crate::platform::builtin("Secret"), secret, "<redacted>"),
             (
-                crate::platform::builtin("BucketStateStore"),
+                crate::platform::builtin(crate::api::Builtin::Secret),
+                secret,
+                "<redacted>",
+            ),
+            (
+                crate::platform::builtin(crate::api::Builtin::BucketStateStore),
                 bucket,
                 "https://u:<redacted>@s3.local",
             ),
             (
-                crate::platform::builtin("GitStateStore"),
+                crate::platform::builtin(crate::api::Builtin::GitStateStore),
                 store,
                 "https://u:<redacted>@h/r.git",
             ),

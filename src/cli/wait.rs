@@ -230,7 +230,12 @@ async fn settlement_now(
         return Ok(settled);
     };
     let promise_key = ObjectKey::new(GROUP, "Promise", None, promise_name);
-    let promise = get(cp, &crate::platform::builtin("Promise"), &promise_key).await?;
+    let promise = get(
+        cp,
+        &crate::platform::builtin(crate::api::Builtin::Promise),
+        &promise_key,
+    )
+    .await?;
     let observed = obj
         .data
         .pointer("/status/observedPromiseGeneration")

@@ -16,7 +16,11 @@ use super::{status, works, Error, ErrorChain, Next, Runtime};
 pub async fn using_store(rt: &Runtime, kind: &str, name: &str) -> Result<Vec<ObjectKey>, Error> {
     Ok(rt
         .cp
-        .list(&rt.kind("Destination"), None, &Selector::everything())
+        .list(
+            &rt.kind(crate::api::Builtin::Destination),
+            None,
+            &Selector::everything(),
+        )
         .await?
         .iter()
         .filter(|d| {
@@ -72,7 +76,7 @@ fn canary_info(dest_name: &str, subject: &str, author: (&str, &str)) -> WriteInf
 }
 
 pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
-    let kind = rt.kind("Destination");
+    let kind = rt.kind(crate::api::Builtin::Destination);
     let dest = typed(&obj)?;
     let key = ObjectKey::of(&obj);
     let name = key.name.clone();
@@ -83,11 +87,14 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
         return deregister(rt, &obj, &dest).await;
     }
     // A Destination is only as ready as its store: mirror a store that stopped being ready.
-    let store_ready = rt
-        .cp
-        .get(&rt.kind(&store_ref.kind), None, &store_ref.name)
-        .await?
-        .and_then(|store| status::condition_status(&store, "Ready"));
+    let store_ready = match crate::api::Builtin::state_store(&store_ref.kind) {
+        Some(store_kind) => rt
+            .cp
+            .get(&rt.kind(store_kind), None, &store_ref.name)
+            .await?
+            .and_then(|store| status::condition_status(&store, "Ready")),
+        None => None,
+    };
     if let Some((store_status, _, store_message)) = &store_ready {
         if store_status == "False" {
             let generation = obj.metadata.generation;
@@ -190,10 +197,10 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
 /// Removes every placement on the Destination (their finalizers delete their files), then the
 /// canary files, then lets the Destination go. Unless `cleanup: all`, files are left in place.
 async fn deregister(rt: &Runtime, obj: &Object, dest: &Destination) -> Result<Next, Error> {
-    let kind = rt.kind("Destination");
+    let kind = rt.kind(crate::api::Builtin::Destination);
     let name = obj.metadata.name.clone().unwrap_or_default();
     let keep_files = !dest.spec.cleanup_all();
-    let wp_kind = rt.kind("WorkPlacement");
+    let wp_kind = rt.kind(crate::api::Builtin::WorkPlacement);
     let placements = rt
         .cp
         .list(

@@ -7,7 +7,10 @@ use crate::store::Selector;
 use super::{Error, Runtime};
 
 pub async fn promise(rt: &Runtime, name: &str) -> Result<Option<Object>, Error> {
-    Ok(rt.cp.get(&rt.kind("Promise"), None, name).await?)
+    Ok(rt
+        .cp
+        .get(&rt.kind(crate::api::Builtin::Promise), None, name)
+        .await?)
 }
 
 /// The request kind a Promise defines, if it exists and defines one.

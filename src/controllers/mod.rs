@@ -374,7 +374,7 @@ impl Runtime {
     }
 
     /// The kind info of a built-in kind.
-    pub fn kind(&self, kind: &str) -> KindInfo {
+    pub fn kind(&self, kind: crate::api::Builtin) -> KindInfo {
         builtin(kind)
     }
 }

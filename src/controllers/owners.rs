@@ -41,7 +41,11 @@ impl Runtime {
             "Destination" => {
                 for work in self
                     .cp
-                    .list(&builtin("Work"), None, &Selector::everything())
+                    .list(
+                        &builtin(crate::api::Builtin::Work),
+                        None,
+                        &Selector::everything(),
+                    )
                     .await?
                 {
                     out.push(ObjectKey::of(&work));

@@ -55,10 +55,14 @@ pub async fn reconcile(rt: &Runtime, wp: Object) -> Result<Next, Error> {
     if !deleting && written_current(&wp) {
         return Ok(Next::Done);
     }
-    let wp_kind = rt.kind("WorkPlacement");
+    let wp_kind = rt.kind(crate::api::Builtin::WorkPlacement);
     let namespace = wp.metadata.namespace.clone().unwrap_or_default();
     let dest_name = text(&wp, "/spec/targetDestinationName").to_string();
-    let Some(dest_obj) = rt.cp.get(&rt.kind("Destination"), None, &dest_name).await? else {
+    let Some(dest_obj) = rt
+        .cp
+        .get(&rt.kind(crate::api::Builtin::Destination), None, &dest_name)
+        .await?
+    else {
         if deleting {
             // The Destination is gone, and with it any way to reach its files.
             status::remove_finalizer(rt.cp.as_ref(), &wp_kind, &wp, finalizers::WORK_PLACEMENT)
@@ -119,7 +123,11 @@ pub async fn reconcile(rt: &Runtime, wp: Object) -> Result<Next, Error> {
     };
     let work = rt
         .cp
-        .get(&rt.kind("Work"), Some(&namespace), &work_name)
+        .get(
+            &rt.kind(crate::api::Builtin::Work),
+            Some(&namespace),
+            &work_name,
+        )
         .await?;
     match write_batch(rt, &handle, &dest, &dest_obj, work.as_ref(), &batch).await {
         Ok(()) => Ok(Next::Done),
@@ -218,7 +226,7 @@ async fn write_batch(
     work: Option<&Object>,
     batch: &[Object],
 ) -> Result<(), WriteError> {
-    let wp_kind = rt.kind("WorkPlacement");
+    let wp_kind = rt.kind(crate::api::Builtin::WorkPlacement);
     let mut per_wp: Vec<(Object, Vec<FileBytes>)> = Vec::new();
     let mut desired_all: Vec<(String, Vec<u8>)> = Vec::new();
     let mut owned_all: BTreeSet<String> = BTreeSet::new();
@@ -359,7 +367,7 @@ async fn aggregated(
     let all = rt
         .cp
         .list(
-            &rt.kind("WorkPlacement"),
+            &rt.kind(crate::api::Builtin::WorkPlacement),
             None,
             &Selector::from_labels([(labels::TARGET_DESTINATION, name.as_str())]),
         )
@@ -419,7 +427,7 @@ async fn mark_failed(
     reason: &str,
     message: &str,
 ) -> Result<(), Error> {
-    let wp_kind = rt.kind("WorkPlacement");
+    let wp_kind = rt.kind(crate::api::Builtin::WorkPlacement);
     for wp in placements {
         status::update_status(rt.cp.as_ref(), &wp_kind, &ObjectKey::of(wp), |_, s| {
             status::set_conditions(s, failed_conditions(reason, message));

@@ -54,7 +54,7 @@ pub fn pipelines(
 pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
     let promise = typed(&obj)?;
     let name = obj.metadata.name.clone().unwrap_or_default();
-    let kind = rt.kind("Promise");
+    let kind = rt.kind(crate::api::Builtin::Promise);
     let subject = Subject {
         kind: kind.clone(),
         promise_name: name.clone(),
@@ -148,7 +148,7 @@ fn available_condition(available: bool) -> Condition {
 /// Requests first (their delete workflows need the Promise), then the promise delete workflow,
 /// then every Work of the Promise (their files leave the state stores), then the finalizer.
 async fn teardown(rt: &Runtime, subject: &Subject, promise: &Promise) -> Result<Next, Error> {
-    let kind = rt.kind("Promise");
+    let kind = rt.kind(crate::api::Builtin::Promise);
     if let Some(request_kind) = promise_api::request_kind(promise)
         .ok()
         .flatten()

@@ -33,7 +33,7 @@ fn executor_of(run: &Object) -> Option<Executor> {
 /// Looks at every run found `Running` when the controllers start: those whose executor is gone
 /// were interrupted and run again; those a live executor carries out are left alone.
 pub async fn recover_interrupted(rt: &Runtime) -> Result<(), Error> {
-    let kind = rt.kind("PipelineRun");
+    let kind = rt.kind(crate::api::Builtin::PipelineRun);
     for run in rt.cp.list(&kind, None, &Selector::everything()).await? {
         if phase(&run) == "Running" {
             settle_running(rt, &run).await?;
@@ -69,16 +69,21 @@ async fn settle_running(rt: &Runtime, run: &Object) -> Result<Next, Error> {
                 .unwrap_or_else(|| "an unknown executor".into());
             warn!(run = %key, "run was interrupted ({claimant} is gone); running it again");
             kill_leftovers(rt, run);
-            status::update_status(rt.cp.as_ref(), &rt.kind("PipelineRun"), &key, |obj, s| {
-                // Only the claim that was judged: never undo a newer one.
-                if phase(obj) == "Running" && executor_of(obj) == claim {
-                    status::set_field(s, "phase", json!("Pending"));
-                    status::set_field(s, "message", json!("interrupted; run again"));
-                    if let Some(map) = s.as_object_mut() {
-                        map.remove("executor");
+            status::update_status(
+                rt.cp.as_ref(),
+                &rt.kind(crate::api::Builtin::PipelineRun),
+                &key,
+                |obj, s| {
+                    // Only the claim that was judged: never undo a newer one.
+                    if phase(obj) == "Running" && executor_of(obj) == claim {
+                        status::set_field(s, "phase", json!("Pending"));
+                        status::set_field(s, "message", json!("interrupted; run again"));
+                        if let Some(map) = s.as_object_mut() {
+                            map.remove("executor");
+                        }
                     }
-                }
-            })
+                },
+            )
             .await?;
             Ok(Next::Done)
         }
@@ -104,20 +109,25 @@ async fn claim_and_start(rt: &Runtime, key: &ObjectKey) -> Result<Next, Error> {
             },
         )
     })?;
-    let stored = status::update_status(rt.cp.as_ref(), &rt.kind("PipelineRun"), key, |obj, s| {
-        // Someone may have claimed it since it was read.
-        if phase(obj) != "Pending" {
-            return;
-        }
-        status::set_field(s, "phase", json!("Running"));
-        status::set_field(s, "startTime", json!(started));
-        status::set_field(s, "executor", claim.clone());
-        if let Some(map) = s.as_object_mut() {
-            for stale in ["completionTime", "message", "exitCode", "workflowControl"] {
-                map.remove(stale);
+    let stored = status::update_status(
+        rt.cp.as_ref(),
+        &rt.kind(crate::api::Builtin::PipelineRun),
+        key,
+        |obj, s| {
+            // Someone may have claimed it since it was read.
+            if phase(obj) != "Pending" {
+                return;
             }
-        }
-    })
+            status::set_field(s, "phase", json!("Running"));
+            status::set_field(s, "startTime", json!(started));
+            status::set_field(s, "executor", claim.clone());
+            if let Some(map) = s.as_object_mut() {
+                for stale in ["completionTime", "message", "exitCode", "workflowControl"] {
+                    map.remove(stale);
+                }
+            }
+        },
+    )
     .await?;
     let Some(claimed) = stored.filter(|run| {
         phase(run) == "Running"
@@ -194,23 +204,28 @@ async fn finish(rt: &Runtime, key: &ObjectKey, finished: &Finished) -> Result<()
     let done = now_rfc3339();
     let me = &rt.executor;
     let mut ours = true;
-    status::update_status(rt.cp.as_ref(), &rt.kind("PipelineRun"), key, |obj, s| {
-        ours = phase(obj) == "Running" && executor_of(obj).as_ref() == Some(me);
-        if !ours {
-            return;
-        }
-        status::set_field(s, "phase", json!(finished.phase));
-        status::set_field(s, "completionTime", json!(done));
-        if !finished.message.is_empty() {
-            status::set_field(s, "message", json!(finished.message));
-        }
-        if let Some(code) = finished.exit_code {
-            status::set_field(s, "exitCode", json!(code));
-        }
-        if let Some(c) = &finished.control {
-            status::set_field(s, "workflowControl", c.clone());
-        }
-    })
+    status::update_status(
+        rt.cp.as_ref(),
+        &rt.kind(crate::api::Builtin::PipelineRun),
+        key,
+        |obj, s| {
+            ours = phase(obj) == "Running" && executor_of(obj).as_ref() == Some(me);
+            if !ours {
+                return;
+            }
+            status::set_field(s, "phase", json!(finished.phase));
+            status::set_field(s, "completionTime", json!(done));
+            if !finished.message.is_empty() {
+                status::set_field(s, "message", json!(finished.message));
+            }
+            if let Some(code) = finished.exit_code {
+                status::set_field(s, "exitCode", json!(code));
+            }
+            if let Some(c) = &finished.control {
+                status::set_field(s, "workflowControl", c.clone());
+            }
+        },
+    )
     .await?;
     if !ours {
         warn!(run = %key, "the run's claim changed while it ran; its outcome is not recorded");
@@ -222,19 +237,24 @@ async fn finish(rt: &Runtime, key: &ObjectKey, finished: &Finished) -> Result<()
 /// process is stopping): it runs again from the start, here or in the next process.
 pub(super) async fn release(rt: &Runtime, key: &ObjectKey) -> Result<(), Error> {
     let me = &rt.executor;
-    status::update_status(rt.cp.as_ref(), &rt.kind("PipelineRun"), key, |obj, s| {
-        if phase(obj) == "Running" && executor_of(obj).as_ref() == Some(me) {
-            status::set_field(s, "phase", json!("Pending"));
-            status::set_field(
-                s,
-                "message",
-                json!("released by a stopping kratix-rs; run again"),
-            );
-            if let Some(map) = s.as_object_mut() {
-                map.remove("executor");
+    status::update_status(
+        rt.cp.as_ref(),
+        &rt.kind(crate::api::Builtin::PipelineRun),
+        key,
+        |obj, s| {
+            if phase(obj) == "Running" && executor_of(obj).as_ref() == Some(me) {
+                status::set_field(s, "phase", json!("Pending"));
+                status::set_field(
+                    s,
+                    "message",
+                    json!("released by a stopping kratix-rs; run again"),
+                );
+                if let Some(map) = s.as_object_mut() {
+                    map.remove("executor");
+                }
             }
-        }
-    })
+        },
+    )
     .await?;
     Ok(())
 }
@@ -293,7 +313,11 @@ async fn execute(rt: &Runtime, run: &Object) -> Result<Finished, Error> {
         });
         (obj, env, kind)
     } else {
-        (promise_obj.clone(), EnvSubject::Promise, rt.kind("Promise"))
+        (
+            promise_obj.clone(),
+            EnvSubject::Promise,
+            rt.kind(crate::api::Builtin::Promise),
+        )
     };
     let object_yaml = serde_yaml::to_string(&object).map_err(|e| bad(Failure::ObjectYaml(e)))?;
     let env = kratix_env(&WorkflowEnv {

@@ -62,7 +62,13 @@ impl Cache {
         kind: &str,
         name: &str,
     ) -> Result<Result<StoreHandle, NotReady>, Error> {
-        let Some(obj) = rt.cp.get(&rt.kind(kind), None, name).await? else {
+        let Some(store_kind) = crate::api::Builtin::state_store(kind) else {
+            return Ok(Err(NotReady {
+                reason: "StateStoreNotFound",
+                message: format!("{kind:?} is not a kind of state store"),
+            }));
+        };
+        let Some(obj) = rt.cp.get(&rt.kind(store_kind), None, name).await? else {
             return Ok(Err(NotReady {
                 reason: "StateStoreNotFound",
                 message: format!("{kind} {name:?} not found"),
@@ -238,7 +244,11 @@ async fn secret_of(
         .get("namespace")
         .and_then(Value::as_str)
         .unwrap_or("default");
-    let Some(secret_obj) = rt.cp.get(&rt.kind("Secret"), Some(ns), name).await? else {
+    let Some(secret_obj) = rt
+        .cp
+        .get(&rt.kind(crate::api::Builtin::Secret), Some(ns), name)
+        .await?
+    else {
         return Ok(Err(NotReady {
             reason: "SecretNotFound",
             message: format!("Secret {ns}/{name} not found"),
@@ -289,7 +299,7 @@ pub async fn stores_using_secret(
     secret: &ObjectKey,
 ) -> Result<Vec<ObjectKey>, Error> {
     let mut out = Vec::new();
-    for kind in ["GitStateStore", "BucketStateStore"] {
+    for kind in crate::api::kinds::STATE_STORES {
         for store in rt
             .cp
             .list(&rt.kind(kind), None, &Selector::everything())

@@ -68,7 +68,7 @@ pub async fn runs_of(rt: &Runtime, subject: &Subject) -> Result<Vec<(Object, Run
     let runs = rt
         .cp
         .list(
-            &rt.kind("PipelineRun"),
+            &rt.kind(crate::api::Builtin::PipelineRun),
             Some(&subject.run_namespace()),
             &selector,
         )

@@ -128,7 +128,9 @@ async fn start_run(
             },
         )
     })?;
-    rt.cp.create(&rt.kind("PipelineRun"), &run).await?;
+    rt.cp
+        .create(&rt.kind(crate::api::Builtin::PipelineRun), &run)
+        .await?;
     tracing::info!(run = %name, object = %subject.key(), "pipeline run created");
     Ok(())
 }
@@ -157,7 +159,7 @@ async fn prune_runs(rt: &Runtime, runs: &[(Object, RunRecord)]) -> Result<(), Er
             .or_default()
             .push(r);
     }
-    let kind = rt.kind("PipelineRun");
+    let kind = rt.kind(crate::api::Builtin::PipelineRun);
     for (_, mut list) in by_pipeline {
         list.sort_by_key(|(_, rec)| std::cmp::Reverse(rec.sequence));
         for (obj, rec) in list.into_iter().skip(RUNS_TO_KEEP) {

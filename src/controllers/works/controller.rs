@@ -58,20 +58,26 @@ async fn remove(rt: &Runtime, work: &Object, placements: &[Object]) -> Result<Ne
         .and_then(|a| a.get(labels::REMOVAL_REASON))
         .cloned()
         .unwrap_or_else(|| "delete".into());
-    let wp_kind = rt.kind("WorkPlacement");
+    let wp_kind = rt.kind(crate::api::Builtin::WorkPlacement);
     for wp in placements {
         remove_with_reason(rt, &wp_kind, wp, &reason).await?;
     }
     if placements.is_empty() {
-        status::remove_finalizer(rt.cp.as_ref(), &rt.kind("Work"), work, finalizers::WORK).await?;
+        status::remove_finalizer(
+            rt.cp.as_ref(),
+            &rt.kind(crate::api::Builtin::Work),
+            work,
+            finalizers::WORK,
+        )
+        .await?;
     }
     Ok(Next::Done)
 }
 
 /// Schedules a Work: creates, updates and deletes its WorkPlacements, then reports.
 pub async fn reconcile(rt: &Runtime, work: Object) -> Result<Next, Error> {
-    let kind = rt.kind("Work");
-    let wp_kind = rt.kind("WorkPlacement");
+    let kind = rt.kind(crate::api::Builtin::Work);
+    let wp_kind = rt.kind(crate::api::Builtin::WorkPlacement);
     let key = ObjectKey::of(&work);
     let name = key.name.clone();
     let namespace = key.namespace.clone().unwrap_or_default();
@@ -87,7 +93,11 @@ pub async fn reconcile(rt: &Runtime, work: Object) -> Result<Next, Error> {
         .map_err(|source| Error::malformed(&work, "Work", source))?;
     let destinations: Vec<DestinationInfo> = rt
         .cp
-        .list(&rt.kind("Destination"), None, &Selector::everything())
+        .list(
+            &rt.kind(crate::api::Builtin::Destination),
+            None,
+            &Selector::everything(),
+        )
         .await?
         .iter()
         .map(destination_info)
@@ -177,7 +187,7 @@ async fn upsert_placement(
     typed: &crate::api::Work,
     placement: &Placement<'_>,
 ) -> Result<(), Error> {
-    let kind = rt.kind("WorkPlacement");
+    let kind = rt.kind(crate::api::Builtin::WorkPlacement);
     let namespace = work.metadata.namespace.clone().unwrap_or_default();
     let work_name = work.metadata.name.clone().unwrap_or_default();
     let group = placement.group;

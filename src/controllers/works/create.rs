@@ -124,7 +124,7 @@ impl From<crate::store::Error> for Upsert {
 
 /// Finds the Work by its labels (Kratix's identity) and replaces its spec, or creates it.
 async fn upsert_work(rt: &Runtime, new: &NewWork<'_>) -> Result<(), Upsert> {
-    let kind = rt.kind("Work");
+    let kind = rt.kind(crate::api::Builtin::Work);
     let spec = json!({
         "promiseName": new.promise_name,
         "resourceName": new.resource,
@@ -187,7 +187,7 @@ pub async fn sync_static_dependencies(rt: &Runtime, promise: &Promise) -> Result
     let existing = rt
         .cp
         .list(
-            &rt.kind("Work"),
+            &rt.kind(crate::api::Builtin::Work),
             Some(SYSTEM_NAMESPACE),
             &selector(&work_labels),
         )

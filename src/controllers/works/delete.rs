@@ -34,7 +34,7 @@ pub async fn delete_obsolete(
 
 /// Marks why the Works go, then deletes them (their placements' files follow).
 pub async fn delete_works(rt: &Runtime, works: &[Object], reason: &str) -> Result<(), Error> {
-    let kind = rt.kind("Work");
+    let kind = rt.kind(crate::api::Builtin::Work);
     for work in works {
         remove_with_reason(rt, &kind, work, reason).await?;
     }
@@ -67,7 +67,7 @@ pub async fn delete_all_of_promise(rt: &Runtime, promise: &str) -> Result<usize,
     let works = rt
         .cp
         .list(
-            &rt.kind("Work"),
+            &rt.kind(crate::api::Builtin::Work),
             None,
             &selector(&[(labels::PROMISE_NAME, promise)]),
         )
@@ -78,7 +78,7 @@ pub async fn delete_all_of_promise(rt: &Runtime, promise: &str) -> Result<usize,
 
 /// Deletes the run records (and their folders) of a Promise or request that is going away.
 pub async fn delete_runs(rt: &Runtime, subject: &Subject) -> Result<(), Error> {
-    let kind = rt.kind("PipelineRun");
+    let kind = rt.kind(crate::api::Builtin::PipelineRun);
     for (run, _) in runs_of(rt, subject).await? {
         let _ = std::fs::remove_dir_all(rt.platform.run_dir(&run));
         status::delete_if_present(rt.cp.as_ref(), &kind, &run).await?;

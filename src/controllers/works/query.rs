@@ -22,7 +22,7 @@ pub(super) async fn placements_of(
     Ok(rt
         .cp
         .list(
-            &rt.kind("WorkPlacement"),
+            &rt.kind(crate::api::Builtin::WorkPlacement),
             namespace,
             &selector(&[(labels::WORK, work_name)]),
         )
@@ -55,13 +55,17 @@ pub async fn works_of(rt: &Runtime, subject: &Subject) -> Result<Vec<Object>, Er
     let sel = Selector::from_labels(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     let mut works = rt
         .cp
-        .list(&rt.kind("Work"), Some(&subject.run_namespace()), &sel)
+        .list(
+            &rt.kind(crate::api::Builtin::Work),
+            Some(&subject.run_namespace()),
+            &sel,
+        )
         .await?;
     if subject.workflow_type == WorkflowType::Promise {
         let statics = rt
             .cp
             .list(
-                &rt.kind("Work"),
+                &rt.kind(crate::api::Builtin::Work),
                 Some(SYSTEM_NAMESPACE),
                 &selector(&[
                     (labels::PROMISE_NAME, &subject.promise_name),
