@@ -7,10 +7,8 @@ mod support;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use object_store::aws::{AmazonS3, AmazonS3Builder};
-use object_store::path::Path as ObjectPath;
-use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use serde_json::Value;
+use support::bucket::BucketInspector;
 use support::{condition, eventually, fixtures, Kratix};
 
 use testkit::garage::{self, AccessKey, Garage};
@@ -53,45 +51,20 @@ struct ObjectState {
 /// One test's bucket on the shared Garage, looked at without going through kratix-rs.
 struct TestBucket {
     name: String,
-    client: AmazonS3,
-    runtime: tokio::runtime::Runtime,
+    inspector: BucketInspector,
 }
 
 impl TestBucket {
     fn new() -> Self {
         let garage = Garage::shared();
         let name = garage.new_bucket();
-        let client = AmazonS3Builder::new()
-            .with_endpoint(format!("http://{}", garage.s3_endpoint))
-            .with_allow_http(true)
-            .with_bucket_name(&name)
-            .with_region(garage::REGION)
-            .with_access_key_id(&garage.key.id)
-            .with_secret_access_key(&garage.key.secret)
-            .build()
-            .expect("inspector client");
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("tokio runtime");
-        Self {
-            name,
-            client,
-            runtime,
-        }
+        let inspector = BucketInspector::new(garage, &name);
+        Self { name, inspector }
     }
 
     /// Every key in the bucket (LIST), sorted.
     fn keys(&self) -> BTreeSet<String> {
-        use futures::TryStreamExt;
-        self.runtime.block_on(async {
-            self.client
-                .list(None)
-                .map_ok(|meta| meta.location.to_string())
-                .try_collect()
-                .await
-                .expect("inspector lists the bucket")
-        })
+        self.inspector.keys()
     }
 
     /// Every key under `prefix`, with what a HEAD of it says.
@@ -100,10 +73,7 @@ impl TestBucket {
             .into_iter()
             .filter(|k| k.starts_with(&format!("{prefix}/")))
             .map(|key| {
-                let meta = self
-                    .runtime
-                    .block_on(self.client.head(&ObjectPath::from(key.as_str())))
-                    .unwrap_or_else(|e| panic!("HEAD {key}: {e}"));
+                let meta = self.inspector.head(&key);
                 let state = ObjectState {
                     e_tag: meta.e_tag,
                     last_modified: meta.last_modified,
@@ -114,25 +84,12 @@ impl TestBucket {
     }
 
     fn get(&self, key: &str) -> String {
-        self.runtime.block_on(async {
-            let got = self
-                .client
-                .get(&ObjectPath::from(key))
-                .await
-                .unwrap_or_else(|e| panic!("GET {key}: {e}"));
-            let bytes = got.bytes().await.expect("object body");
-            String::from_utf8(bytes.to_vec()).expect("utf-8 object")
-        })
+        self.inspector.get(key)
     }
 
     /// Puts an object that kratix-rs did not write.
     fn put_foreign(&self, key: &str) {
-        self.runtime
-            .block_on(self.client.put(
-                &ObjectPath::from(key),
-                PutPayload::from_static(b"written by someone else\n"),
-            ))
-            .unwrap_or_else(|e| panic!("PUT {key}: {e}"));
+        self.inspector.put(key, "written by someone else\n".into());
     }
 }
 

@@ -586,45 +586,7 @@ fn git_content(bare: PathBuf) -> Box<dyn Fn() -> String> {
 
 fn bucket_content(bucket: String) -> Box<dyn Fn() -> String> {
     Box::new(move || {
-        use futures::TryStreamExt;
-        use object_store::{ObjectStore, ObjectStoreExt};
-        let garage = garage::Garage::shared();
-        let client = object_store::aws::AmazonS3Builder::new()
-            .with_endpoint(format!("http://{}", garage.s3_endpoint))
-            .with_allow_http(true)
-            .with_bucket_name(&bucket)
-            .with_region(garage::REGION)
-            .with_access_key_id(&garage.key.id)
-            .with_secret_access_key(&garage.key.secret)
-            .build()
-            .expect("inspector client");
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("tokio runtime");
-        runtime.block_on(async {
-            let metas: Vec<_> = client
-                .list(None)
-                .try_collect()
-                .await
-                .expect("inspector lists the bucket");
-            let mut text = String::new();
-            for meta in metas {
-                let body = client
-                    .get(&meta.location)
-                    .await
-                    .expect("GET")
-                    .bytes()
-                    .await
-                    .expect("body");
-                text.push_str(&format!(
-                    "== {}\n{}\n",
-                    meta.location,
-                    String::from_utf8_lossy(&body)
-                ));
-            }
-            text
-        })
+        support::bucket::BucketInspector::new(garage::Garage::shared(), &bucket).content()
     })
 }
 

@@ -18,11 +18,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use object_store::aws::{AmazonS3, AmazonS3Builder};
-use object_store::path::Path as ObjectPath;
-use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use serde_json::Value;
 use serde_yaml::Value as Yaml;
+use support::bucket::BucketInspector as Inspector;
 use support::faults::{BareRepo, Commit, FaultPlan, FaultProxy};
 use support::{condition, eventually, fixtures, Kratix};
 use testkit::{garage, RestartableGitDaemon, SilentServer};
@@ -680,66 +678,11 @@ fn two_homes_writing_one_branch_lose_no_commit() {
 
 const STORE_PATH: &str = "platform";
 
-/// A bucket as an independent S3 client sees it, straight to Garage.
-struct Inspector {
-    client: AmazonS3,
-    runtime: tokio::runtime::Runtime,
+/// Puts an object that kratix-rs did not write, saying which it is.
+fn put_foreign(inspector: &Inspector, key: &str) {
+    inspector.put(key, format!("written by someone else: {key}\n"));
 }
 
-impl Inspector {
-    fn new(garage: &garage::Garage, bucket: &str) -> Self {
-        let client = AmazonS3Builder::new()
-            .with_endpoint(format!("http://{}", garage.s3_endpoint))
-            .with_allow_http(true)
-            .with_bucket_name(bucket)
-            .with_region(garage::REGION)
-            .with_access_key_id(&garage.key.id)
-            .with_secret_access_key(&garage.key.secret)
-            .build()
-            .expect("inspector client");
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("tokio runtime");
-        Self { client, runtime }
-    }
-
-    fn keys(&self) -> BTreeSet<String> {
-        use futures::TryStreamExt;
-        self.runtime.block_on(async {
-            self.client
-                .list(None)
-                .map_ok(|meta| meta.location.to_string())
-                .try_collect()
-                .await
-                .expect("inspector lists the bucket")
-        })
-    }
-
-    fn get(&self, key: &str) -> String {
-        self.runtime.block_on(async {
-            let got = self
-                .client
-                .get(&ObjectPath::from(key))
-                .await
-                .unwrap_or_else(|e| panic!("GET {key}: {e}"));
-            let bytes = got.bytes().await.expect("object body");
-            String::from_utf8(bytes.to_vec()).expect("utf-8 object")
-        })
-    }
-
-    fn put_foreign(&self, key: &str) {
-        self.runtime
-            .block_on(self.client.put(
-                &ObjectPath::from(key),
-                PutPayload::from(format!("written by someone else: {key}\n")),
-            ))
-            .unwrap_or_else(|e| panic!("PUT {key}: {e}"));
-    }
-}
-
-/// Secret, BucketStateStore `garage` at `endpoint` (prefix [`STORE_PATH`]), Destination
-/// `worker-s3` and the Promise.
 fn bucket_platform_yaml(garage: &garage::Garage, endpoint: &str, bucket: &str) -> String {
     [
         format!("apiVersion: v1\nkind: Secret\nmetadata:\n  name: s3-creds\n  namespace: default\nstringData:\n  accessKeyID: {}\n  secretAccessKey: {}\n", garage.key.id, garage.key.secret),
@@ -814,7 +757,7 @@ fn garage_stopped_and_restarted_during_writes_ends_consistent_and_written_once()
         format!("{STORE_PATH}/worker-s3/resources/foreign.yaml"),
     ];
     for key in &foreign {
-        inspector.put_foreign(key);
+        put_foreign(&inspector, key);
     }
     let mut k = Kratix::new().with_env("KRATIX_STORE_RECHECK", "1");
     k.start_serve();
@@ -870,7 +813,7 @@ fn s3_errors_for_a_third_of_requests_still_write_everything_once() {
     let upstream = garage.s3_endpoint.parse().expect("an address");
     let proxy = FaultProxy::start(upstream, FaultPlan::new(seed, 0.3));
     let mut foreign = vec![format!("{STORE_PATH}/worker-s3/dependencies/foreign.yaml")];
-    inspector.put_foreign(&foreign[0]);
+    put_foreign(&inspector, &foreign[0]);
 
     let mut k = Kratix::new();
     k.start_serve();
@@ -882,7 +825,7 @@ fn s3_errors_for_a_third_of_requests_still_write_everything_once() {
     // Somebody else writes meanwhile, straight to the server.
     for i in 0..3 {
         let key = format!("{STORE_PATH}/worker-s3/resources/foreign-{i}.yaml");
-        inspector.put_foreign(&key);
+        put_foreign(&inspector, &key);
         foreign.push(key);
     }
     wait_reconciled(&k, wanted.keys());

@@ -96,34 +96,7 @@ fn promise(w: &Workflows) -> String {
             workflows[ty][action] = json!(list);
         }
     }
-    json!({
-        "apiVersion": "platform.kratix.io/v1alpha1",
-        "kind": "Promise",
-        "metadata": {"name": PROMISE},
-        "spec": {
-            "api": {
-                "apiVersion": "apiextensions.k8s.io/v1",
-                "kind": "CustomResourceDefinition",
-                "metadata": {"name": "things.test.kratix.io"},
-                "spec": {
-                    "group": "test.kratix.io",
-                    "names": {"kind": "Thing", "plural": "things", "singular": "thing"},
-                    "scope": "Namespaced",
-                    "versions": [{
-                        "name": "v1alpha1", "served": true, "storage": true,
-                        "schema": {"openAPIV3Schema": {"type": "object", "properties": {
-                            "spec": {"type": "object", "properties": {
-                                "size": {"type": "integer"},
-                                "mode": {"type": "string"},
-                            }},
-                        }}},
-                    }],
-                },
-            },
-            "workflows": workflows,
-        },
-    })
-    .to_string()
+    support::things::promise_with_workflows(workflows)
 }
 
 /// A `Thing` request in namespace `default`.

@@ -1,4 +1,4 @@
-//! The `KRATIX_*` environment every pipeline container gets (reference 4.2).
+//! The `KRATIX_*` environment every pipeline container gets, named and valued as in Kratix.
 
 pub use crate::workflow::{Action as WorkflowAction, WorkflowType};
 

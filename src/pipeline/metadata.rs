@@ -1,5 +1,5 @@
 //! The files a pipeline leaves in `/kratix/metadata`: `status.yaml`, `destination-selectors.yaml`
-//! and `workflow-control.yaml` (reference 4.3, 4.4).
+//! and `workflow-control.yaml`, read as Kratix reads them (see docs/architecture.md).
 
 use std::collections::BTreeMap;
 use std::io::Read;

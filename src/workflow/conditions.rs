@@ -1,4 +1,4 @@
-//! The conditions an object's workflow state maps to, in Kratix's words (reference 10.1).
+//! The conditions an object's workflow state maps to, with Kratix's types, reasons and messages.
 
 use crate::api::condition::{Condition, ConditionStatus};
 

@@ -1,4 +1,4 @@
-//! Pipeline output -> workload groups, with Kratix's work-creator semantics (reference 4.3), and
+//! Pipeline output -> workload groups, with the semantics of Kratix's work-creator, and
 //! the workload group of a Promise's static dependencies.
 //!
 //! Everything here is pure: it takes the checked [`Output`] of a run, never the file system.

@@ -1,6 +1,7 @@
 //! Drives the `kratix-rs` binary through its command-line contract, each test in its own home.
 #![allow(dead_code)]
 
+pub mod bucket;
 pub mod faults;
 pub mod things;
 

@@ -44,6 +44,12 @@ pub fn promise_with(pipelines: &[(&str, Vec<String>)]) -> String {
             })
         })
         .collect();
+    promise_with_workflows(json!({"resource": {"configure": pipelines}}))
+}
+
+/// The Promise `thing` (kind `Thing`: `spec.size`, an integer, and `spec.mode`, a string) with
+/// the given `spec.workflows`, as JSON (which is YAML).
+pub fn promise_with_workflows(workflows: Value) -> String {
     json!({
         "apiVersion": "platform.kratix.io/v1alpha1",
         "kind": "Promise",
@@ -60,12 +66,15 @@ pub fn promise_with(pipelines: &[(&str, Vec<String>)]) -> String {
                     "versions": [{
                         "name": "v1alpha1", "served": true, "storage": true,
                         "schema": {"openAPIV3Schema": {"type": "object", "properties": {
-                            "spec": {"type": "object", "properties": {"size": {"type": "integer"}}},
+                            "spec": {"type": "object", "properties": {
+                                "size": {"type": "integer"},
+                                "mode": {"type": "string"},
+                            }},
                         }}},
                     }],
                 },
             },
-            "workflows": {"resource": {"configure": pipelines}},
+            "workflows": workflows,
         },
     })
     .to_string()
