@@ -205,9 +205,8 @@ pub fn pipelines_status(
                     v["message"] = json!(m);
                 }
                 if let Some(at) = s.next_retry_at_ms {
-                    if let Some(t) = chrono::DateTime::from_timestamp_millis(at) {
-                        v["nextRetryAt"] =
-                            json!(t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
+                    if let Some(t) = super::kube_time::rfc3339_secs(at) {
+                        v["nextRetryAt"] = json!(t);
                     }
                 }
                 v
