@@ -32,8 +32,16 @@ mod tests {
     fn formats_and_parses_the_stored_forms() {
         let cases: &[(i64, &str, &str)] = &[
             (0, "1970-01-01T00:00:00Z", "1970-01-01T00:00:00.000Z"),
-            (1_767_225_600_123, "2026-01-01T00:00:00Z", "2026-01-01T00:00:00.123Z"),
-            (1_767_225_601_000, "2026-01-01T00:00:01Z", "2026-01-01T00:00:01.000Z"),
+            (
+                1_767_225_600_123,
+                "2026-01-01T00:00:00Z",
+                "2026-01-01T00:00:00.123Z",
+            ),
+            (
+                1_767_225_601_000,
+                "2026-01-01T00:00:01Z",
+                "2026-01-01T00:00:01.000Z",
+            ),
         ];
         for (ms, secs, millis) in cases {
             assert_eq!(rfc3339_secs(*ms).as_deref(), Some(*secs), "{ms}");
@@ -41,7 +49,10 @@ mod tests {
             assert_eq!(format!("{t:.3}"), *millis, "{ms}");
             assert_eq!(parse_ms(millis), Some(*ms), "{millis}");
         }
-        assert_eq!(parse_ms("2026-01-01T01:00:00+01:00"), Some(1_767_225_600_000));
+        assert_eq!(
+            parse_ms("2026-01-01T01:00:00+01:00"),
+            Some(1_767_225_600_000)
+        );
         assert_eq!(parse_ms("yesterday"), None);
     }
 }

@@ -15,6 +15,7 @@ pub mod promises;
 mod queue;
 pub mod requests;
 mod run_failure;
+mod run_outcome;
 mod run_record;
 pub mod runs;
 mod settings;

@@ -5,18 +5,22 @@ use std::collections::HashMap;
 use serde_json::{json, Value};
 
 use crate::api::object::label;
-use crate::api::{labels, Object};
+use crate::api::{labels, Object, WorkPlacement, WorkPlacementStatus};
 
 use super::super::{status, Error, Runtime};
-use super::query::{observed_current, placements_of};
+use super::query::{placement_written, placements_of};
 
 /// One placement's entry: its destination, the version (commit) holding its files, and whether
 /// they are written for its current generation.
 fn landing(wp: &Object) -> Value {
+    let destination = crate::api::object::to_typed::<WorkPlacement>(wp)
+        .ok()
+        .map(|typed| typed.spec.target_destination_name);
+    let version = status::status_or_default::<WorkPlacementStatus>(wp).version_id;
     json!({
-        "destination": wp.data.pointer("/spec/targetDestinationName").cloned().unwrap_or(Value::Null),
-        "version": wp.data.pointer("/status/versionID").cloned().unwrap_or(Value::Null),
-        "written": status::condition_status(wp, "WriteSucceeded").is_some_and(|(s, _, _)| s == "True") && observed_current(wp),
+        "destination": destination,
+        "version": version,
+        "written": placement_written(wp),
     })
 }
 
