@@ -20,6 +20,19 @@ pub struct SecretRef {
     pub namespace: Option<String>,
 }
 
+impl SecretRef {
+    /// The Secret's namespace (`default` when not given).
+    pub fn namespace(&self) -> &str {
+        self.namespace.as_deref().unwrap_or("default")
+    }
+
+    /// `spec.secretRef` of a stored state store of either kind: `None` without one.
+    pub fn of(obj: &super::Object) -> Option<Result<SecretRef, serde_json::Error>> {
+        let value = obj.data.get("spec")?.get("secretRef")?;
+        Some(SecretRef::deserialize(value))
+    }
+}
+
 #[derive(CustomResource, Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "platform.kratix.io",

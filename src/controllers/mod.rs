@@ -13,6 +13,7 @@ mod owners;
 pub mod placements;
 pub mod promises;
 mod queue;
+mod readiness;
 pub mod requests;
 mod run_failure;
 mod run_outcome;
