@@ -22,6 +22,7 @@ pub mod state_store;
 pub mod validation;
 pub mod work;
 pub mod work_placement;
+pub mod workflow_status;
 
 pub use condition::{Condition, ConditionStatus};
 pub use destination::{Destination, DestinationSpec, FilepathMode};

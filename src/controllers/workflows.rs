@@ -1,9 +1,8 @@
 //! Drives one object's workflow: reads its run records, asks [`crate::workflow::next_step`] what
 //! to do, and starts the next pipeline run when told to.
 
-use serde_json::{json, Value};
-
 use crate::api::pipeline::Pipeline;
+use crate::api::workflow_status::PipelineStatusEntry;
 use crate::api::{labels, Object, PipelineRun, PipelineRunSpec, PipelineRunStatus};
 use crate::workflow::{
     self, Action, Observed, RunPhase, RunRecord, Step, WorkflowType, WorksState,
@@ -190,27 +189,19 @@ pub fn pipelines_status(
     pipelines: &[Pipeline],
     records: &[RunRecord],
     hash: &str,
-) -> Value {
+) -> Vec<PipelineStatusEntry> {
     let names: Vec<String> = pipelines.iter().map(|p| p.name().to_string()).collect();
-    let statuses = workflow::pipeline_statuses(action, &names, records, hash);
-    Value::Array(
-        statuses
-            .into_iter()
-            .map(|s| {
-                let mut v =
-                    json!({ "name": s.name, "phase": s.phase.as_str(), "attempts": s.attempts });
-                if let Some(m) = s.message {
-                    v["message"] = json!(m);
-                }
-                if let Some(at) = s.next_retry_at_ms {
-                    if let Some(t) = super::kube_time::rfc3339_secs(at) {
-                        v["nextRetryAt"] = json!(t);
-                    }
-                }
-                v
-            })
-            .collect(),
-    )
+    workflow::pipeline_statuses(action, &names, records, hash)
+        .into_iter()
+        .map(|s| PipelineStatusEntry {
+            name: s.name,
+            phase: s.phase.as_str(),
+            attempts: s.attempts,
+            message: s.message,
+            next_retry_at: s.next_retry_at_ms.and_then(super::kube_time::rfc3339_secs),
+            destinations: None,
+        })
+        .collect()
 }
 
 /// How long until the step wants another look without any change.
