@@ -25,15 +25,9 @@ pub struct PipelineRunSpec {
     /// Stored order of runs; never derived from clocks.
     pub sequence: i64,
     pub promise_name: String,
-    /// Empty (and stored as `""`) for promise workflows.
-    #[serde(default)]
-    // NB: no `default: ""` in the CRD: kube-apiserver 1.20 refuses empty-string defaults.
-    #[schemars(skip_serializing_if = "String::is_empty")]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub resource_name: String,
-    /// Empty (and stored as `""`) for promise workflows.
-    #[serde(default)]
-    // NB: no `default: ""` in the CRD: kube-apiserver 1.20 refuses empty-string defaults.
-    #[schemars(skip_serializing_if = "String::is_empty")]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub resource_namespace: String,
     pub pipeline_name: String,
     /// Position of the pipeline in its workflow when the run was started.
@@ -50,6 +44,20 @@ pub struct PipelineRunSpec {
     /// Whether this is the last pipeline of its workflow.
     #[serde(default)]
     pub last: bool,
+}
+
+impl PipelineRunSpec {
+    /// The spec as the controllers store it: `resourceName` and `resourceNamespace` even when
+    /// empty (promise workflows).
+    pub fn stored(&self) -> Result<Value, serde_json::Error> {
+        super::object::stored_spec(
+            self,
+            &[
+                ("resourceName", Value::String(String::new())),
+                ("resourceNamespace", Value::String(String::new())),
+            ],
+        )
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -27,14 +27,10 @@ pub struct WorkSpec {
     // NB: no `default: ""` in the CRD: kube-apiserver 1.20 refuses empty-string defaults.
     #[schemars(skip_serializing_if = "String::is_empty")]
     pub promise_name: String,
-    /// Empty (and stored as `""`) for dependency Works (promise workflows and static
-    /// dependencies).
-    #[serde(default)]
-    // NB: no `default: ""` in the CRD: kube-apiserver 1.20 refuses empty-string defaults.
-    #[schemars(skip_serializing_if = "String::is_empty")]
+    /// Empty for dependency Works (promise workflows and static dependencies).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub resource_name: String,
-    #[serde(default)]
-    #[schemars(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub workload_groups: Vec<WorkloadGroup>,
     /// RFC 3339 time of the pipeline run that wrote this Work; changes on every run, as in Kratix.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -101,6 +97,18 @@ pub struct WorkStatus {
 }
 
 impl WorkSpec {
+    /// The spec as the controllers store it: `resourceName` and `workloadGroups` even when
+    /// empty.
+    pub fn stored(&self) -> Result<Value, serde_json::Error> {
+        super::object::stored_spec(
+            self,
+            &[
+                ("resourceName", Value::String(String::new())),
+                ("workloadGroups", Value::Array(vec![])),
+            ],
+        )
+    }
+
     pub fn is_dependency(&self) -> bool {
         self.resource_name.is_empty()
     }
@@ -111,26 +119,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_new_work_is_stored_with_every_spec_field_and_no_status() {
-        let mut work = Work::new(
-            "w",
-            WorkSpec {
-                promise_name: "p".into(),
-                resource_name: String::new(),
-                workload_groups: vec![],
-                last_execution_timestamp: Some("t".into()),
-            },
-        );
+    fn controllers_store_empty_fields_that_applied_documents_leave_out() {
+        let spec = WorkSpec {
+            promise_name: "p".into(),
+            resource_name: String::new(),
+            workload_groups: vec![],
+            last_execution_timestamp: Some("t".into()),
+        };
+        let mut work = Work::new("w", spec.clone());
         work.metadata.namespace = Some("ns".into());
-        let stored = serde_json::to_value(&work).expect("serializable");
+        let stored = spec.stored().expect("serializable");
+        let obj = crate::api::object::from_typed_with_spec(&work, stored).expect("an object");
         assert_eq!(
-            stored,
+            serde_json::to_value(&obj).expect("serializable"),
             serde_json::json!({
                 "apiVersion": "platform.kratix.io/v1alpha1", "kind": "Work",
                 "metadata": {"name": "w", "namespace": "ns"},
                 "spec": {"promiseName": "p", "resourceName": "", "workloadGroups": [],
                          "lastExecutionTimestamp": "t"},
             })
+        );
+        assert_eq!(
+            serde_json::to_value(&spec).expect("serializable"),
+            serde_json::json!({"promiseName": "p", "lastExecutionTimestamp": "t"})
         );
     }
 

@@ -33,16 +33,20 @@ pub struct WorkPlacementSpec {
     // NB: no `default: ""` in the CRD: kube-apiserver 1.20 refuses empty-string defaults.
     #[schemars(skip_serializing_if = "String::is_empty")]
     pub promise_name: String,
-    /// Empty (and stored as `""`) for dependency Works' placements.
-    #[serde(default)]
-    // NB: no `default: ""` in the CRD: kube-apiserver 1.20 refuses empty-string defaults.
-    #[schemars(skip_serializing_if = "String::is_empty")]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub resource_name: String,
     /// Workload group id.
     pub id: String,
     /// The Work's generation this placement was made from.
     #[serde(default)]
     pub generation: i64,
+}
+
+impl WorkPlacementSpec {
+    /// The spec as the controllers store it: `resourceName` even when empty.
+    pub fn stored(&self) -> Result<Value, serde_json::Error> {
+        super::object::stored_spec(self, &[("resourceName", Value::String(String::new()))])
+    }
 }
 
 /// What the writer records: the files it owns in the state store and its conditions.

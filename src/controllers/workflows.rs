@@ -98,34 +98,34 @@ async fn start_run(
         move |source| Error::run(&name, Failure::Encode { what, source })
     };
     let for_resource = subject.workflow_type == WorkflowType::Resource;
-    let mut typed = PipelineRun::new(
-        &name,
-        PipelineRunSpec {
-            sequence,
-            promise_name: subject.promise_name.clone(),
-            resource_name: if for_resource {
-                subject.name()
-            } else {
-                String::new()
-            },
-            resource_namespace: if for_resource {
-                subject.run_namespace()
-            } else {
-                String::new()
-            },
-            pipeline_name: pipeline.name().to_string(),
-            pipeline_index: i64::try_from(index).unwrap_or(i64::MAX),
-            workflow_type: subject.workflow_type.as_str().to_string(),
-            workflow_action: action.as_str().to_string(),
-            hash: subject.hash.clone(),
-            pipeline: serde_json::to_value(pipeline).map_err(encode("the pipeline"))?,
-            last,
+    let spec = PipelineRunSpec {
+        sequence,
+        promise_name: subject.promise_name.clone(),
+        resource_name: if for_resource {
+            subject.name()
+        } else {
+            String::new()
         },
-    );
+        resource_namespace: if for_resource {
+            subject.run_namespace()
+        } else {
+            String::new()
+        },
+        pipeline_name: pipeline.name().to_string(),
+        pipeline_index: i64::try_from(index).unwrap_or(i64::MAX),
+        workflow_type: subject.workflow_type.as_str().to_string(),
+        workflow_action: action.as_str().to_string(),
+        hash: subject.hash.clone(),
+        pipeline: serde_json::to_value(pipeline).map_err(encode("the pipeline"))?,
+        last,
+    };
+    let stored = spec.stored().map_err(encode("the run"))?;
+    let mut typed = PipelineRun::new(&name, spec);
     typed.metadata.namespace = Some(subject.run_namespace());
     typed.metadata.labels = Some(run_labels);
     typed.status = Some(PipelineRunStatus::default());
-    let run = crate::api::object::from_typed(&typed).map_err(encode("the run"))?;
+    let run =
+        crate::api::object::from_typed_with_spec(&typed, stored).map_err(encode("the run"))?;
     rt.cp
         .create(&rt.kind(crate::api::Builtin::PipelineRun), &run)
         .await?;

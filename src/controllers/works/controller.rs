@@ -220,7 +220,7 @@ async fn upsert_placement(
     match rt.cp.get(&kind, Some(&namespace), placement.name).await? {
         Some(existing) if existing.metadata.deletion_timestamp.is_some() => Ok(()),
         Some(existing) => {
-            let spec = serde_json::to_value(&spec).map_err(malformed)?;
+            let spec = spec.stored().map_err(malformed)?;
             status::update_object(rt.cp.as_ref(), &kind, &ObjectKey::of(&existing), |o| {
                 if let Some(map) = o.data.as_object_mut() {
                     map.insert("spec".into(), spec.clone());
@@ -231,11 +231,13 @@ async fn upsert_placement(
             Ok(())
         }
         None => {
+            let stored = spec.stored().map_err(malformed)?;
             let mut typed_wp = WorkPlacement::new(placement.name, spec);
             typed_wp.metadata.namespace = Some(namespace.clone());
             typed_wp.metadata.labels = Some(wp_labels);
             typed_wp.metadata.finalizers = Some(vec![finalizers::WORK_PLACEMENT.to_string()]);
-            let wp = crate::api::object::from_typed(&typed_wp).map_err(malformed)?;
+            let wp =
+                crate::api::object::from_typed_with_spec(&typed_wp, stored).map_err(malformed)?;
             match rt.cp.create(&kind, &wp).await {
                 Ok(_) | Err(crate::store::Error::AlreadyExists { .. }) => Ok(()),
                 Err(e) => Err(e.into()),

@@ -139,7 +139,7 @@ async fn upsert_work(rt: &Runtime, new: &NewWork<'_>) -> Result<(), Upsert> {
         .into_iter()
         .find(|w| w.metadata.deletion_timestamp.is_none());
     if let Some(work) = existing {
-        let spec = serde_json::to_value(&spec).map_err(refused)?;
+        let spec = spec.stored().map_err(refused)?;
         status::update_object(rt.cp.as_ref(), &kind, &ObjectKey::of(&work), |w| {
             if let Some(map) = w.data.as_object_mut() {
                 map.insert("spec".into(), spec.clone());
@@ -148,6 +148,7 @@ async fn upsert_work(rt: &Runtime, new: &NewWork<'_>) -> Result<(), Upsert> {
         .await?;
         return Ok(());
     }
+    let stored = spec.stored().map_err(refused)?;
     let mut typed = Work::new(new.name, spec);
     typed.metadata.namespace = Some(new.namespace.to_string());
     typed.metadata.labels = Some(
@@ -156,7 +157,7 @@ async fn upsert_work(rt: &Runtime, new: &NewWork<'_>) -> Result<(), Upsert> {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),
     );
-    let work: Object = crate::api::object::from_typed(&typed).map_err(refused)?;
+    let work: Object = crate::api::object::from_typed_with_spec(&typed, stored).map_err(refused)?;
     match rt.cp.create(&kind, &work).await {
         Ok(_) => Ok(()),
         Err(crate::store::Error::AlreadyExists { .. }) => {
