@@ -5,6 +5,7 @@ use bytes::Bytes;
 use statestores::{Change, Key, WriteInfo};
 
 use crate::api::destination::StatusWithConditions;
+use crate::api::state_store::StateStoreStatus;
 use crate::api::{
     condition, finalizers, labels, Condition, ConditionStatus, Destination, Object, ObjectKey,
 };
@@ -94,7 +95,7 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
             .cp
             .get(&rt.kind(store_kind), None, &store_ref.name)
             .await?
-            .map(|store| status::status_or_default::<StatusWithConditions>(&store))
+            .map(|store| status::status_or_default::<StateStoreStatus>(&store))
             .and_then(|s| condition::find(&s.conditions, "Ready").cloned()),
         None => None,
     };

@@ -6,12 +6,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::json;
 use statestores::{Bucket, BucketAuth, BucketOptions, Git, GitCredentials, GitOptions, StateStore};
 use tokio::sync::Mutex;
 
 use crate::api::secret;
-use crate::api::state_store::SecretRef;
+use crate::api::state_store::{SecretRef, StateStoreStatus};
 use crate::api::{ConditionStatus, KindInfo, Object, ObjectKey};
 use crate::store::Selector;
 
@@ -339,11 +338,17 @@ pub async fn reconcile(rt: &Runtime, kind: &KindInfo, obj: Object) -> Result<Nex
         Next::After(RETRY_NOT_READY)
     };
     let word = store_status_word(&ready);
-    status::update_status(rt.cp.as_ref(), kind, &key, |_, s| {
-        status::set_conditions(s, [ready.clone()]);
-        status::set_field(s, "status", json!(word));
-        status::set_field(s, "observedGeneration", json!(generation));
-    })
+    status::update_typed_status(
+        rt.cp.as_ref(),
+        kind,
+        &key,
+        "state store",
+        |s: &mut StateStoreStatus| {
+            status::merge_conditions(&mut s.conditions, [ready.clone()]);
+            s.status = Some(word.to_string());
+            s.observed_generation = generation;
+        },
+    )
     .await?;
     Ok(next)
 }
