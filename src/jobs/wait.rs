@@ -1,0 +1,88 @@
+//! Waiting for a pipeline Job, and gathering its containers' logs.
+
+use std::time::Duration;
+
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::LogParams;
+use kube::runtime::wait::await_condition;
+use kube::Api;
+
+use super::{status, Error};
+
+/// How long past the run's limit to wait for the Job controller to mark the Job failed by its
+/// own deadline (`activeDeadlineSeconds`), which names the running container better.
+const DEADLINE_GRACE: Duration = Duration::from_secs(5);
+
+/// Watches the Job until it completes or fails; `None` when `timeout` (and a grace period)
+/// passed first.
+pub(super) async fn job_finished(
+    jobs: &Api<Job>,
+    name: &str,
+    timeout: Duration,
+) -> Result<Option<status::Finished>, Error> {
+    let done = |job: Option<&Job>| job.and_then(status::finished).is_some();
+    let waited = tokio::time::timeout(
+        timeout + DEADLINE_GRACE,
+        await_condition(jobs.clone(), name, done),
+    )
+    .await;
+    match waited {
+        Err(_elapsed) => Ok(None),
+        Ok(Ok(job)) => Ok(job.as_ref().and_then(status::finished)),
+        Ok(Err(source)) => Err(Error::Watch {
+            name: name.to_string(),
+            source,
+        }),
+    }
+}
+
+/// Every container's logs, each headed `== container <name> ==` as with the local executor.
+/// Where the API cannot serve them (no kubelet reachable), the container's termination message
+/// stands in, with a note saying so.
+pub(super) async fn collect_logs(pods: &Api<Pod>, pod_list: &[Pod], order: &[String]) -> String {
+    let latest = pod_list
+        .iter()
+        .max_by_key(|p| p.metadata.creation_timestamp.as_ref().map(|t| t.0));
+    let Some(pod) = latest else {
+        return String::new();
+    };
+    let pod_name = pod.metadata.name.clone().unwrap_or_default();
+    let messages = status::messages(pod_list);
+    let mut logs = String::new();
+    for container in order {
+        let ran = messages.iter().any(|(n, _)| n == container)
+            || pod
+                .status
+                .as_ref()
+                .map(|s| {
+                    s.init_container_statuses
+                        .iter()
+                        .flatten()
+                        .chain(s.container_statuses.iter().flatten())
+                        .any(|c| &c.name == container && c.state.as_ref().is_some_and(|st| st.waiting.is_none()))
+                })
+                .unwrap_or(false);
+        if !ran {
+            continue;
+        }
+        logs.push_str(&format!("== container {container} ==\n"));
+        let params = LogParams {
+            container: Some(container.clone()),
+            ..LogParams::default()
+        };
+        match pods.logs(&pod_name, &params).await {
+            Ok(text) => logs.push_str(&text),
+            Err(e) => {
+                logs.push_str(&format!("(logs not available from the API: {e})\n"));
+                if let Some((_, m)) = messages.iter().find(|(n, _)| n == container) {
+                    logs.push_str(m);
+                }
+            }
+        }
+        if !logs.ends_with('\n') {
+            logs.push('\n');
+        }
+    }
+    logs
+}
