@@ -38,6 +38,8 @@ pub const CONTROLLER_UID_LABEL: &str = "controller-uid";
 const DEFAULT_RESTART_POLICY: &str = "OnFailure";
 /// The adapters' failure reason reaches the pod status even where logs cannot be read.
 const TERMINATION_MESSAGE_POLICY: &str = "FallbackToLogsOnError";
+/// How long after the run's limit the Job stops itself.
+pub const DEADLINE_MARGIN: Duration = Duration::from_secs(30);
 /// Longest object name that is also a valid label value (`job-name` on the pods).
 const MAX_NAME: usize = 63;
 
@@ -303,8 +305,12 @@ pub fn job(r: &JobRequest) -> Result<Job, Error> {
         },
         spec: Some(JobSpec {
             backoff_limit: pod.job_options.backoff_limit,
-            // The run's time limit holds even when no controller is watching.
-            active_deadline_seconds: Some(i64::try_from(r.timeout.as_secs().max(1)).unwrap_or(i64::MAX)),
+            // The run's time limit holds even when no controller is watching; a watching
+            // executor stops the Job itself a little earlier, while its pod still tells which
+            // container was running.
+            active_deadline_seconds: Some(
+                i64::try_from((r.timeout + DEADLINE_MARGIN).as_secs()).unwrap_or(i64::MAX),
+            ),
             template: PodTemplateSpec {
                 metadata: Some(ObjectMeta {
                     labels: Some(labels),

@@ -288,16 +288,23 @@ impl KubeJobs {
             isolation_used: Isolation::Sandbox,
         };
         match finished {
-            None => {
+            wait::Waited::Gone => {
+                outcome.result = RunResult::Failed {
+                    container: status::current_container(&pod_list, &order),
+                    exit_code: None,
+                    reason: format!("pipeline Job {namespace}/{name} was deleted before it finished"),
+                };
+            }
+            wait::Waited::TimedOut => {
                 outcome.result = RunResult::TimedOut {
                     container: status::current_container(&pod_list, &order),
                 };
                 delete_job(&jobs, &name).await?;
             }
-            Some(status::Finished::Failed { reason }) => {
+            wait::Waited::Finished(status::Finished::Failed { reason }) => {
                 outcome.result = status::failure(&pod_list, &order, &reason);
             }
-            Some(status::Finished::Complete) => {
+            wait::Waited::Finished(status::Finished::Complete) => {
                 let output_dir = req.work_dir.join("output");
                 let metadata_dir = req.work_dir.join("metadata");
                 if identity.action == Action::Configure {

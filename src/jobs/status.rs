@@ -93,9 +93,8 @@ pub fn failure(pods: &[Pod], order: &[String], job_reason: &str) -> RunResult {
             reason: t
                 .message
                 .as_deref()
-                .map(str::trim)
+                .map(adapter_reason)
                 .filter(|m| !m.is_empty())
-                .map(str::to_string)
                 .unwrap_or_else(|| format!("container {name:?} exited with code {}", t.exit_code)),
             container: name,
             exit_code: None,
@@ -117,6 +116,14 @@ pub fn failure(pods: &[Pod], order: &[String], job_reason: &str) -> RunResult {
             reason: format!("the pipeline Job failed ({job_reason}) before any container did"),
         },
     }
+}
+
+/// An adapter's refusal from its termination message (the tail of its log): what follows the
+/// last `error: ` the command printed, else the whole message.
+fn adapter_reason(message: &str) -> String {
+    const PREFIX: &str = "error: ";
+    let from = message.rfind(PREFIX).map_or(0, |i| i + PREFIX.len());
+    message[from..].trim().to_string()
 }
 
 /// The termination message of each container that left one, for the logs.
@@ -178,7 +185,7 @@ mod tests {
             (
                 "work-writer refuses the output",
                 pod(
-                    json!([status("reader", Some(0), ""), status("a", Some(0), ""), status("b", Some(0), ""), status("work-writer", Some(1), "output file x is a symbolic link\n")]),
+                    json!([status("reader", Some(0), ""), status("a", Some(0), ""), status("b", Some(0), ""), status("work-writer", Some(1), "WARN something\nerror: output file x is a symbolic link\n")]),
                     json!([]),
                 ),
                 "BackoffLimitExceeded",

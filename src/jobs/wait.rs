@@ -10,26 +10,34 @@ use kube::Api;
 
 use super::{status, Error};
 
-/// How long past the run's limit to wait for the Job controller to mark the Job failed by its
-/// own deadline (`activeDeadlineSeconds`), which names the running container better.
-const DEADLINE_GRACE: Duration = Duration::from_secs(5);
+/// How waiting for a Job ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Waited {
+    Finished(status::Finished),
+    /// Someone deleted the Job before it finished.
+    Gone,
+    /// The run's time passed first.
+    TimedOut,
+}
 
-/// Watches the Job until it completes or fails; `None` when `timeout` (and a grace period)
-/// passed first.
+/// Watches the Job until it completes, fails or disappears.
 pub(super) async fn job_finished(
     jobs: &Api<Job>,
     name: &str,
     timeout: Duration,
-) -> Result<Option<status::Finished>, Error> {
-    let done = |job: Option<&Job>| job.and_then(status::finished).is_some();
+) -> Result<Waited, Error> {
+    let done = |job: Option<&Job>| job.is_none_or(|j| status::finished(j).is_some());
     let waited = tokio::time::timeout(
-        timeout + DEADLINE_GRACE,
+        timeout,
         await_condition(jobs.clone(), name, done),
     )
     .await;
     match waited {
-        Err(_elapsed) => Ok(None),
-        Ok(Ok(job)) => Ok(job.as_ref().and_then(status::finished)),
+        Err(_elapsed) => Ok(Waited::TimedOut),
+        Ok(Ok(job)) => Ok(job
+            .as_ref()
+            .and_then(status::finished)
+            .map_or(Waited::Gone, Waited::Finished)),
         Ok(Err(source)) => Err(Error::Watch {
             name: name.to_string(),
             source,
