@@ -97,10 +97,26 @@ fn shape(pipeline: &Pipeline, env: &[(String, String)]) -> String {
     let g = rbac::grants(&identity, &pod.rbac, &namespace);
     let mut docs = vec![serde_yaml::to_string(&job).expect("yaml")];
     docs.push(serde_yaml::to_string(&g.service_account).expect("yaml"));
-    docs.extend(g.roles.iter().map(|o| serde_yaml::to_string(o).expect("yaml")));
-    docs.extend(g.role_bindings.iter().map(|o| serde_yaml::to_string(o).expect("yaml")));
-    docs.extend(g.cluster_roles.iter().map(|o| serde_yaml::to_string(o).expect("yaml")));
-    docs.extend(g.cluster_role_bindings.iter().map(|o| serde_yaml::to_string(o).expect("yaml")));
+    docs.extend(
+        g.roles
+            .iter()
+            .map(|o| serde_yaml::to_string(o).expect("yaml")),
+    );
+    docs.extend(
+        g.role_bindings
+            .iter()
+            .map(|o| serde_yaml::to_string(o).expect("yaml")),
+    );
+    docs.extend(
+        g.cluster_roles
+            .iter()
+            .map(|o| serde_yaml::to_string(o).expect("yaml")),
+    );
+    docs.extend(
+        g.cluster_role_bindings
+            .iter()
+            .map(|o| serde_yaml::to_string(o).expect("yaml")),
+    );
     docs.join("---\n")
 }
 
@@ -130,7 +146,10 @@ fn job_and_grants_match_the_golden_yaml() {
     let cases = [
         (
             "resource-configure.yaml",
-            shape(&configure, &workflow(WorkflowAction::Configure, "instance", true)),
+            shape(
+                &configure,
+                &workflow(WorkflowAction::Configure, "instance", true),
+            ),
         ),
         (
             "promise-delete.yaml",
@@ -155,7 +174,7 @@ struct Cluster {
     env: KubeTestenv,
     client: kube::Client,
     executor: KubeJobs,
-    _kubelet: Kubelet,
+    kubelet: Kubelet,
     pods_dir: tempfile::TempDir,
 }
 
@@ -172,10 +191,17 @@ impl Cluster {
             .expect("create the system namespace");
         let pods_dir = tempfile::tempdir().expect("temp dir");
         let mut images = ImageMap::default();
-        images.insert(ADAPTER_IMAGE, vec![env!("CARGO_BIN_EXE_kratix-rs").to_string()]);
+        images.insert(
+            ADAPTER_IMAGE,
+            vec![env!("CARGO_BIN_EXE_kratix-rs").to_string()],
+        );
         images.insert(
             "example/mapped",
-            vec!["sh".into(), "-c".into(), "echo mapped > $KRATIX_OUTPUT_DIR/mapped.txt".into()],
+            vec![
+                "sh".into(),
+                "-c".into(),
+                "echo mapped > $KRATIX_OUTPUT_DIR/mapped.txt".into(),
+            ],
         );
         let kubelet = Kubelet::start(Node {
             client: client.clone(),
@@ -188,7 +214,7 @@ impl Cluster {
             env,
             client,
             executor,
-            _kubelet: kubelet,
+            kubelet,
             pods_dir,
         }
     }
@@ -254,7 +280,12 @@ async fn three_pipelines_run_in_order_as_jobs_and_hand_back_their_output() {
             Duration::from_secs(120),
         );
         let outcome = cluster.executor.run(req).await.expect("run");
-        assert_eq!(outcome.result, RunResult::Succeeded, "{name}: {}", outcome.logs);
+        assert_eq!(
+            outcome.result,
+            RunResult::Succeeded,
+            "{name}: {}",
+            outcome.logs
+        );
         outcomes.push(outcome);
         works.push(work);
     }
@@ -272,7 +303,13 @@ async fn three_pipelines_run_in_order_as_jobs_and_hand_back_their_output() {
         files(0),
         vec![
             ("mapped.txt".to_string(), "mapped\n".to_string()),
-            ("seen.yaml".to_string(), cluster.request(pipeline("x", json!({})), vec![], Duration::ZERO).0.object_yaml),
+            (
+                "seen.yaml".to_string(),
+                cluster
+                    .request(pipeline("x", json!({})), vec![], Duration::ZERO)
+                    .0
+                    .object_yaml
+            ),
         ]
     );
     assert_eq!(files(1), vec![("a/b.txt".to_string(), "big".to_string())]);
@@ -285,7 +322,11 @@ async fn three_pipelines_run_in_order_as_jobs_and_hand_back_their_output() {
         outcomes[2].metadata.destination_selectors[0].match_labels,
         [("env".to_string(), "dev".to_string())].into()
     );
-    assert!(outcomes[2].logs.contains("== container selectors =="), "{}", outcomes[2].logs);
+    assert!(
+        outcomes[2].logs.contains("== container selectors =="),
+        "{}",
+        outcomes[2].logs
+    );
     for (i, work) in works.iter().enumerate() {
         let saved = std::fs::read_to_string(work.path().join("run/logs.txt")).expect("logs.txt");
         assert_eq!(saved, outcomes[i].logs);
@@ -323,6 +364,11 @@ async fn three_pipelines_run_in_order_as_jobs_and_hand_back_their_output() {
         .await
         .expect("get");
     assert!(sa.is_some(), "the pipeline's ServiceAccount exists");
+    assert_eq!(
+        cluster.kubelet.ran.lock().expect("not poisoned").len(),
+        3,
+        "one pod per pipeline"
+    );
     assert!(cluster.pods_dir.path().exists());
 }
 
@@ -369,11 +415,22 @@ async fn a_failing_container_fails_the_run_with_its_reason() {
         let outcome = cluster.executor.run(req).await.expect("run");
         match (&outcome.result, &want) {
             (
-                RunResult::Failed { container, exit_code, reason },
-                RunResult::Failed { container: c, exit_code: e, reason: r },
+                RunResult::Failed {
+                    container,
+                    exit_code,
+                    reason,
+                },
+                RunResult::Failed {
+                    container: c,
+                    exit_code: e,
+                    reason: r,
+                },
             ) => {
                 assert_eq!((container, exit_code), (c, e), "{case}: {}", outcome.logs);
-                assert!(reason.contains(r.as_str()) || r.contains(reason.as_str()), "{case}: {reason}");
+                assert!(
+                    reason.contains(r.as_str()) || r.contains(reason.as_str()),
+                    "{case}: {reason}"
+                );
             }
             other => panic!("{case}: {other:?}\n{}", outcome.logs),
         }
@@ -400,11 +457,17 @@ async fn a_run_past_its_time_limit_times_out() {
     let outcome = cluster.executor.run(req).await.expect("run");
     assert_eq!(
         outcome.result,
-        RunResult::TimedOut { container: "sleep".into() },
+        RunResult::TimedOut {
+            container: "sleep".into()
+        },
         "{}",
         outcome.logs
     );
-    assert!(started.elapsed() < Duration::from_secs(50), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(50),
+        "{:?}",
+        started.elapsed()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -422,15 +485,25 @@ async fn kill_leftovers_deletes_the_job_of_an_interrupted_run() {
     let run = tokio::spawn(async move { executor.run(req).await });
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     while cluster.jobs("default").await.is_empty() || !work_dir.join("job.json").exists() {
-        assert!(std::time::Instant::now() < deadline, "the Job never appeared");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the Job never appeared"
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     // The controller that started the run is gone; its successor cleans up.
     let killed = cluster.executor.kill_leftovers(&work_dir);
-    assert_eq!(killed, Vec::<i32>::new(), "no process groups on this machine");
+    assert_eq!(
+        killed,
+        Vec::<i32>::new(),
+        "no process groups on this machine"
+    );
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     while !cluster.jobs("default").await.is_empty() {
-        assert!(std::time::Instant::now() < deadline, "the Job was not deleted");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the Job was not deleted"
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let outcome = run.await.expect("join").expect("run");
@@ -439,4 +512,111 @@ async fn kill_leftovers_deletes_the_job_of_an_interrupted_run() {
         other => panic!("{other:?}"),
     }
     let _ = &cluster.env;
+}
+
+fn deploy_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("deploy")
+}
+
+/// `deploy/` is stale when a manifest is not in its kustomization, or when the controller
+/// would start pipeline Jobs with an adapter image other than its own.
+#[test]
+fn deploy_kustomization_lists_every_manifest_and_one_image_serves_both() {
+    let dir = deploy_dir();
+    let kustomization: serde_json::Value = serde_yaml::from_str(
+        &std::fs::read_to_string(dir.join("kustomization.yaml")).expect("kustomization.yaml"),
+    )
+    .expect("kustomization parses");
+    let mut listed: Vec<String> = kustomization["resources"]
+        .as_array()
+        .expect("resources")
+        .iter()
+        .map(|r| r.as_str().expect("a path").to_string())
+        .collect();
+    listed.sort();
+    let mut present: Vec<String> = Vec::new();
+    for sub in ["", "crds"] {
+        for entry in std::fs::read_dir(dir.join(sub)).expect("deploy/ lists") {
+            let name = entry
+                .expect("entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned();
+            if name.ends_with(".yaml") && name != "kustomization.yaml" {
+                present.push(if sub.is_empty() {
+                    name
+                } else {
+                    format!("{sub}/{name}")
+                });
+            }
+        }
+    }
+    present.sort();
+    assert_eq!(listed, present, "deploy/kustomization.yaml resources");
+
+    let deployment: serde_json::Value = serde_yaml::from_str(
+        &std::fs::read_to_string(dir.join("deployment.yaml")).expect("deployment.yaml"),
+    )
+    .expect("deployment parses");
+    let container = &deployment["spec"]["template"]["spec"]["containers"][0];
+    let adapter = container["env"]
+        .as_array()
+        .expect("env")
+        .iter()
+        .find(|e| e["name"] == job::ADAPTER_IMAGE_ENV)
+        .expect("the adapter image is set");
+    assert_eq!(adapter["value"], container["image"]);
+    let args: Vec<&str> = container["args"]
+        .as_array()
+        .expect("args")
+        .iter()
+        .map(|a| a.as_str().expect("a string"))
+        .collect();
+    assert_eq!(args[..2], ["controller", "--leader-elect"]);
+    assert_eq!(container["securityContext"]["readOnlyRootFilesystem"], true);
+    assert_eq!(
+        deployment["spec"]["template"]["spec"]["securityContext"]["runAsNonRoot"],
+        true
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "starts a real control plane with kube-testenv; run with --ignored"]
+async fn deploy_renders_and_applies_to_a_real_api_server() {
+    let env = KubeTestenv::start();
+    let dir = deploy_dir();
+    let dir = dir.to_str().expect("utf-8 path");
+    let (ok, rendered, err) = env.kubectl(&["kustomize", dir], "");
+    assert!(ok, "kubectl kustomize deploy: {err}");
+    let kinds = rendered.lines().filter(|l| l.starts_with("kind: ")).count();
+    assert_eq!(kinds, 15, "{rendered}");
+    // The namespace must exist for a server-side dry run of what goes in it.
+    let (ok, _, err) = env.kubectl(
+        &["apply", "-f", "-"],
+        &std::fs::read_to_string(deploy_dir().join("namespace.yaml")).expect("namespace.yaml"),
+    );
+    assert!(ok, "namespace: {err}");
+    let (ok, out, err) = env.kubectl(&["apply", "--dry-run=server", "-f", "-"], &rendered);
+    assert!(ok, "kubectl apply --dry-run=server: {err}\n{out}");
+    let (ok, out, err) = env.kubectl(&["apply", "-k", dir], "");
+    assert!(ok, "kubectl apply -k deploy: {err}\n{out}");
+    let (ok, out, err) = env.kubectl(
+        &[
+            "get",
+            "deployment,serviceaccount,service",
+            "-n",
+            "kratix-platform-system",
+            "-o",
+            "name",
+        ],
+        "",
+    );
+    assert!(ok, "{err}");
+    for want in [
+        "deployment.apps/kratix-rs-controller",
+        "serviceaccount/kratix-rs-controller",
+        "service/kratix-rs-metrics",
+    ] {
+        assert!(out.contains(want), "{want} missing from\n{out}");
+    }
 }

@@ -12,7 +12,9 @@ use statestores::error_chain::ErrorChain;
 
 use super::handback::{self, Bundle, Part};
 use super::identity::{self, Identity};
-use super::job::{INPUT_DIR, JOB_NAMESPACE_ENV, JOB_NAME_ENV, JOB_UID_ENV, METADATA_DIR, OUTPUT_DIR};
+use super::job::{
+    INPUT_DIR, JOB_NAMESPACE_ENV, JOB_NAME_ENV, JOB_UID_ENV, METADATA_DIR, OUTPUT_DIR,
+};
 use crate::pipeline::{check_folders, metadata, output, WORK_WRITER};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -94,7 +96,10 @@ impl Pod {
     async fn hand_back(&self, bundle: &Bundle, part: Part) -> Result<(), Error> {
         let env: Vec<(String, String)> = std::env::vars().collect();
         let mut labels = Identity::from_env(&self.job, &env)?.workflow_labels();
-        labels.insert(identity::MANAGED_BY_LABEL.into(), identity::MANAGED_BY_VALUE.into());
+        labels.insert(
+            identity::MANAGED_BY_LABEL.into(),
+            identity::MANAGED_BY_VALUE.into(),
+        );
         let owner = (!self.uid.is_empty()).then(|| handback::job_owner(&self.job, &self.uid));
         let maps: Api<ConfigMap> = Api::namespaced(self.client.clone(), &self.namespace);
         for cm in handback::encode(bundle, part, &self.job, &self.namespace, owner, &labels)? {
@@ -116,13 +121,10 @@ pub async fn run(step: Step) -> Result<(), Error> {
             let pod = Pod::connect().await?;
             let name = handback::input_name(&pod.job);
             let maps: Api<ConfigMap> = Api::namespaced(pod.client.clone(), &pod.namespace);
-            let cm = maps
-                .get(&name)
-                .await
-                .map_err(|source| Error::ReadInput {
-                    name: name.clone(),
-                    source,
-                })?;
+            let cm = maps.get(&name).await.map_err(|source| Error::ReadInput {
+                name: name.clone(),
+                source,
+            })?;
             let text = cm
                 .data
                 .and_then(|mut d| d.remove(handback::OBJECT_KEY))
@@ -164,7 +166,8 @@ pub async fn run(step: Step) -> Result<(), Error> {
                 }
             }
             let pod = Pod::connect().await?;
-            pod.hand_back(&Bundle::new(&files, &[]), Part::Metadata).await
+            pod.hand_back(&Bundle::new(&files, &[]), Part::Metadata)
+                .await
         }
     }
 }

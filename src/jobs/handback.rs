@@ -222,9 +222,7 @@ pub fn decode(chunks: &[ConfigMap], part: Part, max_bytes: u64) -> Result<Bundle
         part: part.as_str(),
         detail,
     };
-    let first = chunks
-        .first()
-        .ok_or_else(|| damaged("no chunks".into()))?;
+    let first = chunks.first().ok_or_else(|| damaged("no chunks".into()))?;
     if chunk_count(first, part)? != chunks.len() {
         return Err(damaged(format!(
             "chunk 0 announces {} chunks, {} found",
@@ -295,8 +293,8 @@ mod tests {
             ("three chunks", 2 * CHUNK_BYTES, 3),
         ] {
             let b = bundle(size);
-            let maps = encode(&b, Part::Output, "job", "ns", None, &BTreeMap::new())
-                .expect("encodes");
+            let maps =
+                encode(&b, Part::Output, "job", "ns", None, &BTreeMap::new()).expect("encodes");
             assert_eq!(maps.len(), want_chunks, "{case}");
             for cm in &maps {
                 let bytes = serde_json::to_vec(cm).expect("serializes").len();
@@ -312,8 +310,15 @@ mod tests {
 
     #[test]
     fn damaged_hand_backs_are_refused() {
-        let maps = encode(&bundle(2 * CHUNK_BYTES), Part::Output, "job", "ns", None, &BTreeMap::new())
-            .expect("encodes");
+        let maps = encode(
+            &bundle(2 * CHUNK_BYTES),
+            Part::Output,
+            "job",
+            "ns",
+            None,
+            &BTreeMap::new(),
+        )
+        .expect("encodes");
         let mut swapped = maps.clone();
         swapped.swap(1, 2);
         let mut short = maps.clone();
@@ -322,7 +327,11 @@ mod tests {
         no_count[0].metadata.annotations = None;
         let cases = [
             ("chunks out of order", swapped, "checksum does not match"),
-            ("a chunk missing", short, "chunk 0 announces 3 chunks, 2 found"),
+            (
+                "a chunk missing",
+                short,
+                "chunk 0 announces 3 chunks, 2 found",
+            ),
             ("no count", no_count, "no valid kratix.io/chunks annotation"),
         ];
         for (case, maps, want) in cases {

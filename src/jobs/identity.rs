@@ -102,7 +102,13 @@ impl Identity {
                 group: get("KRATIX_OBJECT_GROUP")?,
                 plural: get("KRATIX_CRD_PLURAL")?,
             }),
-            other => return Err(bad("KRATIX_WORKFLOW_TYPE", other.into(), "promise, resource")),
+            other => {
+                return Err(bad(
+                    "KRATIX_WORKFLOW_TYPE",
+                    other.into(),
+                    "promise, resource",
+                ))
+            }
         };
         Ok(Identity {
             action,
@@ -147,10 +153,7 @@ impl Identity {
     /// The promise, workflow and pipeline labels.
     pub fn workflow_labels(&self) -> BTreeMap<String, String> {
         let mut labels = self.promise_labels();
-        labels.insert(
-            WORKFLOW_TYPE_LABEL.into(),
-            self.workflow_type().to_string(),
-        );
+        labels.insert(WORKFLOW_TYPE_LABEL.into(), self.workflow_type().to_string());
         labels.insert(WORKFLOW_ACTION_LABEL.into(), self.action.as_str().into());
         labels.insert(PIPELINE_NAME_LABEL.into(), self.pipeline.clone());
         labels
@@ -192,7 +195,9 @@ mod tests {
 
     #[test]
     fn identity_is_read_from_the_kratix_variables() {
-        let cases: Vec<(&str, Vec<(String, String)>, Result<(String, &str), Error>)> = vec![
+        type Want = Result<(String, &'static str), Error>;
+        type Case = (&'static str, Vec<(String, String)>, Want);
+        let cases: Vec<Case> = vec![
             (
                 "resource in a namespace",
                 env(RESOURCE),
@@ -220,7 +225,10 @@ mod tests {
                     ("KRATIX_OBJECT_GROUP", "example.com"),
                     ("KRATIX_CRD_PLURAL", "databases"),
                 ]),
-                Ok(("database-resource-configure-instance".into(), "kratix-system")),
+                Ok((
+                    "database-resource-configure-instance".into(),
+                    "kratix-system",
+                )),
             ),
             (
                 "unknown action",

@@ -70,6 +70,52 @@ pub struct Settings {
     pub limits: output::Limits,
 }
 
+/// The variable naming the adapter image (the controller's own image, normally).
+pub const ADAPTER_IMAGE_ENV: &str = "KRATIX_PIPELINE_ADAPTER_IMAGE";
+/// The variable naming a pull secret for the adapter image.
+pub const ADAPTER_PULL_SECRET_ENV: &str = "KRATIX_PIPELINE_ADAPTER_PULL_SECRET";
+/// The variable naming the system namespace (the controller's own, normally).
+pub const SYSTEM_NAMESPACE_ENV: &str = "KRATIX_SYSTEM_NAMESPACE";
+/// Kratix's system namespace, when [`SYSTEM_NAMESPACE_ENV`] is unset.
+pub const DEFAULT_SYSTEM_NAMESPACE: &str = "kratix-platform-system";
+
+/// [`Settings::from_vars`] found no adapter image, or a bad output limit.
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    #[error("{ADAPTER_IMAGE_ENV} is not set: pipeline Jobs need the kratix-rs image for their adapter containers")]
+    NoAdapterImage,
+    #[error("invalid output limit")]
+    Limits(#[source] output::Error),
+}
+
+impl Settings {
+    /// From the controller's environment (see the constants above and the output limits).
+    pub fn from_env() -> Result<Self, SettingsError> {
+        let vars: Vec<(String, String)> = std::env::vars().collect();
+        let limits = output::Limits::from_env().map_err(SettingsError::Limits)?;
+        Self::from_vars(&vars, limits)
+    }
+
+    pub fn from_vars(
+        vars: &[(String, String)],
+        limits: output::Limits,
+    ) -> Result<Self, SettingsError> {
+        let get = |name: &str| {
+            vars.iter()
+                .rev()
+                .find(|(k, v)| k == name && !v.is_empty())
+                .map(|(_, v)| v.clone())
+        };
+        Ok(Settings {
+            system_namespace: get(SYSTEM_NAMESPACE_ENV)
+                .unwrap_or_else(|| DEFAULT_SYSTEM_NAMESPACE.into()),
+            adapter_image: get(ADAPTER_IMAGE_ENV).ok_or(SettingsError::NoAdapterImage)?,
+            adapter_pull_secret: get(ADAPTER_PULL_SECRET_ENV),
+            limits,
+        })
+    }
+}
+
 /// One run to shape.
 #[derive(Debug, Clone, Copy)]
 pub struct JobRequest<'a> {
@@ -246,7 +292,12 @@ pub fn job(r: &JobRequest) -> Result<Job, Error> {
     let namespace = r.identity.namespace(&r.settings.system_namespace);
     let limits = r.settings.limits;
 
-    let reader = adapter(r, READER, vec![mount("shared-input", INPUT_DIR, false)], vec![]);
+    let reader = adapter(
+        r,
+        READER,
+        vec![mount("shared-input", INPUT_DIR, false)],
+        vec![],
+    );
     let work_writer = adapter(
         r,
         WORK_WRITER,
@@ -359,12 +410,58 @@ mod tests {
     }
 
     #[test]
+    fn settings_come_from_the_controller_environment() {
+        let vars = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let limits = output::Limits::default();
+        let got = Settings::from_vars(
+            &vars(&[
+                (ADAPTER_IMAGE_ENV, "kratix-rs:1"),
+                (SYSTEM_NAMESPACE_ENV, "ops"),
+            ]),
+            limits,
+        )
+        .expect("settings");
+        assert_eq!(
+            got,
+            Settings {
+                system_namespace: "ops".into(),
+                adapter_image: "kratix-rs:1".into(),
+                adapter_pull_secret: None,
+                limits,
+            }
+        );
+        let got =
+            Settings::from_vars(&vars(&[(ADAPTER_IMAGE_ENV, "i")]), limits).expect("settings");
+        assert_eq!(got.system_namespace, DEFAULT_SYSTEM_NAMESPACE);
+        let err =
+            Settings::from_vars(&vars(&[(ADAPTER_IMAGE_ENV, "")]), limits).expect_err("no image");
+        assert!(matches!(err, SettingsError::NoAdapterImage));
+    }
+
+    #[test]
     fn job_names_are_kratix_names_cut_to_a_label_value() {
         let long = "x".repeat(80);
         let cases = [
-            ("promise", identity("db", None, "setup"), "kratix-db-setup-ab12c"),
-            ("resource", identity("db", Some("mine"), "inst"), "kratix-db-mine-inst-ab12c"),
-            ("upper case", identity("DB", None, "Setup"), "kratix-db-setup-ab12c"),
+            (
+                "promise",
+                identity("db", None, "setup"),
+                "kratix-db-setup-ab12c",
+            ),
+            (
+                "resource",
+                identity("db", Some("mine"), "inst"),
+                "kratix-db-mine-inst-ab12c",
+            ),
+            (
+                "upper case",
+                identity("DB", None, "Setup"),
+                "kratix-db-setup-ab12c",
+            ),
         ];
         for (case, id, want) in cases {
             assert_eq!(job_name(&id, "ab12c"), want, "{case}");

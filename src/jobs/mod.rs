@@ -152,15 +152,18 @@ impl KubeJobs {
             self.apply(Api::<ClusterRole>::all(c.clone()), r).await?;
         }
         for b in &grants.cluster_role_bindings {
-            self.apply(Api::<ClusterRoleBinding>::all(c.clone()), b).await?;
+            self.apply(Api::<ClusterRoleBinding>::all(c.clone()), b)
+                .await?;
         }
         for r in &grants.roles {
             let ns = r.metadata.namespace.as_deref().unwrap_or(namespace);
-            self.apply(Api::<Role>::namespaced(c.clone(), ns), r).await?;
+            self.apply(Api::<Role>::namespaced(c.clone(), ns), r)
+                .await?;
         }
         for b in &grants.role_bindings {
             let ns = b.metadata.namespace.as_deref().unwrap_or(namespace);
-            self.apply(Api::<RoleBinding>::namespaced(c.clone(), ns), b).await?;
+            self.apply(Api::<RoleBinding>::namespaced(c.clone(), ns), b)
+                .await?;
         }
         Ok(())
     }
@@ -252,7 +255,9 @@ impl KubeJobs {
         let created = match jobs.create(&PostParams::default(), &job_object).await {
             Ok(created) => created,
             Err(source) => {
-                let _ = maps.delete(&handback::input_name(&name), &DeleteParams::default()).await;
+                let _ = maps
+                    .delete(&handback::input_name(&name), &DeleteParams::default())
+                    .await;
                 return Err(Error::Api {
                     action: "create",
                     what: format!("Job {namespace}/{name}"),
@@ -292,7 +297,9 @@ impl KubeJobs {
                 outcome.result = RunResult::Failed {
                     container: status::current_container(&pod_list, &order),
                     exit_code: None,
-                    reason: format!("pipeline Job {namespace}/{name} was deleted before it finished"),
+                    reason: format!(
+                        "pipeline Job {namespace}/{name} was deleted before it finished"
+                    ),
                 };
             }
             wait::Waited::TimedOut => {
@@ -327,7 +334,10 @@ impl KubeJobs {
                         outcome.metadata = metadata;
                     }
                     Err(refused) => {
-                        logs.push_str(&format!("== {} ==\n{}\n", refused.container, refused.reason));
+                        logs.push_str(&format!(
+                            "== {} ==\n{}\n",
+                            refused.container, refused.reason
+                        ));
                         outcome.result = RunResult::Failed {
                             container: refused.container.to_string(),
                             exit_code: None,
@@ -415,13 +425,13 @@ impl Executor for KubeJobs {
     #[tracing::instrument(skip_all, fields(run = %req.run_name))]
     async fn run(&self, req: RunRequest) -> Result<RunOutcome, pipeline::Error> {
         let mut logs = String::new();
-        let mut outcome = self
-            .run_job(&req, &mut logs)
-            .await
-            .map_err(|e| pipeline::Error::Backend {
-                run: req.run_name.clone(),
-                source: Box::new(e),
-            })?;
+        let mut outcome =
+            self.run_job(&req, &mut logs)
+                .await
+                .map_err(|e| pipeline::Error::Backend {
+                    run: req.run_name.clone(),
+                    source: Box::new(e),
+                })?;
         outcome.logs = logs;
         let path = req.work_dir.join(LOGS_FILE);
         std::fs::write(&path, &outcome.logs)
@@ -460,8 +470,12 @@ impl Executor for KubeJobs {
                 .unwrap_or_else(|_| Err("the deleting thread panicked".into()))
         });
         match result {
-            Ok(()) => tracing::warn!(namespace = %job.namespace, job = %job.name, "deleted the Job of an interrupted run"),
-            Err(error) => tracing::warn!(namespace = %job.namespace, job = %job.name, %error, "cannot delete the Job of an interrupted run"),
+            Ok(()) => {
+                tracing::warn!(namespace = %job.namespace, job = %job.name, "deleted the Job of an interrupted run")
+            }
+            Err(error) => {
+                tracing::warn!(namespace = %job.namespace, job = %job.name, %error, "cannot delete the Job of an interrupted run")
+            }
         }
         Vec::new()
     }

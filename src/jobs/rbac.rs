@@ -175,7 +175,11 @@ pub fn grants(identity: &Identity, rbac: &Rbac, namespace: &str) -> Grants {
     for role in &g.roles {
         let name = role.metadata.name.clone().unwrap_or_default();
         g.role_bindings.push(RoleBinding {
-            metadata: meta(&name, Some(namespace), role.metadata.labels.as_ref().unwrap_or(&promise_labels)),
+            metadata: meta(
+                &name,
+                Some(namespace),
+                role.metadata.labels.as_ref().unwrap_or(&promise_labels),
+            ),
             role_ref: role_ref("Role", &name),
             subjects: Some(subject.clone()),
         });

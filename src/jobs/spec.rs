@@ -102,13 +102,21 @@ mod tests {
     #[test]
     fn settings_are_read_or_refused_by_field() {
         let cases = [
-            ("nothing set", serde_json::json!({}), Ok(PodSettings::default())),
+            (
+                "nothing set",
+                serde_json::json!({}),
+                Ok(PodSettings::default()),
+            ),
             (
                 "backoff limit and pull secrets",
                 serde_json::json!({"jobOptions": {"backoffLimit": 2}, "imagePullSecrets": [{"name": "regcred"}]}),
                 Ok(PodSettings {
-                    job_options: JobOptions { backoff_limit: Some(2) },
-                    image_pull_secrets: vec![LocalObjectReference { name: "regcred".into() }],
+                    job_options: JobOptions {
+                        backoff_limit: Some(2),
+                    },
+                    image_pull_secrets: vec![LocalObjectReference {
+                        name: "regcred".into(),
+                    }],
                     ..PodSettings::default()
                 }),
             ),

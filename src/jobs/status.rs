@@ -10,7 +10,9 @@ use crate::pipeline::{RunResult, STATUS_WRITER, WORK_WRITER};
 pub enum Finished {
     Complete,
     /// `reason` of the Job's `Failed` condition (`BackoffLimitExceeded`, `DeadlineExceeded`).
-    Failed { reason: String },
+    Failed {
+        reason: String,
+    },
 }
 
 /// `None` while the Job runs.
@@ -174,7 +176,10 @@ mod tests {
         let cases = [
             (
                 "user container exits 3",
-                pod(json!([status("reader", Some(0), ""), status("a", Some(3), "boom")]), json!([])),
+                pod(
+                    json!([status("reader", Some(0), ""), status("a", Some(3), "boom")]),
+                    json!([]),
+                ),
                 "BackoffLimitExceeded",
                 RunResult::Failed {
                     container: "a".into(),
@@ -185,7 +190,16 @@ mod tests {
             (
                 "work-writer refuses the output",
                 pod(
-                    json!([status("reader", Some(0), ""), status("a", Some(0), ""), status("b", Some(0), ""), status("work-writer", Some(1), "WARN something\nerror: output file x is a symbolic link\n")]),
+                    json!([
+                        status("reader", Some(0), ""),
+                        status("a", Some(0), ""),
+                        status("b", Some(0), ""),
+                        status(
+                            "work-writer",
+                            Some(1),
+                            "WARN something\nerror: output file x is a symbolic link\n"
+                        )
+                    ]),
                     json!([]),
                 ),
                 "BackoffLimitExceeded",
@@ -197,9 +211,18 @@ mod tests {
             ),
             (
                 "deadline while b runs",
-                pod(json!([status("reader", Some(0), ""), status("a", Some(0), ""), status("b", None, "")]), json!([])),
+                pod(
+                    json!([
+                        status("reader", Some(0), ""),
+                        status("a", Some(0), ""),
+                        status("b", None, "")
+                    ]),
+                    json!([]),
+                ),
                 "DeadlineExceeded",
-                RunResult::TimedOut { container: "b".into() },
+                RunResult::TimedOut {
+                    container: "b".into(),
+                },
             ),
             (
                 "no pod at all",
@@ -208,7 +231,9 @@ mod tests {
                 RunResult::Failed {
                     container: "reader".into(),
                     exit_code: None,
-                    reason: "the pipeline Job failed (BackoffLimitExceeded) before any container did".into(),
+                    reason:
+                        "the pipeline Job failed (BackoffLimitExceeded) before any container did"
+                            .into(),
                 },
             ),
         ];
@@ -225,13 +250,25 @@ mod tests {
         };
         let cases = [
             ("running", job(json!([])), None),
-            ("complete", job(json!([{"type": "Complete", "status": "True"}])), Some(Finished::Complete)),
+            (
+                "complete",
+                job(json!([{"type": "Complete", "status": "True"}])),
+                Some(Finished::Complete),
+            ),
             (
                 "failed",
-                job(json!([{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}])),
-                Some(Finished::Failed { reason: "BackoffLimitExceeded".into() }),
+                job(
+                    json!([{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}]),
+                ),
+                Some(Finished::Failed {
+                    reason: "BackoffLimitExceeded".into(),
+                }),
             ),
-            ("not yet", job(json!([{"type": "Complete", "status": "False"}])), None),
+            (
+                "not yet",
+                job(json!([{"type": "Complete", "status": "False"}])),
+                None,
+            ),
         ];
         for (case, job, want) in cases {
             assert_eq!(finished(&job), want, "{case}");

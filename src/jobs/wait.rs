@@ -27,11 +27,7 @@ pub(super) async fn job_finished(
     timeout: Duration,
 ) -> Result<Waited, Error> {
     let done = |job: Option<&Job>| job.is_none_or(|j| status::finished(j).is_some());
-    let waited = tokio::time::timeout(
-        timeout,
-        await_condition(jobs.clone(), name, done),
-    )
-    .await;
+    let waited = tokio::time::timeout(timeout, await_condition(jobs.clone(), name, done)).await;
     match waited {
         Err(_elapsed) => Ok(Waited::TimedOut),
         Ok(Ok(job)) => Ok(job
@@ -68,7 +64,10 @@ pub(super) async fn collect_logs(pods: &Api<Pod>, pod_list: &[Pod], order: &[Str
                         .iter()
                         .flatten()
                         .chain(s.container_statuses.iter().flatten())
-                        .any(|c| &c.name == container && c.state.as_ref().is_some_and(|st| st.waiting.is_none()))
+                        .any(|c| {
+                            &c.name == container
+                                && c.state.as_ref().is_some_and(|st| st.waiting.is_none())
+                        })
                 })
                 .unwrap_or(false);
         if !ran {

@@ -60,7 +60,10 @@ impl Kubelet {
             let pods: Api<Pod> = Api::all(node.client.clone());
             let mut taken: HashSet<String> = HashSet::new();
             loop {
-                if let Ok(list) = pods.list(&ListParams::default().labels(PIPELINE_PODS)).await {
+                if let Ok(list) = pods
+                    .list(&ListParams::default().labels(PIPELINE_PODS))
+                    .await
+                {
                     for pod in list.items {
                         let uid = pod.metadata.uid.clone().unwrap_or_default();
                         let pending = pod
@@ -68,7 +71,8 @@ impl Kubelet {
                             .as_ref()
                             .and_then(|s| s.phase.as_deref())
                             .is_none_or(|p| p == "Pending");
-                        if pending && pod.metadata.deletion_timestamp.is_none() && taken.insert(uid) {
+                        if pending && pod.metadata.deletion_timestamp.is_none() && taken.insert(uid)
+                        {
                             let name = pod.metadata.name.clone().unwrap_or_default();
                             seen.lock().expect("not poisoned").push(name);
                             tokio::spawn(run_pod(node.clone(), pod));
@@ -177,7 +181,12 @@ fn field(pod: &Pod, path: &str) -> String {
         .strip_prefix("metadata.labels['")
         .and_then(|rest| rest.strip_suffix("']"))
     {
-        return meta.labels.as_ref().and_then(|l| l.get(label)).cloned().unwrap_or_default();
+        return meta
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(label))
+            .cloned()
+            .unwrap_or_default();
     }
     match path {
         "metadata.name" => meta.name.clone().unwrap_or_default(),
@@ -240,7 +249,9 @@ async fn run_container(
         cmd.env(&var.name, env_value(pod, var));
     }
     for mount in c.volume_mounts.iter().flatten() {
-        let Some(path) = volumes.get(&mount.name) else { continue };
+        let Some(path) = volumes.get(&mount.name) else {
+            continue;
+        };
         let var = match mount.mount_path.as_str() {
             "/kratix/input" => "KRATIX_INPUT_DIR",
             "/kratix/output" => "KRATIX_OUTPUT_DIR",
@@ -298,6 +309,8 @@ fn tail(log: &str) -> String {
     let lines: Vec<&str> = log.lines().collect();
     let kept = lines[lines.len().saturating_sub(MESSAGE_LINES)..].join("\n");
     let start = kept.len().saturating_sub(MESSAGE_BYTES);
-    let start = (start..=kept.len()).find(|i| kept.is_char_boundary(*i)).unwrap_or(0);
+    let start = (start..=kept.len())
+        .find(|i| kept.is_char_boundary(*i))
+        .unwrap_or(0);
     kept[start..].to_string()
 }
