@@ -10,6 +10,7 @@ pub mod handback;
 pub mod identity;
 pub mod job;
 pub mod rbac;
+mod rundir;
 pub mod spec;
 pub mod status;
 mod wait;
@@ -22,10 +23,10 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBind
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams, PropagationPolicy};
 use kube::{Api, Client};
 use md5::{Digest, Md5};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::pipeline::{
-    self, check_folders, output, Executor, Isolation, Metadata, RunOutcome, RunRequest, RunResult,
+    self, check_folders, Executor, Isolation, Metadata, RunOutcome, RunRequest, RunResult,
     LOGS_FILE,
 };
 use handback::Part;
@@ -33,8 +34,6 @@ use identity::{Action, Identity};
 
 /// The field manager of the objects the executor applies.
 const FIELD_MANAGER: &str = "kratix-rs";
-/// Where the executor notes which Job a run started, so that leftovers can be found.
-const JOB_FILE: &str = "job.json";
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -67,15 +66,6 @@ pub enum Error {
     BadName { name: String },
 }
 
-impl From<Error> for pipeline::Error {
-    fn from(e: Error) -> Self {
-        pipeline::Error::Backend {
-            run: String::new(),
-            source: Box::new(e),
-        }
-    }
-}
-
 fn api_error(action: &'static str, what: impl Into<String>) -> impl FnOnce(kube::Error) -> Error {
     let what = what.into();
     move |source| Error::Api {
@@ -83,13 +73,6 @@ fn api_error(action: &'static str, what: impl Into<String>) -> impl FnOnce(kube:
         what,
         source,
     }
-}
-
-/// The Job a run started, noted in its work folder.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-struct JobRef {
-    namespace: String,
-    name: String,
 }
 
 /// The executor of the Kubernetes runtime.
@@ -207,16 +190,13 @@ impl KubeJobs {
     }
 
     async fn run_job(&self, req: &RunRequest, logs: &mut String) -> Result<RunOutcome, Error> {
-        let limits = output::Limits::from_env().unwrap_or_default();
+        let limits = self.settings.limits;
         let identity = Identity::from_env(&req.run_name, &req.env)?;
         let namespace = identity.namespace(&self.settings.system_namespace);
         let suffix: String = uuid::Uuid::new_v4().simple().to_string()[..5].to_string();
         let name = job::job_name(&identity, &suffix);
         let hash = hex::encode(Md5::digest(req.object_yaml.as_bytes()));
-        let settings = job::Settings {
-            limits,
-            ..self.settings.clone()
-        };
+        let settings = &self.settings;
         let request = job::JobRequest {
             identity: &identity,
             pipeline: &req.pipeline,
@@ -224,7 +204,7 @@ impl KubeJobs {
             name: &name,
             hash: &hash,
             timeout: req.timeout,
-            settings: &settings,
+            settings,
         };
         let job_object = job::job(&request)?;
         let pod_settings = spec::PodSettings::of(&req.pipeline).map_err(job::Error::from)?;
@@ -249,6 +229,8 @@ impl KubeJobs {
         let maps: Api<ConfigMap> = Api::namespaced(self.client.clone(), &namespace);
         let pods: Api<Pod> = Api::namespaced(self.client.clone(), &namespace);
         let input = handback::input_config_map(&name, &namespace, &labels, &req.object_yaml);
+        // Noted before it exists, so that a crash right after creating it leaves nothing unknown.
+        rundir::note_job(&req.work_dir, &namespace, &name)?;
         maps.create(&PostParams::default(), &input)
             .await
             .map_err(api_error("create", handback::input_name(&name)))?;
@@ -265,7 +247,6 @@ impl KubeJobs {
                 });
             }
         };
-        note_job(&req.work_dir, &namespace, &name)?;
         let uid = created.metadata.uid.clone().unwrap_or_default();
         let owner = serde_json::json!({"metadata": {"ownerReferences": [handback::job_owner(&name, &uid)]}});
         maps.patch(
@@ -318,14 +299,14 @@ impl KubeJobs {
                     let bundle = self
                         .hand_back(&maps, &name, Part::Output, limits.max_bytes)
                         .await?;
-                    unpack(&bundle, Part::Output, &output_dir)?;
+                    rundir::unpack(&bundle, Part::Output, &output_dir)?;
                 } else {
-                    unpack(&handback::Bundle::default(), Part::Output, &output_dir)?;
+                    rundir::unpack(&handback::Bundle::default(), Part::Output, &output_dir)?;
                 }
                 let bundle = self
                     .hand_back(&maps, &name, Part::Metadata, limits.max_bytes)
                     .await?;
-                unpack(&bundle, Part::Metadata, &metadata_dir)?;
+                rundir::unpack(&bundle, Part::Metadata, &metadata_dir)?;
                 // The pod's adapters checked the same folders; the controller does not take a
                 // pod's word for it.
                 match check_folders(&output_dir, &metadata_dir, limits) {
@@ -359,48 +340,6 @@ impl KubeJobs {
         }
         Ok(outcome)
     }
-}
-
-/// Writes a handed-back folder into `dir`, refusing names that could leave it.
-fn unpack(bundle: &handback::Bundle, part: Part, dir: &Path) -> Result<(), Error> {
-    let write_error = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| Error::Write { path, source }
-    };
-    std::fs::create_dir_all(dir).map_err(write_error(dir))?;
-    let plain = |name: &str| -> Result<PathBuf, Error> {
-        match output::relative_name(Path::new(name)) {
-            Ok(n) if n == name => Ok(dir.join(name)),
-            _ => Err(Error::BadName { name: name.into() }),
-        }
-    };
-    for d in &bundle.dirs {
-        let path = plain(d)?;
-        std::fs::create_dir_all(&path).map_err(write_error(&path))?;
-    }
-    for (name, bytes) in bundle.files(part)? {
-        let path = plain(&name)?;
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(write_error(parent))?;
-        }
-        std::fs::write(&path, bytes).map_err(write_error(&path))?;
-    }
-    Ok(())
-}
-
-fn note_job(work_dir: &Path, namespace: &str, name: &str) -> Result<(), Error> {
-    let path = work_dir.join(JOB_FILE);
-    let text = serde_json::to_vec(&JobRef {
-        namespace: namespace.into(),
-        name: name.into(),
-    })
-    .map_err(|e| Error::Write {
-        path: path.clone(),
-        source: e.into(),
-    })?;
-    std::fs::create_dir_all(work_dir)
-        .and_then(|()| std::fs::write(&path, text))
-        .map_err(|source| Error::Write { path, source })
 }
 
 /// Deletes a Job and, through foreground propagation, its pods before the Job itself.
@@ -442,10 +381,7 @@ impl Executor for KubeJobs {
     /// Deletes the Job the interrupted run started (foreground: its pods go first). Nothing of
     /// it runs on this machine, so there are no process groups to report.
     fn kill_leftovers(&self, work_dir: &Path) -> Vec<i32> {
-        let Ok(text) = std::fs::read(work_dir.join(JOB_FILE)) else {
-            return Vec::new();
-        };
-        let Ok(job) = serde_json::from_slice::<JobRef>(&text) else {
+        let Some(job) = rundir::noted_job(work_dir) else {
             return Vec::new();
         };
         // Called from synchronous code that may be on an async runtime: the deletion gets a
