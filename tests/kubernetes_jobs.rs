@@ -620,3 +620,43 @@ async fn deploy_renders_and_applies_to_a_real_api_server() {
         assert!(out.contains(want), "{want} missing from\n{out}");
     }
 }
+
+/// The controllers stay the same only if both executors end a run the same way: the same result
+/// (container, exit code, reason), output and metadata for the same pipeline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "starts a real control plane with kube-testenv; run with --ignored"]
+async fn the_job_executor_ends_runs_as_the_local_one_does() {
+    let cluster = Cluster::start().await;
+    let cases = [
+        (
+            "output, status and selectors",
+            "mkdir -p $KRATIX_OUTPUT_DIR/d && echo a > $KRATIX_OUTPUT_DIR/d/a.yaml && printf 'ready: yes\\n' > $KRATIX_METADATA_DIR/status.yaml && printf -- '- matchLabels:\\n    env: prod\\n  directory: d\\n' > $KRATIX_METADATA_DIR/destination-selectors.yaml && printf 'retryAfter: 5m\\n' > $KRATIX_METADATA_DIR/workflow-control.yaml",
+        ),
+        ("exit code", "exit 7"),
+        ("symbolic link in the output", "ln -s /etc/hosts $KRATIX_OUTPUT_DIR/hosts"),
+        ("status that is not a mapping", "echo '[1, 2]' > $KRATIX_METADATA_DIR/status.yaml"),
+        (
+            "selectors without labels",
+            "printf -- '- directory: x\\n' > $KRATIX_METADATA_DIR/destination-selectors.yaml",
+        ),
+    ];
+    for (i, (case, script)) in cases.into_iter().enumerate() {
+        let name = format!("agree-{i}");
+        let p = pipeline(
+            &name,
+            json!({"containers": [sh("step", script)], "jobOptions": {"backoffLimit": 0}}),
+        );
+        let env = workflow(WorkflowAction::Configure, &name, true);
+        let (local_req, _local_work) =
+            cluster.request(p.clone(), env.clone(), Duration::from_secs(60));
+        let local = kratix::pipeline::Local
+            .run(local_req)
+            .await
+            .expect("local run");
+        let (kube_req, _kube_work) = cluster.request(p, env, Duration::from_secs(120));
+        let kube = cluster.executor.run(kube_req).await.expect("job run");
+        assert_eq!(kube.result, local.result, "{case}\n{}", kube.logs);
+        assert_eq!(kube.output, local.output, "{case}");
+        assert_eq!(kube.metadata, local.metadata, "{case}");
+    }
+}

@@ -120,11 +120,15 @@ pub fn failure(pods: &[Pod], order: &[String], job_reason: &str) -> RunResult {
     }
 }
 
-/// An adapter's refusal from its termination message (the tail of its log): what follows the
-/// last `error: ` the command printed, else the whole message.
+/// An adapter's refusal from its termination message (the tail of its log): from the last line
+/// that starts with the `error: ` the command prints, else the whole message.
 fn adapter_reason(message: &str) -> String {
     const PREFIX: &str = "error: ";
-    let from = message.rfind(PREFIX).map_or(0, |i| i + PREFIX.len());
+    let from = match message.rfind(&format!("\n{PREFIX}")) {
+        Some(i) => i + 1 + PREFIX.len(),
+        None if message.starts_with(PREFIX) => PREFIX.len(),
+        None => 0,
+    };
     message[from..].trim().to_string()
 }
 
@@ -197,7 +201,7 @@ mod tests {
                         status(
                             "work-writer",
                             Some(1),
-                            "WARN something\nerror: output file x is a symbolic link\n"
+                            "WARN something\nerror: output file x is a symbolic link: error: detail\n"
                         )
                     ]),
                     json!([]),
@@ -206,7 +210,7 @@ mod tests {
                 RunResult::Failed {
                     container: "work-writer".into(),
                     exit_code: None,
-                    reason: "output file x is a symbolic link".into(),
+                    reason: "output file x is a symbolic link: error: detail".into(),
                 },
             ),
             (
