@@ -364,6 +364,23 @@ async fn three_pipelines_run_in_order_as_jobs_and_hand_back_their_output() {
         .await
         .expect("get");
     assert!(sa.is_some(), "the pipeline's ServiceAccount exists");
+    // The adapters ran with that account's token: it may create and read ConfigMaps in its
+    // namespace and write Works, and nothing that could replace or remove a result.
+    let account = "--as=system:serviceaccount:default:database-resource-configure-first";
+    for (verb, resource, namespace, want) in [
+        ("create", "configmaps", "default", "yes"),
+        ("get", "configmaps", "default", "yes"),
+        ("update", "configmaps", "default", "no"),
+        ("delete", "configmaps", "default", "no"),
+        ("create", "configmaps", "kube-system", "no"),
+        ("get", "secrets", "default", "no"),
+    ] {
+        let (_, out, err) = cluster.env.kubectl(
+            &["auth", "can-i", verb, resource, "-n", namespace, account],
+            "",
+        );
+        assert_eq!(out.trim(), want, "{verb} {resource} in {namespace}: {err}");
+    }
     assert_eq!(
         cluster.kubelet.ran.lock().expect("not poisoned").len(),
         3,

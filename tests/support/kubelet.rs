@@ -4,6 +4,10 @@
 //! paths through `KRATIX_INPUT_DIR` and friends, as the local executor does without a sandbox),
 //! and writes the pod's status so that the real Job controller completes or fails the Job.
 //!
+//! Each container gets a kubeconfig holding the token of the pod's ServiceAccount (the token
+//! controller's Secret), as a kubelet mounts it: the adapters act with exactly the rights the
+//! pipeline's roles give.
+//!
 //! Images: the adapter image runs the built `kratix-rs`; others run the command of the image
 //! map (as in `<home>/images.yaml`) unless the container gives its own. A container that fails
 //! fails the pod (phase Failed, whatever its restart policy); a pod that is deleted while a
@@ -44,7 +48,7 @@ impl Drop for Kubelet {
 #[derive(Clone)]
 pub struct Node {
     pub client: Client,
-    /// Given to every container as `KUBECONFIG`, as the ServiceAccount token would be.
+    /// The cluster's kubeconfig: its server and CA go into each pod's own kubeconfig.
     pub kubeconfig: PathBuf,
     /// Images without a command of their own, and the adapter image → `kratix-rs`.
     pub images: ImageMap,
@@ -134,6 +138,10 @@ async fn run_pod(node: Node, pod: Pod) {
     for path in volumes.values() {
         let _ = std::fs::create_dir_all(path);
     }
+    let kubeconfig = match service_account_kubeconfig(&node, &namespace, &spec, &dir).await {
+        Ok(path) => path,
+        Err(e) => panic!("pod {namespace}/{name}: {e}"),
+    };
     let init_containers = spec.init_containers.clone().unwrap_or_default();
     let waiting = json!({"waiting": {"reason": "PodInitializing"}});
     let mut init: Vec<Value> = init_containers
@@ -154,7 +162,7 @@ async fn run_pod(node: Node, pod: Pod) {
         let slot = if is_init { &mut init[i] } else { &mut main[m] };
         *slot = container_status(c, json!({"running": {"startedAt": "2026-01-01T00:00:00Z"}}));
         write_status(&pods, &name, "Pending", &init, &main).await;
-        let result = run_container(&node, &pods, &pod, c, &volumes, &dir).await;
+        let result = run_container(&node, &pods, &pod, c, &volumes, &dir, &kubeconfig).await;
         let Some(result) = result else {
             return; // the pod is gone
         };
@@ -172,6 +180,58 @@ async fn run_pod(node: Node, pod: Pod) {
         }
     }
     write_status(&pods, &name, "Succeeded", &init, &main).await;
+}
+
+/// A kubeconfig for the pod's ServiceAccount: the cluster's server and CA, and the token the
+/// token controller stored for the account (waited for, as it comes a moment after the account).
+async fn service_account_kubeconfig(
+    node: &Node,
+    namespace: &str,
+    spec: &k8s_openapi::api::core::v1::PodSpec,
+    dir: &Path,
+) -> Result<PathBuf, String> {
+    use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
+    let account = spec
+        .service_account_name
+        .clone()
+        .unwrap_or_else(|| "default".into());
+    let accounts: Api<ServiceAccount> = Api::namespaced(node.client.clone(), namespace);
+    let secrets: Api<Secret> = Api::namespaced(node.client.clone(), namespace);
+    let mut token = None;
+    for _ in 0..100 {
+        let sa = accounts
+            .get(&account)
+            .await
+            .map_err(|e| format!("ServiceAccount {account}: {e}"))?;
+        for reference in sa.secrets.iter().flatten() {
+            let Some(secret_name) = &reference.name else {
+                continue;
+            };
+            if let Ok(secret) = secrets.get(secret_name).await {
+                token = secret.data.and_then(|d| {
+                    d.get("token")
+                        .map(|t| String::from_utf8_lossy(&t.0).into_owned())
+                });
+            }
+        }
+        if token.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let token = token.ok_or_else(|| format!("no token for ServiceAccount {account}"))?;
+    let text = std::fs::read_to_string(&node.kubeconfig).map_err(|e| e.to_string())?;
+    let mut config: serde_yaml::Value = serde_yaml::from_str(&text).map_err(|e| e.to_string())?;
+    config["users"] = serde_yaml::from_str(&format!("[{{name: admin, user: {{token: {token}}}}}]"))
+        .map_err(|e| e.to_string())?;
+    std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+    let path = dir.join("kubeconfig");
+    std::fs::write(
+        &path,
+        serde_yaml::to_string(&config).map_err(|e| e.to_string())?,
+    )
+    .map_err(|e| e.to_string())?;
+    Ok(path)
 }
 
 /// The value of a `fieldRef` the adapters use.
@@ -214,6 +274,7 @@ async fn run_container(
     c: &Container,
     volumes: &BTreeMap<String, PathBuf>,
     dir: &Path,
+    kubeconfig: &Path,
 ) -> Option<Terminated> {
     let as_pipeline = kratix::api::pipeline::Container {
         name: c.name.clone(),
@@ -239,7 +300,7 @@ async fn run_container(
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("HOME", &tmp)
         .env("TMPDIR", &tmp)
-        .env("KUBECONFIG", &node.kubeconfig)
+        .env("KUBECONFIG", kubeconfig)
         .current_dir(&tmp)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
