@@ -677,3 +677,34 @@ async fn the_job_executor_ends_runs_as_the_local_one_does() {
         assert_eq!(kube.metadata, local.metadata, "{case}");
     }
 }
+
+/// The adapters outside a pod: a refused check exits 1 with the check's message before any API
+/// call; anything needing the Job says what is missing.
+#[test]
+fn pipeline_adapter_refuses_before_reaching_the_api() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let output = dir.path().join("output");
+    let metadata = dir.path().join("metadata");
+    std::fs::create_dir_all(&output).expect("output");
+    std::fs::create_dir_all(&metadata).expect("metadata");
+    std::os::unix::fs::symlink("/etc/hosts", output.join("hosts")).expect("symlink");
+    std::fs::write(metadata.join("status.yaml"), "[1]\n").expect("status");
+    let cases = [
+        ("work-writer", "output file hosts is a symbolic link"),
+        ("status-writer", "status.yaml"),
+        ("reader", "KRATIX_JOB_NAME is not set"),
+    ];
+    for (step, want) in cases {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_kratix-rs"))
+            .args(["pipeline-adapter", step])
+            .env_clear()
+            .env("KRATIX_OUTPUT_DIR", &output)
+            .env("KRATIX_METADATA_DIR", &metadata)
+            .env("KRATIX_INPUT_DIR", dir.path())
+            .output()
+            .expect("kratix-rs runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{step}: {stderr}");
+        assert!(stderr.contains(want), "{step}: {stderr}");
+    }
+}
