@@ -26,8 +26,8 @@ use md5::{Digest, Md5};
 use serde::Serialize;
 
 use crate::pipeline::{
-    self, check_folders, Executor, Isolation, Metadata, RunOutcome, RunRequest, RunResult,
-    LOGS_FILE,
+    self, check_folders, Executor, Isolation, Metadata, Output, Refused, RunOutcome, RunRequest,
+    RunResult, LOGS_FILE,
 };
 use handback::Part;
 use identity::{Action, Identity};
@@ -189,8 +189,36 @@ impl KubeJobs {
         names
     }
 
-    async fn run_job(&self, req: &RunRequest, logs: &mut String) -> Result<RunOutcome, Error> {
+    /// Reads back what the adapters of a completed Job handed back into the run's folder, and
+    /// checks it there as the local executor checks its folders: the pod's adapters made the
+    /// same checks, but the controller does not take a pod's word for it.
+    async fn collect(
+        &self,
+        maps: &Api<ConfigMap>,
+        job: &str,
+        action: Action,
+        work_dir: &Path,
+    ) -> Result<Result<(Output, Metadata), Refused>, Error> {
         let limits = self.settings.limits;
+        let output_dir = work_dir.join("output");
+        let metadata_dir = work_dir.join("metadata");
+        let output = match action {
+            Action::Configure => {
+                self.hand_back(maps, job, Part::Output, limits.max_bytes)
+                    .await?
+            }
+            // Delete pipelines have no work-writer: their output goes nowhere.
+            Action::Delete => handback::Bundle::default(),
+        };
+        rundir::unpack(&output, Part::Output, &output_dir)?;
+        let metadata = self
+            .hand_back(maps, job, Part::Metadata, limits.max_bytes)
+            .await?;
+        rundir::unpack(&metadata, Part::Metadata, &metadata_dir)?;
+        Ok(check_folders(&output_dir, &metadata_dir, limits))
+    }
+
+    async fn run_job(&self, req: &RunRequest, logs: &mut String) -> Result<RunOutcome, Error> {
         let identity = Identity::from_env(&req.run_name, &req.env)?;
         let namespace = identity.namespace(&self.settings.system_namespace);
         let suffix: String = uuid::Uuid::new_v4().simple().to_string()[..5].to_string();
@@ -293,23 +321,10 @@ impl KubeJobs {
                 outcome.result = status::failure(&pod_list, &order, &reason);
             }
             wait::Waited::Finished(status::Finished::Complete) => {
-                let output_dir = req.work_dir.join("output");
-                let metadata_dir = req.work_dir.join("metadata");
-                if identity.action == Action::Configure {
-                    let bundle = self
-                        .hand_back(&maps, &name, Part::Output, limits.max_bytes)
-                        .await?;
-                    rundir::unpack(&bundle, Part::Output, &output_dir)?;
-                } else {
-                    rundir::unpack(&handback::Bundle::default(), Part::Output, &output_dir)?;
-                }
-                let bundle = self
-                    .hand_back(&maps, &name, Part::Metadata, limits.max_bytes)
-                    .await?;
-                rundir::unpack(&bundle, Part::Metadata, &metadata_dir)?;
-                // The pod's adapters checked the same folders; the controller does not take a
-                // pod's word for it.
-                match check_folders(&output_dir, &metadata_dir, limits) {
+                match self
+                    .collect(&maps, &name, identity.action, &req.work_dir)
+                    .await?
+                {
                     Ok((output, metadata)) => {
                         outcome.output = Some(output);
                         outcome.metadata = metadata;
