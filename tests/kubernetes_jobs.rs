@@ -649,6 +649,10 @@ async fn the_job_executor_ends_runs_as_the_local_one_does() {
             "output, status and selectors",
             "mkdir -p $KRATIX_OUTPUT_DIR/d && echo a > $KRATIX_OUTPUT_DIR/d/a.yaml && printf 'ready: yes\\n' > $KRATIX_METADATA_DIR/status.yaml && printf -- '- matchLabels:\\n    env: prod\\n  directory: d\\n' > $KRATIX_METADATA_DIR/destination-selectors.yaml && printf 'retryAfter: 5m\\n' > $KRATIX_METADATA_DIR/workflow-control.yaml",
         ),
+        (
+            "output larger than one ConfigMap holds",
+            "awk 'BEGIN { s = 1; for (i = 0; i < 300000; i++) { s = (s * 1103515245 + 12345) % 2147483648; printf \"%08x\", s } }' > $KRATIX_OUTPUT_DIR/big.txt && seq 1 100000 > $KRATIX_OUTPUT_DIR/lines.txt",
+        ),
         ("exit code", "exit 7"),
         ("symbolic link in the output", "ln -s /etc/hosts $KRATIX_OUTPUT_DIR/hosts"),
         ("status that is not a mapping", "echo '[1, 2]' > $KRATIX_METADATA_DIR/status.yaml"),
@@ -673,7 +677,16 @@ async fn the_job_executor_ends_runs_as_the_local_one_does() {
         let (kube_req, _kube_work) = cluster.request(p, env, Duration::from_secs(120));
         let kube = cluster.executor.run(kube_req).await.expect("job run");
         assert_eq!(kube.result, local.result, "{case}\n{}", kube.logs);
-        assert_eq!(kube.output, local.output, "{case}");
+        // Compared by size first: a failure should not print megabytes.
+        let sizes = |o: &Option<kratix::pipeline::Output>| -> Option<Vec<(String, usize)>> {
+            o.as_ref()
+                .map(|o| o.files.iter().map(|(n, b)| (n.clone(), b.len())).collect())
+        };
+        assert_eq!(sizes(&kube.output), sizes(&local.output), "{case}");
+        assert!(
+            kube.output == local.output,
+            "{case}: same sizes, different bytes"
+        );
         assert_eq!(kube.metadata, local.metadata, "{case}");
     }
 }
