@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
-use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams, PropagationPolicy};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams, PropagationPolicy};
 use kube::{Api, Client};
 use md5::{Digest, Md5};
 use serde::Serialize;
@@ -285,12 +285,7 @@ impl KubeJobs {
         .await
         .map_err(api_error("own", handback::input_name(&name)))?;
 
-        let finished = wait::job_finished(&jobs, &name, req.timeout).await?;
-        let pod_list = pods
-            .list(&ListParams::default().labels(&format!("job-name={name}")))
-            .await
-            .map_err(api_error("list the pods of", format!("Job {name}")))?
-            .items;
+        let (finished, pod_list) = wait::job_finished(&jobs, &pods, &name, req.timeout).await?;
         *logs = wait::collect_logs(&pods, &pod_list, &order).await;
 
         let mut outcome = RunOutcome {

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::LogParams;
+use kube::api::{ListParams, LogParams};
 use kube::runtime::wait::await_condition;
 use kube::Api;
 
@@ -20,25 +20,53 @@ pub(super) enum Waited {
     TimedOut,
 }
 
-/// Watches the Job until it completes, fails or disappears.
+/// How often the Job's pods are looked at while it runs.
+const POD_LOOK: Duration = Duration::from_secs(1);
+
+/// Watches the Job until it completes, fails or disappears, and returns its pods as last seen:
+/// the Job controller deletes a failed Job's running pods, and with them which container failed
+/// or was running.
 pub(super) async fn job_finished(
     jobs: &Api<Job>,
+    pods: &Api<Pod>,
     name: &str,
     timeout: Duration,
-) -> Result<Waited, Error> {
+) -> Result<(Waited, Vec<Pod>), Error> {
     let done = |job: Option<&Job>| job.is_none_or(|j| status::finished(j).is_some());
-    let waited = tokio::time::timeout(timeout, await_condition(jobs.clone(), name, done)).await;
-    match waited {
-        Err(_elapsed) => Ok(Waited::TimedOut),
-        Ok(Ok(job)) => Ok(job
-            .as_ref()
-            .and_then(status::finished)
-            .map_or(Waited::Gone, Waited::Finished)),
-        Ok(Err(source)) => Err(Error::Watch {
-            name: name.to_string(),
+    let finished = await_condition(jobs.clone(), name, done);
+    let deadline = tokio::time::sleep(timeout);
+    tokio::pin!(finished, deadline);
+    let selector = ListParams::default().labels(&format!("job-name={name}"));
+    let mut seen: Vec<Pod> = Vec::new();
+    let waited = loop {
+        tokio::select! {
+            result = &mut finished => match result {
+                Ok(job) => break job
+                    .as_ref()
+                    .and_then(status::finished)
+                    .map_or(Waited::Gone, Waited::Finished),
+                Err(source) => return Err(Error::Watch { name: name.to_string(), source }),
+            },
+            () = &mut deadline => break Waited::TimedOut,
+            () = tokio::time::sleep(POD_LOOK) => {
+                if let Ok(list) = pods.list(&selector).await {
+                    if !list.items.is_empty() {
+                        seen = list.items;
+                    }
+                }
+            }
+        }
+    };
+    let now = pods
+        .list(&selector)
+        .await
+        .map_err(|source| Error::Api {
+            action: "list the pods of",
+            what: format!("Job {name}"),
             source,
-        }),
-    }
+        })?
+        .items;
+    Ok((waited, if now.is_empty() { seen } else { now }))
 }
 
 /// Every container's logs, each headed `== container <name> ==` as with the local executor.
