@@ -140,7 +140,12 @@ async fn run_pod(node: Node, pod: Pod) {
     }
     let kubeconfig = match service_account_kubeconfig(&node, &namespace, &spec, &dir).await {
         Ok(path) => path,
-        Err(e) => panic!("pod {namespace}/{name}: {e}"),
+        Err(e) => {
+            // As a kubelet that cannot mount the token: the pod fails before any container.
+            eprintln!("test kubelet: pod {namespace}/{name}: {e}");
+            write_status(&pods, &name, "Failed", &[], &[]).await;
+            return;
+        }
     };
     let init_containers = spec.init_containers.clone().unwrap_or_default();
     let waiting = json!({"waiting": {"reason": "PodInitializing"}});
