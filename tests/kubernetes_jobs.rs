@@ -75,6 +75,7 @@ fn settings() -> job::Settings {
         adapter_image: ADAPTER_IMAGE.into(),
         adapter_pull_secret: Some("adapter-pull".into()),
         limits: output::Limits::default(),
+        jobs_to_keep: 5,
     }
 }
 
@@ -719,5 +720,61 @@ fn pipeline_adapter_refuses_before_reaching_the_api() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{step}: {stderr}");
         assert!(stderr.contains(want), "{step}: {stderr}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "starts a real control plane with kube-testenv; run with --ignored"]
+async fn only_the_newest_jobs_of_a_pipeline_stay() {
+    let cluster = Cluster::start().await;
+    let executor = KubeJobs::new(
+        cluster.env.config().await,
+        job::Settings {
+            jobs_to_keep: 2,
+            ..settings()
+        },
+    )
+    .expect("executor");
+    let mut created = Vec::new();
+    for _ in 0..3 {
+        let p = pipeline("again", json!({"containers": [sh("ok", "true")]}));
+        let (req, _work) = cluster.request(
+            p,
+            workflow(WorkflowAction::Configure, "again", true),
+            Duration::from_secs(60),
+        );
+        let outcome = executor.run(req).await.expect("run");
+        assert_eq!(outcome.result, RunResult::Succeeded, "{}", outcome.logs);
+        let mut names: Vec<String> = cluster
+            .jobs("default")
+            .await
+            .into_iter()
+            .filter_map(|j| j.metadata.name)
+            .filter(|n| !created.contains(n))
+            .collect();
+        created.append(&mut names);
+        // Deletion is foreground: the Job goes once its pods have.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let mut left: Vec<String> = cluster
+            .jobs("default")
+            .await
+            .into_iter()
+            .filter(|j| j.metadata.deletion_timestamp.is_none())
+            .filter_map(|j| j.metadata.name)
+            .collect();
+        left.sort();
+        let mut want = created[1..].to_vec();
+        want.sort();
+        if left == want {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "left {left:?}, want {want:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }

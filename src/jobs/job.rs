@@ -68,6 +68,8 @@ pub struct Settings {
     pub adapter_pull_secret: Option<String>,
     /// The output limits the work-writer applies, the controller's own.
     pub limits: output::Limits,
+    /// Finished Jobs kept per pipeline of an object (Kratix's `numberOfJobsToKeep`).
+    pub jobs_to_keep: usize,
 }
 
 /// The variable naming the adapter image (the controller's own image, normally).
@@ -76,6 +78,8 @@ pub const ADAPTER_IMAGE_ENV: &str = "KRATIX_PIPELINE_ADAPTER_IMAGE";
 pub const ADAPTER_PULL_SECRET_ENV: &str = "KRATIX_PIPELINE_ADAPTER_PULL_SECRET";
 /// The variable naming the system namespace (the controller's own, normally).
 pub const SYSTEM_NAMESPACE_ENV: &str = "KRATIX_SYSTEM_NAMESPACE";
+/// The variable naming how many finished Jobs stay per pipeline of an object.
+pub const JOBS_TO_KEEP_ENV: &str = "KRATIX_JOBS_TO_KEEP";
 /// Kratix's system namespace, when [`SYSTEM_NAMESPACE_ENV`] is unset.
 pub const DEFAULT_SYSTEM_NAMESPACE: &str = "kratix-platform-system";
 
@@ -86,6 +90,8 @@ pub enum SettingsError {
     NoAdapterImage,
     #[error("invalid output limit")]
     Limits(#[source] output::Error),
+    #[error("{JOBS_TO_KEEP_ENV}={0:?} is not a whole number of at least 1")]
+    JobsToKeep(String),
 }
 
 impl Settings {
@@ -112,6 +118,14 @@ impl Settings {
             adapter_image: get(ADAPTER_IMAGE_ENV).ok_or(SettingsError::NoAdapterImage)?,
             adapter_pull_secret: get(ADAPTER_PULL_SECRET_ENV),
             limits,
+            jobs_to_keep: match get(JOBS_TO_KEEP_ENV) {
+                None => super::history::DEFAULT_JOBS_TO_KEEP,
+                Some(text) => text
+                    .parse()
+                    .ok()
+                    .filter(|n| *n >= 1)
+                    .ok_or(SettingsError::JobsToKeep(text))?,
+            },
         })
     }
 }
@@ -433,8 +447,15 @@ mod tests {
                 adapter_image: "kratix-rs:1".into(),
                 adapter_pull_secret: None,
                 limits,
+                jobs_to_keep: 5,
             }
         );
+        let err = Settings::from_vars(
+            &vars(&[(ADAPTER_IMAGE_ENV, "i"), (JOBS_TO_KEEP_ENV, "0")]),
+            limits,
+        )
+        .expect_err("zero jobs");
+        assert!(matches!(err, SettingsError::JobsToKeep(_)));
         let got =
             Settings::from_vars(&vars(&[(ADAPTER_IMAGE_ENV, "i")]), limits).expect("settings");
         assert_eq!(got.system_namespace, DEFAULT_SYSTEM_NAMESPACE);

@@ -7,6 +7,7 @@
 
 pub mod adapter;
 pub mod handback;
+pub mod history;
 pub mod identity;
 pub mod job;
 pub mod rbac;
@@ -20,10 +21,11 @@ use std::path::{Path, PathBuf};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
-use kube::api::{DeleteParams, Patch, PatchParams, PostParams, PropagationPolicy};
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams, PropagationPolicy};
 use kube::{Api, Client};
 use md5::{Digest, Md5};
 use serde::Serialize;
+use statestores::error_chain::ErrorChain;
 
 use crate::pipeline::{
     self, check_folders, Executor, Isolation, Metadata, Output, Refused, RunOutcome, RunRequest,
@@ -174,6 +176,28 @@ impl KubeJobs {
             chunks.push(get(index).await?);
         }
         Ok(handback::decode(&chunks, part, max_bytes)?)
+    }
+
+    /// Deletes the oldest finished Jobs of the pipeline beyond the number to keep. A failure is
+    /// only logged: the run's outcome does not depend on it, and the next run prunes again.
+    async fn prune(&self, jobs: &Api<Job>, identity: &Identity) {
+        let selector = history::pipeline_selector(identity);
+        let listed = match jobs.list(&ListParams::default().labels(&selector)).await {
+            Ok(list) => list.items,
+            Err(error) => {
+                tracing::warn!(%selector, error = %ErrorChain(&error), "cannot list pipeline Jobs to prune");
+                return;
+            }
+        };
+        let finished: Vec<Job> = listed
+            .into_iter()
+            .filter(|j| status::finished(j).is_some())
+            .collect();
+        for name in history::to_prune(&finished, self.settings.jobs_to_keep) {
+            if let Err(error) = delete_job(jobs, &name).await {
+                tracing::warn!(job = %name, error = %ErrorChain(&error), "cannot prune a pipeline Job");
+            }
+        }
     }
 
     /// The input and every hand-back chunk of the Job that exists.
@@ -338,6 +362,7 @@ impl KubeJobs {
                 }
             }
         }
+        self.prune(&jobs, &identity).await;
         // The results are in the outcome now: the ConfigMaps go (they can be large), the Job
         // stays for inspection and takes whatever is left with it when it goes.
         for cm in self.hand_back_names(&maps, &name).await {
@@ -409,7 +434,7 @@ impl Executor for KubeJobs {
                         let jobs: Api<Job> = Api::namespaced(client, &job.namespace);
                         delete_job(&jobs, &job.name)
                             .await
-                            .map_err(|e| statestores::error_chain::ErrorChain(&e).to_string())
+                            .map_err(|e| ErrorChain(&e).to_string())
                     })
                 })
                 .join()
