@@ -101,6 +101,11 @@ pub enum Command {
     Controller,
     /// Print the CustomResourceDefinitions of Kratix's kinds.
     Crds,
+    /// Run one of the adapter containers of a pipeline Job (inside the Job's pod).
+    PipelineAdapter {
+        #[arg(value_enum)]
+        step: crate::jobs::adapter::Step,
+    },
 }
 
 #[derive(Debug, Clone, clap::Args)]

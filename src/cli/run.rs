@@ -27,6 +27,8 @@ pub enum Error {
     Wait(#[from] wait::Error),
     #[error(transparent)]
     Controllers(#[from] controllers::Error),
+    #[error(transparent)]
+    Adapter(#[from] crate::jobs::adapter::Error),
     /// A command's arguments don't fit together.
     #[error("{0}")]
     Usage(String),
@@ -51,6 +53,9 @@ pub async fn run(cli: Cli) -> Result<(), Error> {
     if let Command::Crds = cli.command {
         print!("{}", crate::api::crds::crds_yaml());
         return Ok(());
+    }
+    if let Command::PipelineAdapter { step } = cli.command {
+        return Ok(crate::jobs::adapter::run(step).await?);
     }
     if let Command::Controller = cli.command {
         return Err(Error::KubernetesModeUnavailable);
@@ -264,7 +269,7 @@ async fn dispatch(command: Command, platform: &Platform, driver: &Driver) -> Res
                 .await;
             Ok(())
         }
-        Command::Controller | Command::Crds => Ok(()),
+        Command::Controller | Command::Crds | Command::PipelineAdapter { .. } => Ok(()),
     }
 }
 
