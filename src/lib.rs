@@ -7,6 +7,7 @@
 pub mod api;
 pub mod cli;
 pub mod controllers;
+pub mod kube;
 pub mod pipeline;
 pub mod platform;
 pub mod scheduler;

@@ -42,9 +42,8 @@ pub enum Error {
     /// Another process already runs the controllers of this home.
     #[error("another kratix-rs process is already serving {home}")]
     AlreadyServing { home: String },
-    /// Kubernetes mode is a separate capability that this build does not have yet.
-    #[error("`controller` (Kubernetes mode) is not available yet in this build: use the embedded runtime (`serve`, or `apply` which reconciles in-process)")]
-    KubernetesModeUnavailable,
+    #[error(transparent)]
+    Controller(#[from] super::controller::Error),
 }
 
 pub async fn run(cli: Cli) -> Result<(), Error> {
@@ -52,8 +51,8 @@ pub async fn run(cli: Cli) -> Result<(), Error> {
         print!("{}", crate::api::crds::crds_yaml());
         return Ok(());
     }
-    if let Command::Controller = cli.command {
-        return Err(Error::KubernetesModeUnavailable);
+    if let Command::Controller(args) = cli.command {
+        return Ok(super::controller::run(args).await?);
     }
     let platform = Platform::open(&cli.home)?;
     // One set of controllers for the whole command, however many waits it makes.
@@ -264,11 +263,11 @@ async fn dispatch(command: Command, platform: &Platform, driver: &Driver) -> Res
                 .await;
             Ok(())
         }
-        Command::Controller | Command::Crds => Ok(()),
+        Command::Controller(_) | Command::Crds => Ok(()),
     }
 }
 
-async fn shutdown_signal() {
+pub(super) async fn shutdown_signal() {
     use tokio::signal::unix::{signal, SignalKind};
     match signal(SignalKind::terminate()) {
         Ok(mut term) => {
