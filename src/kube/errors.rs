@@ -103,7 +103,7 @@ mod tests {
         let err = to_store(kube::Error::Api(status.boxed()), &key, Some("41"), "update");
         match err {
             store::Error::Conflict { key: k, expected } => {
-                assert_eq!((k, expected.as_str()), (key, "41"));
+                assert_eq!((k, expected.as_str()), (key.clone(), "41"));
             }
             other => panic!("want Conflict, got {other:?}"),
         }

@@ -69,6 +69,8 @@ impl KubeControlPlane {
     /// Connects with `kubeconfig` when given, else as `kube` does: `KUBECONFIG`,
     /// `~/.kube/config`, then the in-cluster service account.
     pub async fn connect(kubeconfig: Option<&std::path::Path>) -> Result<Self, Error> {
+        // Fails only when a provider is installed already, which is as good.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let config = match kubeconfig {
             Some(path) => {
                 let kubeconfig = kube::config::Kubeconfig::read_from(path).map_err(|source| {
