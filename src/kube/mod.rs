@@ -253,11 +253,14 @@ impl ControlPlane for KubeControlPlane {
         if namespace.is_some() {
             check_scope(kind, namespace, &key)?;
         }
-        let list = self
-            .api(kind, namespace)
-            .list(&params)
-            .await
-            .map_err(|e| to_store(e, &key, None, "list"))?;
+        let list = match self.api(kind, namespace).list(&params).await {
+            Ok(list) => list,
+            Err(err) => match to_store(err, &key, None, "list") {
+                // The kind is not served (yet, or any more): it has no objects.
+                store::Error::NotFound { .. } => return Ok(vec![]),
+                other => return Err(other),
+            },
+        };
         let mut items = list.items;
         items.sort_by(|a, b| {
             (&a.metadata.namespace, &a.metadata.name)

@@ -105,6 +105,7 @@ async fn watch_kind(client: Client, kind: KindInfo, since: String, tx: Sender) {
         let stream = match api.watch(&params, &position).await {
             Ok(stream) => stream,
             Err(kube::Error::Api(status)) if status.code == 410 => {
+                debug!(kind = %kind.kind, %position, "watch position expired");
                 let _ = tx.send(Err(expired(&position))).await;
                 return;
             }
@@ -130,6 +131,7 @@ async fn watch_kind(client: Client, kind: KindInfo, since: String, tx: Sender) {
                     Step::Resume(Some(rv)) => position = rv,
                     Step::Resume(None) => {}
                     Step::Expired => {
+                        debug!(kind = %kind.kind, %position, "watch position expired");
                         let _ = tx.send(Err(expired(&position))).await;
                         return;
                     }
