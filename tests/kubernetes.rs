@@ -260,7 +260,7 @@ fn two_replicas_with_a_lease_one_acts_and_the_other_takes_over() {
         "--retry-period",
         "1",
     ];
-    let mut replicas = vec![
+    let mut replicas = [
         Controller::start(&env, "replica-a", work.path(), &election),
         Controller::start(&env, "replica-b", work.path(), &election),
     ];

@@ -221,15 +221,14 @@ async fn follow_request_kinds(client: Client, since: String, tx: Sender) {
                     else {
                         continue;
                     };
-                    if !watched.contains_key(&name) {
+                    if let std::collections::hash_map::Entry::Vacant(slot) = watched.entry(name) {
                         debug!(kind = %kind.kind, "watching a new request kind");
-                        let handle = tasks.spawn(watch_kind(
+                        slot.insert(tasks.spawn(watch_kind(
                             client.clone(),
                             kind,
                             String::new(),
                             tx.clone(),
-                        ));
-                        watched.insert(name, handle);
+                        )));
                     }
                 }
                 WatchEvent::Deleted(crd) => {

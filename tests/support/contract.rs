@@ -187,10 +187,13 @@ async fn status_subresource(cp: &dyn ControlPlane, ns: &str) {
     assert_eq!(done.data["status"], json!({"workPlacements": 2}));
 }
 
+/// A change to an object before it is written.
+type Edit = fn(&mut Object);
+
 async fn generation_follows_spec(cp: &dyn ControlPlane, ns: &str) {
     let mut obj = create(cp, &new_work(ns, "a", &[])).await;
     // (what changes, generation after)
-    let steps: [(&str, fn(&mut Object), i64); 4] = [
+    let steps: [(&str, Edit, i64); 4] = [
         (
             "labels",
             |o| o.metadata.labels = Some(BTreeMap::from([("x".into(), "1".into())])),
