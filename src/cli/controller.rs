@@ -31,9 +31,13 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    /// Another replica renewed nothing for us: this one stopped acting, the next one takes over.
+    /// This replica could not renew its Lease in time: it stopped acting, so that the replica
+    /// that takes the Lease over acts alone.
     #[error("lost the leader election: stopped so that another replica acts alone")]
     LeadershipLost,
+    /// Flags that do not fit together.
+    #[error("{0}")]
+    Usage(String),
 }
 
 /// How logs are written.
@@ -121,6 +125,9 @@ pub fn runtime(platform: Platform, executor: Arc<dyn Executor>) -> Runtime {
 
 /// Runs until SIGTERM (or SIGINT); then stops as `serve` does and gives the Lease up.
 pub async fn run(args: ControllerArgs) -> Result<(), Error> {
+    if args.leader_elect {
+        args.timing().check().map_err(Error::Usage)?;
+    }
     let kube = KubeControlPlane::connect(args.kubeconfig.as_deref()).await?;
     std::fs::create_dir_all(&args.work_dir).map_err(|source| Error::WorkDir {
         path: args.work_dir.display().to_string(),
@@ -145,7 +152,7 @@ pub async fn run(args: ControllerArgs) -> Result<(), Error> {
             Err(err) => {
                 warn!(error = %crate::controllers::ErrorChain(&err), "creating the system namespace failed; retrying");
                 tokio::select! {
-                    _ = super::run::shutdown_signal() => break Err(()),
+                    _ = super::signal::shutdown() => break Err(()),
                     _ = tokio::time::sleep(Duration::from_secs(2)) => {}
                 }
             }
@@ -181,7 +188,7 @@ pub async fn run(args: ControllerArgs) -> Result<(), Error> {
     };
 
     let mut role = role_rx.clone();
-    let signal = super::run::shutdown_signal();
+    let signal = super::signal::shutdown();
     tokio::pin!(signal);
     let outcome = tokio::select! {
         _ = &mut signal => Ok(()),

@@ -8,6 +8,7 @@ pub mod get;
 pub mod logs;
 pub mod output;
 pub mod run;
+mod signal;
 pub mod wait;
 
 use std::path::PathBuf;

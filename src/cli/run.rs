@@ -257,28 +257,13 @@ async fn dispatch(command: Command, platform: &Platform, driver: &Driver) -> Res
             let runtime = controllers::Runtime::new(platform.clone());
             runtime
                 .run(lock, async {
-                    shutdown_signal().await;
+                    super::signal::shutdown().await;
                     eprintln!("stopping");
                 })
                 .await;
             Ok(())
         }
         Command::Controller(_) | Command::Crds => Ok(()),
-    }
-}
-
-pub(super) async fn shutdown_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    match signal(SignalKind::terminate()) {
-        Ok(mut term) => {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
-        }
-        Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
-        }
     }
 }
 

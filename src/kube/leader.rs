@@ -1,7 +1,7 @@
 //! Leader election, the decisions: who may act, from what the Lease says and when this replica
 //! saw it change. Expiry is judged on this replica's own monotonic clock from the moment it last
 //! saw the Lease change (as Kubernetes' own clients do), never by comparing clocks of replicas.
-//! The I/O is in [`super::lease`].
+//! The Lease's reads and writes are done by the caller.
 
 use std::time::Duration;
 
@@ -24,6 +24,28 @@ impl Default for Timing {
             renew_deadline: Duration::from_secs(10),
             retry_period: Duration::from_secs(2),
         }
+    }
+}
+
+impl Timing {
+    /// Refuses timings under which two replicas could act at once (a leader renewing no more
+    /// often than its Lease lasts) or a leader could not renew in time.
+    pub fn check(&self) -> Result<(), String> {
+        if self.renew_deadline >= self.lease_duration {
+            return Err(format!(
+                "--renew-deadline ({}s) must be shorter than --lease-duration ({}s)",
+                self.renew_deadline.as_secs(),
+                self.lease_duration.as_secs()
+            ));
+        }
+        if self.retry_period.is_zero() || self.retry_period >= self.renew_deadline {
+            return Err(format!(
+                "--retry-period ({}s) must be positive and shorter than --renew-deadline ({}s)",
+                self.retry_period.as_secs(),
+                self.renew_deadline.as_secs()
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -207,6 +229,26 @@ mod tests {
                     "{name}, step {i}"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn timings_that_could_let_two_replicas_act_are_refused() {
+        let t = |lease, renew, retry| Timing {
+            lease_duration: S(lease),
+            renew_deadline: S(renew),
+            retry_period: S(retry),
+        };
+        let cases = [
+            (t(15, 10, 2), true),
+            (t(6, 4, 1), true),
+            (t(10, 10, 2), false),
+            (t(10, 12, 2), false),
+            (t(15, 10, 10), false),
+            (t(15, 10, 0), false),
+        ];
+        for (timing, ok) in cases {
+            assert_eq!(timing.check().is_ok(), ok, "{timing:?}");
         }
     }
 

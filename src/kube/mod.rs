@@ -2,7 +2,7 @@
 //! `Api<DynamicObject>` per kind. The API server provides what the embedded store reproduces:
 //! optimistic concurrency by `resourceVersion`, the status subresource, finalizers, watches.
 //! A Promise's API is installed as a CustomResourceDefinition so that the API server validates
-//! its requests; the controllers run unchanged on top (see [`crate::cli`]'s `controller`).
+//! its requests; the controllers run unchanged on top (`kratix-rs controller`).
 
 pub mod crd;
 mod errors;
