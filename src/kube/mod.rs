@@ -34,9 +34,6 @@ pub enum Error {
         #[source]
         source: kube::config::KubeconfigError,
     },
-    /// The API server could not be reached or refused a request.
-    #[error(transparent)]
-    Store(#[from] store::Error),
     /// The health and metrics endpoints could not listen.
     #[error("listening on {addr}")]
     Listen {
