@@ -176,7 +176,13 @@ fn controller_runs_three_pipelines_in_order_with_one_commit_each() {
         assert_eq!(commits.len(), 1, "one commit for pipeline {p}: {commits:?}");
     }
 
-    // Operability: ready, and the reconciles counted.
+    // Operability: alive, ready, and the reconciles counted.
+    assert_eq!(
+        controller
+            .http_get(controller.health_port, "/healthz")
+            .map(|r| r.0),
+        Some(200)
+    );
     assert_eq!(
         controller
             .http_get(controller.health_port, "/readyz")
