@@ -324,3 +324,44 @@ fn two_replicas_with_a_lease_one_acts_and_the_other_takes_over() {
         "{released:#}"
     );
 }
+
+#[test]
+fn a_leader_whose_lease_is_taken_stops_acting_and_exits() {
+    let Some(env) = TestEnv::start() else { return };
+    let work = tempfile::tempdir().expect("work dir");
+    let election = [
+        "--leader-elect",
+        "--lease-duration",
+        "6",
+        "--renew-deadline",
+        "4",
+        "--retry-period",
+        "1",
+    ];
+    let mut leader = Controller::start(&env, "replica-a", work.path(), &election);
+    eventually("it leads", PATIENCE, || {
+        (is_leader(&leader) == Some(true)).then_some(())
+    });
+    // Another holder writes the Lease (as a replica that judged it expired would).
+    env.kubectl(
+        &[
+            "patch",
+            "lease",
+            "kratix-rs-controller",
+            "-n",
+            kratix::api::SYSTEM_NAMESPACE,
+            "--type",
+            "merge",
+            "-p",
+            r#"{"spec":{"holderIdentity":"intruder"}}"#,
+        ],
+        "",
+    );
+    eventually("the old leader to exit", PATIENCE, || {
+        (!leader.running()).then_some(())
+    });
+    let log = leader.log();
+    assert_eq!(leader.exit_code(), Some(1), "{log}");
+    assert!(log.contains("lost the leader election"), "{log}");
+    assert_eq!(lease_holder(&env).as_deref(), Some("intruder"));
+}

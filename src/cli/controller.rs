@@ -190,12 +190,16 @@ pub async fn run(args: ControllerArgs) -> Result<(), Error> {
     let mut role = role_rx.clone();
     let signal = super::signal::shutdown();
     tokio::pin!(signal);
-    let outcome = tokio::select! {
-        _ = &mut signal => Ok(()),
-        changed = role.wait_for(|r| *r == Role::Leader) => match changed {
-            Ok(_) => act(runtime, role_rx, signal).await,
-            Err(_) => Err(Error::LeadershipLost),
-        },
+    // Only whether it leads: the value borrowed from the channel must not outlive this, or
+    // the election could never publish a new role.
+    let leading = tokio::select! {
+        _ = &mut signal => None,
+        changed = role.wait_for(|r| *r == Role::Leader) => Some(changed.is_ok()),
+    };
+    let outcome = match leading {
+        None => Ok(()),
+        Some(true) => act(runtime, role_rx, signal).await,
+        Some(false) => Err(Error::LeadershipLost),
     };
     let _ = stop_tx.send(true);
     if let Some(election) = election {

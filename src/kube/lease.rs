@@ -105,7 +105,8 @@ pub async fn elect(
             }
         }
         let now_role = elector.role(start.elapsed());
-        if *role.borrow() != now_role {
+        let published = *role.borrow();
+        if published != now_role {
             info!(identity = elector.identity(), role = ?now_role, "leader election");
             let _ = role.send(now_role);
         }

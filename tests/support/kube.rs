@@ -243,6 +243,14 @@ impl Controller {
             .is_some_and(|c| matches!(c.try_wait(), Ok(None)))
     }
 
+    /// Its exit code once it has exited.
+    pub fn exit_code(&mut self) -> Option<i32> {
+        self.child
+            .as_mut()
+            .and_then(|c| c.try_wait().ok().flatten())
+            .and_then(|s| s.code())
+    }
+
     /// Kills it abruptly (SIGKILL), as a crashed node would.
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
