@@ -128,6 +128,9 @@ pub async fn run(args: ControllerArgs) -> Result<(), Error> {
     if args.leader_elect {
         args.timing().check().map_err(Error::Usage)?;
     }
+    // The same signal stops start-up (waiting for the API server) and the controllers.
+    let signal = super::signal::shutdown();
+    tokio::pin!(signal);
     let kube = KubeControlPlane::connect(args.kubeconfig.as_deref()).await?;
     std::fs::create_dir_all(&args.work_dir).map_err(|source| Error::WorkDir {
         path: args.work_dir.display().to_string(),
@@ -146,50 +149,14 @@ pub async fn run(args: ControllerArgs) -> Result<(), Error> {
     };
     let _servers = serve_endpoints(&args, state).await?;
     let _probe = AbortOnDrop(tokio::spawn(probe_api_server(cp, api_reachable)));
-    let system_namespace = loop {
-        match kube.ensure_system_namespace().await {
-            Ok(()) => break Ok(()),
-            Err(err) => {
-                warn!(error = %crate::controllers::ErrorChain(&err), "creating the system namespace failed; retrying");
-                tokio::select! {
-                    _ = super::signal::shutdown() => break Err(()),
-                    _ = tokio::time::sleep(Duration::from_secs(2)) => {}
-                }
-            }
-        }
-    };
-    if system_namespace.is_err() {
-        return Ok(());
+    tokio::select! {
+        _ = &mut signal => return Ok(()),
+        _ = system_namespace(&kube) => {}
     }
 
     let (stop_tx, stop_rx) = watch::channel(false);
-    let election = if args.leader_elect {
-        let elector = Elector::new(args.identity(), args.timing());
-        let at = LeaseRef {
-            namespace: args.leader_election_namespace.clone(),
-            name: args.leader_election_id.clone(),
-        };
-        info!(identity = elector.identity(), lease = %at.name, "joining the leader election");
-        Some(tokio::spawn(lease::elect(
-            kube.client(),
-            at,
-            elector,
-            role_tx,
-            stop_rx,
-        )))
-    } else {
-        let _ = role_tx.send(Role::Leader);
-        // Keep the sender: the role never changes.
-        tokio::spawn(async move {
-            let _keep = role_tx;
-            std::future::pending::<()>().await
-        });
-        None
-    };
-
+    let election = join_election(&args, &kube, role_tx, stop_rx);
     let mut role = role_rx.clone();
-    let signal = super::signal::shutdown();
-    tokio::pin!(signal);
     // Only whether it leads: the value borrowed from the channel must not outlive this, or
     // the election could never publish a new role.
     let leading = tokio::select! {
@@ -201,6 +168,7 @@ pub async fn run(args: ControllerArgs) -> Result<(), Error> {
         Some(true) => act(runtime, role_rx, signal).await,
         Some(false) => Err(Error::LeadershipLost),
     };
+    // The Lease is renewed until the controllers have stopped, then given up.
     let _ = stop_tx.send(true);
     if let Some(election) = election {
         let _ = election.await;
@@ -208,7 +176,48 @@ pub async fn run(args: ControllerArgs) -> Result<(), Error> {
     outcome
 }
 
-/// Runs the controllers while this replica leads.
+/// Creates the system namespace, retrying until the API server lets it.
+async fn system_namespace(kube: &KubeControlPlane) {
+    while let Err(err) = kube.ensure_system_namespace().await {
+        warn!(error = %crate::controllers::ErrorChain(&err), "creating the system namespace failed; retrying");
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
+}
+
+/// Starts taking part in the election, or (without `--leader-elect`) leads at once.
+fn join_election(
+    args: &ControllerArgs,
+    kube: &KubeControlPlane,
+    role: watch::Sender<Role>,
+    stop: watch::Receiver<bool>,
+) -> Option<tokio::task::JoinHandle<()>> {
+    if !args.leader_elect {
+        let _ = role.send(Role::Leader);
+        // Keep the sender: the role never changes.
+        tokio::spawn(async move {
+            let _keep = role;
+            std::future::pending::<()>().await
+        });
+        return None;
+    }
+    let elector = Elector::new(args.identity(), args.timing());
+    let at = LeaseRef {
+        namespace: args.leader_election_namespace.clone(),
+        name: args.leader_election_id.clone(),
+    };
+    info!(identity = elector.identity(), lease = %at.name, "joining the leader election");
+    Some(tokio::spawn(lease::elect(
+        kube.client(),
+        at,
+        elector,
+        role,
+        stop,
+    )))
+}
+
+/// Runs the controllers while this replica leads. Stopped by the signal, runs in progress get
+/// the shutdown grace (the Lease is still renewed meanwhile); stopped by losing the Lease, they
+/// are stopped at once, since another replica may already act.
 async fn act(
     runtime: Runtime,
     mut role: watch::Receiver<Role>,
@@ -217,6 +226,8 @@ async fn act(
     info!("leading: starting the controllers");
     let lost = Arc::new(AtomicBool::new(false));
     let lost_flag = lost.clone();
+    let mut at_once = runtime.clone();
+    at_once.settings.shutdown_grace = Duration::ZERO;
     runtime
         .run((), async move {
             tokio::select! {
@@ -225,6 +236,9 @@ async fn act(
                     warn!("lost the leader election; stopping the controllers");
                     lost_flag.store(true, Ordering::SeqCst);
                 }
+            }
+            if lost_flag.load(Ordering::SeqCst) {
+                at_once.stop_executing().await;
             }
         })
         .await;
