@@ -34,6 +34,35 @@ async fn control_plane_contract_holds_on_kubernetes() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_handles_never_get_the_same_sequence_value() {
+    let Some(env) = TestEnv::start() else { return };
+    let first = env.control_plane().await;
+    first
+        .ensure_system_namespace()
+        .await
+        .expect("system namespace");
+    let mut tasks = vec![];
+    for _ in 0..3 {
+        let cp = env.control_plane().await;
+        tasks.push(tokio::spawn(async move {
+            let mut got = vec![];
+            for _ in 0..10 {
+                got.push(cp.next_sequence("pipelinerun").await.expect("sequence"));
+            }
+            got
+        }));
+    }
+    let mut all = vec![];
+    for task in tasks {
+        let got = task.await.expect("task");
+        assert!(got.windows(2).all(|w| w[0] < w[1]), "{got:?}");
+        all.extend(got);
+    }
+    all.sort_unstable();
+    assert_eq!(all, (1..=30).collect::<Vec<i64>>());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_watch_from_a_forgotten_position_expires() {
     let Some(env) = TestEnv::start() else { return };
     let cp = env.control_plane().await;
