@@ -100,19 +100,34 @@ pub(super) fn step(kind: &KindInfo, event: WatchEvent<DynamicObject>) -> Step {
 async fn watch_kind(client: Client, kind: KindInfo, since: String, tx: Sender) {
     let api: Api<DynamicObject> = Api::all_with(client, &super::api_resource(&kind));
     let params = WatchParams::default().timeout(WATCH_TIMEOUT_SECS);
-    let mut position = since;
-    loop {
+    let what = kind.kind.clone();
+    follow(api, params, since, &tx, &what, |event| step(&kind, event)).await;
+}
+
+/// Follows `api`'s watch from `position`: each event as `interpret` says, resuming from the
+/// last position when the API server ends the watch or the connection fails, until the
+/// receiver is gone or the position expires (then the feed ends with `Expired`).
+async fn follow<K>(
+    api: Api<K>,
+    params: WatchParams,
+    mut position: String,
+    tx: &Sender,
+    what: &str,
+    mut interpret: impl FnMut(WatchEvent<K>) -> Step,
+) where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+{
+    while !tx.is_closed() {
         let stream = match api.watch(&params, &position).await {
             Ok(stream) => stream,
-            Err(kube::Error::Api(status)) if status.code == 410 => {
-                debug!(kind = %kind.kind, %position, "watch position expired");
-                let _ = tx.send(Err(expired(&position))).await;
-                return;
-            }
+            Err(kube::Error::Api(status)) if status.code == 410 => break,
             Err(err) => {
-                warn!(kind = %kind.kind, error = %err, "watch failed; resuming");
-                if tx.is_closed() {
-                    return;
+                // 404: a request kind whose CRD is not served yet (just installed) or any more.
+                let not_served = matches!(&err, kube::Error::Api(s) if s.code == 404);
+                if not_served {
+                    debug!(%what, "not served; watching again shortly");
+                } else {
+                    warn!(%what, error = %err, "watch failed; resuming");
                 }
                 tokio::time::sleep(RETRY).await;
                 continue;
@@ -120,38 +135,40 @@ async fn watch_kind(client: Client, kind: KindInfo, since: String, tx: Sender) {
         };
         let mut stream = std::pin::pin!(stream);
         loop {
-            match stream.try_next().await {
-                Ok(Some(event)) => match step(&kind, event) {
-                    Step::Emit(change) => {
-                        position = change.resource_version.clone();
-                        if tx.send(Ok(change)).await.is_err() {
-                            return;
-                        }
-                    }
-                    Step::Resume(Some(rv)) => position = rv,
-                    Step::Resume(None) => {}
-                    Step::Expired => {
-                        debug!(kind = %kind.kind, %position, "watch position expired");
-                        let _ = tx.send(Err(expired(&position))).await;
-                        return;
-                    }
-                    Step::Retry(message) => {
-                        debug!(kind = %kind.kind, %message, "watch reported an error; resuming");
-                        break;
-                    }
-                },
+            let event = match stream.try_next().await {
+                Ok(Some(event)) => event,
                 // The API server ended the watch (its timeout): resume where it stopped.
                 Ok(None) => break,
                 Err(err) => {
-                    debug!(kind = %kind.kind, error = %err, "watch interrupted; resuming");
+                    debug!(%what, error = %err, "watch interrupted; resuming");
                     tokio::time::sleep(RETRY).await;
+                    break;
+                }
+            };
+            match interpret(event) {
+                Step::Emit(change) => {
+                    position = change.resource_version.clone();
+                    if tx.send(Ok(change)).await.is_err() {
+                        return;
+                    }
+                }
+                Step::Resume(Some(rv)) => position = rv,
+                Step::Resume(None) => {}
+                Step::Expired => {
+                    debug!(%what, %position, "watch position expired");
+                    let _ = tx.send(Err(expired(&position))).await;
+                    return;
+                }
+                Step::Retry(message) => {
+                    debug!(%what, %message, "watch reported an error; resuming");
                     break;
                 }
             }
         }
-        if tx.is_closed() {
-            return;
-        }
+    }
+    if !tx.is_closed() {
+        debug!(%what, %position, "watch position expired");
+        let _ = tx.send(Err(expired(&position))).await;
     }
 }
 
@@ -167,7 +184,7 @@ fn expired(position: &str) -> store::Error {
 async fn follow_request_kinds(client: Client, since: String, tx: Sender) {
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     let selector = ListParams::default().labels(PROMISE_LABEL);
-    let (present, mut position) = match crds.list(&selector).await {
+    let (present, position) = match crds.list(&selector).await {
         Ok(list) => (
             list.items,
             list.metadata.resource_version.unwrap_or_default(),
@@ -190,65 +207,29 @@ async fn follow_request_kinds(client: Client, since: String, tx: Sender) {
     let params = WatchParams::default()
         .labels(PROMISE_LABEL)
         .timeout(WATCH_TIMEOUT_SECS);
-    loop {
-        let stream = match crds.watch(&params, &position).await {
-            Ok(stream) => stream,
-            Err(kube::Error::Api(status)) if status.code == 410 => {
-                let _ = tx.send(Err(expired(&position))).await;
-                return;
+    let interpret = |event: WatchEvent<CustomResourceDefinition>| match event {
+        WatchEvent::Added(crd) | WatchEvent::Modified(crd) => {
+            let rv = crd.metadata.resource_version.clone();
+            if let (Some(name), Some(kind)) = (crd.metadata.name.clone(), kind_of_crd(&crd)) {
+                if let std::collections::hash_map::Entry::Vacant(slot) = watched.entry(name) {
+                    debug!(kind = %kind.kind, "watching a new request kind");
+                    let task = watch_kind(client.clone(), kind, String::new(), tx.clone());
+                    slot.insert(tasks.spawn(task));
+                }
             }
-            Err(err) => {
-                warn!(error = %err, "watching the Promises' CRDs failed; resuming");
-                tokio::time::sleep(RETRY).await;
-                continue;
-            }
-        };
-        let mut stream = std::pin::pin!(stream);
-        loop {
-            let event = match stream.try_next().await {
-                Ok(Some(event)) => event,
-                Ok(None) => break,
-                Err(err) => {
-                    debug!(error = %err, "watch of the Promises' CRDs interrupted; resuming");
-                    tokio::time::sleep(RETRY).await;
-                    break;
-                }
-            };
-            match event {
-                WatchEvent::Added(crd) | WatchEvent::Modified(crd) => {
-                    position = crd.metadata.resource_version.clone().unwrap_or(position);
-                    let (Some(name), Some(kind)) = (crd.metadata.name.clone(), kind_of_crd(&crd))
-                    else {
-                        continue;
-                    };
-                    if let std::collections::hash_map::Entry::Vacant(slot) = watched.entry(name) {
-                        debug!(kind = %kind.kind, "watching a new request kind");
-                        slot.insert(tasks.spawn(watch_kind(
-                            client.clone(),
-                            kind,
-                            String::new(),
-                            tx.clone(),
-                        )));
-                    }
-                }
-                WatchEvent::Deleted(crd) => {
-                    position = crd.metadata.resource_version.clone().unwrap_or(position);
-                    if let Some(handle) = crd.metadata.name.and_then(|n| watched.remove(&n)) {
-                        handle.abort();
-                    }
-                }
-                WatchEvent::Bookmark(b) => position = b.metadata.resource_version,
-                WatchEvent::Error(status) if status.code == 410 => {
-                    let _ = tx.send(Err(expired(&position))).await;
-                    return;
-                }
-                WatchEvent::Error(_) => break,
-            }
+            Step::Resume(rv)
         }
-        if tx.is_closed() {
-            return;
+        WatchEvent::Deleted(crd) => {
+            if let Some(handle) = crd.metadata.name.as_ref().and_then(|n| watched.remove(n)) {
+                handle.abort();
+            }
+            Step::Resume(crd.metadata.resource_version)
         }
-    }
+        WatchEvent::Bookmark(b) => Step::Resume(Some(b.metadata.resource_version)),
+        WatchEvent::Error(status) if status.code == 410 => Step::Expired,
+        WatchEvent::Error(status) => Step::Retry(status.message),
+    };
+    follow(crds, params, position, &tx, "the Promises' CRDs", interpret).await;
 }
 
 #[cfg(test)]
