@@ -285,8 +285,8 @@ fn typed_views_expose_the_kratix_fields() {
         serde_json::from_value(documents("workplacement.yaml").remove(0)).expect("wp");
     let status = placement.status.expect("status");
     assert_eq!(
-        status.extra["versionID"],
-        json!("0f4a1c2b7d9e8f60112233445566778899aabbcc")
+        status.version_id.as_deref(),
+        Some("0f4a1c2b7d9e8f60112233445566778899aabbcc")
     );
 
     let secrets: Vec<Secret> = documents("secret.yaml")

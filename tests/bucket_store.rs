@@ -45,7 +45,7 @@ const PIPELINE_FILES: &[(&str, &[&str])] = &[
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct ObjectState {
     e_tag: Option<String>,
-    last_modified: chrono::DateTime<chrono::Utc>,
+    last_modified: jiff::Timestamp,
 }
 
 /// One test's bucket on the shared Garage, looked at without going through kratix-rs.
@@ -76,7 +76,11 @@ impl TestBucket {
                 let meta = self.inspector.head(&key);
                 let state = ObjectState {
                     e_tag: meta.e_tag,
-                    last_modified: meta.last_modified,
+                    // The S3 client's own time type, in the one time library of this project.
+                    last_modified: jiff::Timestamp::from_microsecond(
+                        meta.last_modified.timestamp_micros(),
+                    )
+                    .expect("an S3 time is within jiff's range"),
                 };
                 (key, state)
             })

@@ -1050,7 +1050,7 @@ fn a_failing_pipeline_stops_the_workflow_is_retried_and_recovers_once_fixed() {
     assert_eq!(b_status["name"], "b", "{obj:#}");
     assert_eq!(b_status["phase"], "Failed", "{obj:#}");
     let next_retry = b_status["nextRetryAt"].as_str().expect("nextRetryAt");
-    let next_retry = chrono::DateTime::parse_from_rfc3339(next_retry).expect("RFC 3339");
+    let next_retry: jiff::Timestamp = next_retry.parse().expect("RFC 3339");
     assert!(
         next_retry > first[1].completion.expect("completed"),
         "retried after a backoff"

@@ -22,18 +22,21 @@ pub mod state_store;
 pub mod validation;
 pub mod work;
 pub mod work_placement;
+pub mod workflow_status;
 
 pub use condition::{Condition, ConditionStatus};
 pub use destination::{Destination, DestinationSpec, FilepathMode};
 pub use kinds::{Builtin, KindInfo};
 pub use object::{Object, ObjectKey};
 pub use pipeline::Pipeline;
-pub use pipeline_run::{PipelineRun, PipelineRunPhase, PipelineRunSpec, PipelineRunStatus};
+pub use pipeline_run::{
+    PipelineRun, PipelineRunPhase, PipelineRunSpec, PipelineRunStatus, RunExecutor, WorkflowControl,
+};
 pub use promise::{Promise, PromiseSpec};
 pub use secret::Secret;
 pub use state_store::{BucketStateStore, GitStateStore};
-pub use work::{Work, WorkSpec, Workload, WorkloadGroup};
-pub use work_placement::{WorkPlacement, WorkPlacementSpec};
+pub use work::{Work, WorkSpec, WorkStatus, Workload, WorkloadGroup};
+pub use work_placement::{WorkPlacement, WorkPlacementSpec, WorkPlacementStatus};
 
 /// API group of every Kratix type.
 pub const GROUP: &str = "platform.kratix.io";

@@ -70,6 +70,34 @@ pub fn from_typed<T: Serialize>(typed: &T) -> Result<Object, serde_json::Error> 
     serde_json::from_value(serde_json::to_value(typed)?)
 }
 
+/// A typed object in the untyped form, with `spec` as given (see [`stored_spec`]).
+pub fn from_typed_with_spec<T: Serialize>(
+    typed: &T,
+    spec: serde_json::Value,
+) -> Result<Object, serde_json::Error> {
+    let mut obj = from_typed(typed)?;
+    if let Some(map) = obj.data.as_object_mut() {
+        map.insert("spec".into(), spec);
+    }
+    Ok(obj)
+}
+
+/// `spec` serialized, with each of `empty` that serialization left out put back. The controllers
+/// have always stored these fields even when empty, while the typed specs leave them out so that
+/// applied documents keep their own shape.
+pub fn stored_spec<T: Serialize>(
+    spec: &T,
+    empty: &[(&str, serde_json::Value)],
+) -> Result<serde_json::Value, serde_json::Error> {
+    let mut value = serde_json::to_value(spec)?;
+    if let Some(map) = value.as_object_mut() {
+        for (field, empty_value) in empty {
+            map.entry(*field).or_insert_with(|| empty_value.clone());
+        }
+    }
+    Ok(value)
+}
+
 /// A field of the object's free-form part (`spec`, `status`, `data`, …).
 pub fn field<'a>(obj: &'a Object, name: &str) -> Option<&'a serde_json::Value> {
     obj.data.get(name)

@@ -5,7 +5,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::destination::StatusWithConditions;
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::condition::Condition;
 
 /// `spec.authMethod` values Kratix's CRDs allow.
 pub const GIT_AUTH_METHODS: [&str; 3] = ["basicAuth", "ssh", "githubApp"];
@@ -20,6 +24,37 @@ pub struct SecretRef {
     pub namespace: Option<String>,
 }
 
+/// What the state-store controller reports: `Ready`, and the same as one word.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+// `extra` is not in the schema, so the API server must keep unknown fields.
+#[schemars(extend("x-kubernetes-preserve-unknown-fields" = true))]
+pub struct StateStoreStatus {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// `Ready` or `NotReady`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    #[serde(flatten)]
+    #[schemars(skip)]
+    pub extra: BTreeMap<String, Value>,
+}
+
+impl SecretRef {
+    /// The Secret's namespace (`default` when not given).
+    pub fn namespace(&self) -> &str {
+        self.namespace.as_deref().unwrap_or("default")
+    }
+
+    /// `spec.secretRef` of a stored state store of either kind: `None` without one.
+    pub fn of(obj: &super::Object) -> Option<Result<SecretRef, serde_json::Error>> {
+        let value = obj.data.get("spec")?.get("secretRef")?;
+        Some(SecretRef::deserialize(value))
+    }
+}
+
 #[derive(CustomResource, Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "platform.kratix.io",
@@ -27,7 +62,7 @@ pub struct SecretRef {
     kind = "GitStateStore",
     doc = "A Git repository that Destinations write to.",
     plural = "gitstatestores",
-    status = "StatusWithConditions",
+    status = "StateStoreStatus",
     printcolumn = r#"{"name":"URL","type":"string","jsonPath":".spec.url"}"#,
     printcolumn = r#"{"name":"Branch","type":"string","jsonPath":".spec.branch"}"#,
     printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#
@@ -79,7 +114,7 @@ impl GitStateStoreSpec {
     kind = "BucketStateStore",
     doc = "An S3-compatible bucket that Destinations write to.",
     plural = "bucketstatestores",
-    status = "StatusWithConditions",
+    status = "StateStoreStatus",
     printcolumn = r#"{"name":"Name","type":"string","jsonPath":".spec.bucketName"}"#,
     printcolumn = r#"{"name":"Endpoint","type":"string","jsonPath":".spec.endpoint"}"#,
     printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#
@@ -100,4 +135,54 @@ pub struct BucketStateStoreSpec {
     pub auth_method: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub use_dual_stack: Option<bool>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_is_stored_in_the_shape_it_was_read() {
+        let stored = serde_json::json!({
+            "conditions": [{"type": "Ready", "status": "True", "reason": "StateStoreReady",
+                            "message": "State store is ready",
+                            "lastTransitionTime": "2026-01-01T00:00:00.000Z"}],
+            "observedGeneration": 1, "status": "Ready", "fromElsewhere": 1
+        });
+        let typed: StateStoreStatus =
+            serde_json::from_value(stored.clone()).expect("a stored status");
+        assert_eq!(typed.status.as_deref(), Some("Ready"));
+        assert_eq!(serde_json::to_value(&typed).expect("serializable"), stored);
+    }
+
+    #[test]
+    fn a_secret_reference_defaults_to_the_default_namespace() {
+        let store = |spec: serde_json::Value| -> crate::api::Object {
+            serde_json::from_value(serde_json::json!({
+                "apiVersion": "platform.kratix.io/v1alpha1", "kind": "GitStateStore",
+                "metadata": {"name": "g"}, "spec": spec,
+            }))
+            .expect("an object")
+        };
+        let cases = [
+            (serde_json::json!({"url": "u"}), None),
+            (
+                serde_json::json!({"url": "u", "secretRef": {"name": "s"}}),
+                Some(Some(("s".to_string(), "default".to_string()))),
+            ),
+            (
+                serde_json::json!({"url": "u", "secretRef": {"name": "s", "namespace": "n"}}),
+                Some(Some(("s".to_string(), "n".to_string()))),
+            ),
+            (
+                serde_json::json!({"url": "u", "secretRef": {"namespace": "n"}}),
+                Some(None),
+            ),
+        ];
+        for (spec, want) in cases {
+            let got = SecretRef::of(&store(spec.clone()))
+                .map(|r| r.ok().map(|r| (r.name.clone(), r.namespace().to_string())));
+            assert_eq!(got, want, "{spec}");
+        }
+    }
 }

@@ -6,7 +6,9 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::destination::StatusWithConditions;
+use serde_json::Value;
+
+use super::condition::Condition;
 
 #[derive(CustomResource, Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
@@ -16,7 +18,7 @@ use super::destination::StatusWithConditions;
     doc = "The output of one pipeline run, or of a Promise's static dependencies, in workload groups.",
     plural = "works",
     namespaced,
-    status = "StatusWithConditions",
+    status = "WorkStatus",
     printcolumn = r#"{"name":"Status","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].message"}"#
 )]
 #[serde(rename_all = "camelCase")]
@@ -73,8 +75,86 @@ pub struct WorkloadGroupSelector {
     pub source: String,
 }
 
+/// What the Work controller reports.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+// `extra` is not in the schema, so the API server must keep unknown fields.
+#[schemars(extend("x-kubernetes-preserve-unknown-fields" = true))]
+pub struct WorkStatus {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// How many workload groups the Work has.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work_placements: Option<i64>,
+    /// How many of them are scheduled to a Destination.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work_placements_created: Option<i64>,
+    #[serde(flatten)]
+    #[schemars(skip)]
+    pub extra: BTreeMap<String, Value>,
+}
+
 impl WorkSpec {
+    /// The spec as the controllers store it: `resourceName` and `workloadGroups` even when
+    /// empty.
+    pub fn stored(&self) -> Result<Value, serde_json::Error> {
+        super::object::stored_spec(
+            self,
+            &[
+                ("resourceName", Value::String(String::new())),
+                ("workloadGroups", Value::Array(vec![])),
+            ],
+        )
+    }
+
     pub fn is_dependency(&self) -> bool {
         self.resource_name.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn controllers_store_empty_fields_that_applied_documents_leave_out() {
+        let spec = WorkSpec {
+            promise_name: "p".into(),
+            resource_name: String::new(),
+            workload_groups: vec![],
+            last_execution_timestamp: Some("t".into()),
+        };
+        let mut work = Work::new("w", spec.clone());
+        work.metadata.namespace = Some("ns".into());
+        let stored = spec.stored().expect("serializable");
+        let obj = crate::api::object::from_typed_with_spec(&work, stored).expect("an object");
+        assert_eq!(
+            serde_json::to_value(&obj).expect("serializable"),
+            serde_json::json!({
+                "apiVersion": "platform.kratix.io/v1alpha1", "kind": "Work",
+                "metadata": {"name": "w", "namespace": "ns"},
+                "spec": {"promiseName": "p", "resourceName": "", "workloadGroups": [],
+                         "lastExecutionTimestamp": "t"},
+            })
+        );
+        assert_eq!(
+            serde_json::to_value(&spec).expect("serializable"),
+            serde_json::json!({"promiseName": "p", "lastExecutionTimestamp": "t"})
+        );
+    }
+
+    #[test]
+    fn status_is_stored_in_the_shape_it_was_read() {
+        let stored = serde_json::json!({
+            "conditions": [{"type": "Ready", "status": "True", "reason": "r", "message": "Ready",
+                            "lastTransitionTime": "2026-01-01T00:00:00.000Z"}],
+            "observedGeneration": 2, "workPlacements": 3, "workPlacementsCreated": 1,
+            "fromElsewhere": "kept"
+        });
+        let typed: WorkStatus = serde_json::from_value(stored.clone()).expect("a stored status");
+        assert_eq!(typed.work_placements_created, Some(1));
+        assert_eq!(serde_json::to_value(&typed).expect("serializable"), stored);
     }
 }

@@ -4,20 +4,8 @@
 //! controller instance inside it. A run is interrupted only when its claimant is gone; a run that
 //! a live executor is carrying out is never started again.
 
-use serde::{Deserialize, Serialize};
-
-/// One controller instance in one process.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Executor {
-    /// The machine's boot, from `/proc/sys/kernel/random/boot_id`.
-    pub boot_id: String,
-    pub pid: u32,
-    /// When the process started, in clock ticks since boot (`/proc/<pid>/stat`, field 22).
-    pub process_start: u64,
-    /// Distinguishes controller instances of one process.
-    pub instance: String,
-}
+/// One controller instance in one process, as stored in a run's claim.
+pub use crate::api::RunExecutor as Executor;
 
 /// What a process looks like from outside, for liveness checks.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -2,14 +2,20 @@
 //! deregistration the removal of every placement's files before the Destination goes.
 
 use bytes::Bytes;
-use serde_json::{json, Value};
 use statestores::{Change, Key, WriteInfo};
 
-use crate::api::{finalizers, labels, Condition, ConditionStatus, Destination, Object, ObjectKey};
+use crate::api::destination::StatusWithConditions;
+use crate::api::state_store::StateStoreStatus;
+use crate::api::{
+    condition, finalizers, labels, Condition, ConditionStatus, Destination, Object, ObjectKey,
+};
 use crate::store::Selector;
 use crate::writer::layout;
 
 use super::commit_message::canary_message;
+use super::readiness::{
+    destination_ready, destination_settled, mirrored_store_failure, CanaryWrite, DestinationSeen,
+};
 use super::{status, works, Error, ErrorChain, Next, Runtime};
 
 /// Destinations writing to a state store.
@@ -24,14 +30,11 @@ pub async fn using_store(rt: &Runtime, kind: &str, name: &str) -> Result<Vec<Obj
         .await?
         .iter()
         .filter(|d| {
-            d.data
-                .pointer("/spec/stateStoreRef/kind")
-                .and_then(Value::as_str)
-                == Some(kind)
-                && d.data
-                    .pointer("/spec/stateStoreRef/name")
-                    .and_then(Value::as_str)
-                    == Some(name)
+            crate::api::object::to_typed::<Destination>(d).is_ok_and(|d| {
+                d.spec
+                    .state_store_ref
+                    .is_some_and(|r| r.kind == kind && r.name == name)
+            })
         })
         .map(ObjectKey::of)
         .collect())
@@ -92,36 +95,23 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
             .cp
             .get(&rt.kind(store_kind), None, &store_ref.name)
             .await?
-            .and_then(|store| status::condition_status(&store, "Ready")),
+            .map(|store| status::status_or_default::<StateStoreStatus>(&store))
+            .and_then(|s| condition::find(&s.conditions, "Ready").cloned()),
         None => None,
     };
-    if let Some((store_status, _, store_message)) = &store_ready {
-        if store_status == "False" {
-            let generation = obj.metadata.generation;
-            let ready = Condition::new(
-                "Ready",
-                ConditionStatus::False,
-                "StateStoreNotReady",
-                &format!("{} {}: {store_message}", store_ref.kind, store_ref.name),
-            );
-            status::update_status(rt.cp.as_ref(), &kind, &key, |_, s| {
-                status::set_conditions(s, [ready.clone()]);
-                status::set_field(s, "observedGeneration", json!(generation));
-            })
-            .await?;
-            // The store's recovery wakes this Destination again.
-            return Ok(Next::Done);
-        }
+    if let Some(ready) = mirrored_store_failure(&store_ref, store_ready.as_ref()) {
+        set_ready(rt, &obj, ready).await?;
+        // The store's recovery wakes this Destination again.
+        return Ok(Next::Done);
     }
-    if store_ready.is_some_and(|(s, _, _)| s == "True")
-        && status::condition_status(&obj, "Ready").is_some_and(|(s, _, _)| s == "True")
-        && obj
-            .data
-            .pointer("/status/observedGeneration")
-            .and_then(Value::as_i64)
-            == obj.metadata.generation
-        && status::has_finalizer(&obj, finalizers::DESTINATION)
-    {
+    let own: StatusWithConditions = status::status_or_default(&obj);
+    let is_true = |c: Option<&Condition>| c.is_some_and(|c| c.status == ConditionStatus::True);
+    if destination_settled(DestinationSeen {
+        store_ready: is_true(store_ready.as_ref()),
+        destination_ready: is_true(condition::find(&own.conditions, "Ready")),
+        observed_current: own.observed_generation == obj.metadata.generation,
+        has_finalizer: status::has_finalizer(&obj, finalizers::DESTINATION),
+    }) {
         return Ok(Next::Done);
     }
     let Some(obj) =
@@ -129,25 +119,15 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
     else {
         return Ok(Next::Done);
     };
-    let generation = obj.metadata.generation;
-    let (ready, next) = match rt
+    let ready = match rt
         .state_stores
         .get(rt, &store_ref.kind, &store_ref.name)
         .await?
     {
-        Err(not_ready) => (
-            Condition::new(
-                "Ready",
-                ConditionStatus::False,
-                if not_ready.reason == "StateStoreNotFound" {
-                    "StateStoreNotFound"
-                } else {
-                    "StateStoreNotReady"
-                },
-                &not_ready.message,
-            ),
-            Next::After(std::time::Duration::from_secs(5)),
-        ),
+        Err(not_ready) => destination_ready(CanaryWrite::StoreUnavailable {
+            reason: not_ready.reason,
+            message: &not_ready.message,
+        }),
         Ok(handle) => {
             let enabled = dest.spec.init_workloads_enabled();
             let changes = canary_changes(&dest, handle.path.as_deref(), enabled)?;
@@ -161,37 +141,41 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
                 (&handle.author_name, &handle.author_email),
             );
             match handle.store.write(&changes, &info).await {
-                Ok(_) if enabled => (
-                    Condition::new(
-                        "Ready",
-                        ConditionStatus::True,
-                        "TestDocumentsWritten",
-                        "Test documents written to State Store",
-                    ),
-                    Next::Done,
-                ),
-                Ok(_) => (
-                    Condition::new("Ready", ConditionStatus::True, "DestinationReady", "Ready"),
-                    Next::Done,
-                ),
-                Err(e) => (
-                    Condition::new(
-                        "Ready",
-                        ConditionStatus::False,
-                        "StateStoreWriteFailed",
-                        &ErrorChain(&e).to_string(),
-                    ),
-                    Next::After(std::time::Duration::from_secs(5)),
-                ),
+                Ok(_) => destination_ready(CanaryWrite::Done { enabled }),
+                Err(e) => destination_ready(CanaryWrite::Failed {
+                    error: &ErrorChain(&e).to_string(),
+                }),
             }
         }
     };
-    status::update_status(rt.cp.as_ref(), &kind, &key, |_, s| {
-        status::set_conditions(s, [ready.clone()]);
-        status::set_field(s, "observedGeneration", json!(generation));
-    })
-    .await?;
+    let next = if ready.status == ConditionStatus::True {
+        Next::Done
+    } else {
+        Next::After(RETRY_NOT_READY)
+    };
+    set_ready(rt, &obj, ready).await?;
     Ok(next)
+}
+
+/// How soon a Destination that is not ready is looked at again.
+const RETRY_NOT_READY: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Records the Destination's `Ready` condition for its current generation.
+async fn set_ready(rt: &Runtime, obj: &Object, ready: Condition) -> Result<(), Error> {
+    let kind = rt.kind(crate::api::Builtin::Destination);
+    let generation = obj.metadata.generation;
+    status::update_typed_status(
+        rt.cp.as_ref(),
+        &kind,
+        &ObjectKey::of(obj),
+        "Destination",
+        |s: &mut StatusWithConditions| {
+            status::merge_conditions(&mut s.conditions, [ready.clone()]);
+            s.observed_generation = generation;
+        },
+    )
+    .await?;
+    Ok(())
 }
 
 /// Removes every placement on the Destination (their finalizers delete their files), then the
@@ -235,7 +219,7 @@ async fn deregister(rt: &Runtime, obj: &Object, dest: &Destination) -> Result<Ne
                 );
                 if let Err(e) = handle.store.write(&changes, &info).await {
                     tracing::warn!(destination = %name, error = %ErrorChain(&e), "removing canary files failed; retrying");
-                    return Ok(Next::After(std::time::Duration::from_secs(5)));
+                    return Ok(Next::After(RETRY_NOT_READY));
                 }
             }
         }

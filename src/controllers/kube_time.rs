@@ -1,17 +1,58 @@
 //! Wall-clock time in the forms objects store it. Used for display and for retry delays; the
 //! order of runs never comes from it.
 
+use jiff::Timestamp;
+
+/// Now as RFC 3339 in UTC with milliseconds (`2026-01-01T00:00:00.000Z`).
 pub fn now_rfc3339() -> String {
-    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+    format!("{:.3}", Timestamp::now())
 }
 
 pub fn now_ms() -> i64 {
-    chrono::Utc::now().timestamp_millis()
+    Timestamp::now().as_millisecond()
 }
 
 /// Milliseconds since the epoch of an RFC 3339 time.
 pub fn parse_ms(text: &str) -> Option<i64> {
-    chrono::DateTime::parse_from_rfc3339(text)
+    text.parse::<Timestamp>().ok().map(|t| t.as_millisecond())
+}
+
+/// RFC 3339 in UTC with whole seconds (`2026-01-01T00:00:00Z`) of milliseconds since the epoch.
+pub fn rfc3339_secs(ms: i64) -> Option<String> {
+    Timestamp::from_millisecond(ms)
         .ok()
-        .map(|t| t.timestamp_millis())
+        .map(|t| format!("{:.0}", t))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_and_parses_the_stored_forms() {
+        let cases: &[(i64, &str, &str)] = &[
+            (0, "1970-01-01T00:00:00Z", "1970-01-01T00:00:00.000Z"),
+            (
+                1_767_225_600_123,
+                "2026-01-01T00:00:00Z",
+                "2026-01-01T00:00:00.123Z",
+            ),
+            (
+                1_767_225_601_000,
+                "2026-01-01T00:00:01Z",
+                "2026-01-01T00:00:01.000Z",
+            ),
+        ];
+        for (ms, secs, millis) in cases {
+            assert_eq!(rfc3339_secs(*ms).as_deref(), Some(*secs), "{ms}");
+            let t = Timestamp::from_millisecond(*ms).expect("in range");
+            assert_eq!(format!("{t:.3}"), *millis, "{ms}");
+            assert_eq!(parse_ms(millis), Some(*ms), "{millis}");
+        }
+        assert_eq!(
+            parse_ms("2026-01-01T01:00:00+01:00"),
+            Some(1_767_225_600_000)
+        );
+        assert_eq!(parse_ms("yesterday"), None);
+    }
 }

@@ -6,48 +6,52 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use bytes::Bytes;
-use serde_json::{json, Value};
 use statestores::{Change, Key, WriteInfo};
 
 use crate::api::object::label;
 use crate::api::{
-    finalizers, labels, reasons, Condition, ConditionStatus, Destination, FilepathMode, Object,
-    ObjectKey,
+    finalizers, labels, Destination, FilepathMode, Object, ObjectKey, WorkPlacement,
+    WorkPlacementSpec, WorkPlacementStatus,
 };
 use crate::store::Selector;
 use crate::writer::layout::{self, FileBytes, PlacementContext, PlacementFiles};
 use crate::writer::plan;
 
 use super::commit_message::{placement_message, PlacementWrite};
+use super::placement_conditions::{failed_conditions, written_conditions};
 use super::state_stores::StoreHandle;
 use super::{status, write_retry, Error, ErrorChain, Next, Runtime};
 
 const RETRY_WRITE: Duration = Duration::from_secs(5);
 
-fn text<'a>(obj: &'a Object, pointer: &str) -> &'a str {
-    obj.data
-        .pointer(pointer)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
+fn spec_of(wp: &Object) -> Result<WorkPlacementSpec, serde_json::Error> {
+    crate::api::object::to_typed::<WorkPlacement>(wp).map(|typed| typed.spec)
 }
 
 /// Written for its current generation: nothing to do until it changes.
 fn written_current(wp: &Object) -> bool {
-    wp.data
-        .pointer("/status/observedGeneration")
-        .and_then(Value::as_i64)
-        == wp.metadata.generation
-        && status::condition_status(wp, "WriteSucceeded").is_some_and(|(s, _, _)| s == "True")
+    status::status_or_default::<WorkPlacementStatus>(wp).written_for(wp.metadata.generation)
 }
 
 fn owned_paths(wp: &Object) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    for field in ["/status/files", "/status/pendingFiles"] {
-        if let Some(list) = wp.data.pointer(field).and_then(Value::as_array) {
-            out.extend(list.iter().filter_map(Value::as_str).map(str::to_string));
-        }
-    }
-    out
+    status::status_or_default::<WorkPlacementStatus>(wp).owned_paths()
+}
+
+/// Changes a placement's status and writes it if anything changed.
+async fn update_wp_status(
+    rt: &Runtime,
+    wp: &Object,
+    change: impl FnMut(&mut WorkPlacementStatus),
+) -> Result<Option<Object>, Error> {
+    let kind = rt.kind(crate::api::Builtin::WorkPlacement);
+    status::update_typed_status(
+        rt.cp.as_ref(),
+        &kind,
+        &ObjectKey::of(wp),
+        "WorkPlacement",
+        change,
+    )
+    .await
 }
 
 pub async fn reconcile(rt: &Runtime, wp: Object) -> Result<Next, Error> {
@@ -57,7 +61,9 @@ pub async fn reconcile(rt: &Runtime, wp: Object) -> Result<Next, Error> {
     }
     let wp_kind = rt.kind(crate::api::Builtin::WorkPlacement);
     let namespace = wp.metadata.namespace.clone().unwrap_or_default();
-    let dest_name = text(&wp, "/spec/targetDestinationName").to_string();
+    let dest_name = spec_of(&wp)
+        .map_err(|source| Error::malformed(&wp, "WorkPlacement", source))?
+        .target_destination_name;
     let Some(dest_obj) = rt
         .cp
         .get(&rt.kind(crate::api::Builtin::Destination), None, &dest_name)
@@ -165,44 +171,40 @@ fn context(
     dest: &Destination,
     handle: &StoreHandle,
     wp: &Object,
+    spec: &WorkPlacementSpec,
     work: Option<&Object>,
 ) -> PlacementContext {
     let is_static = work.and_then(|w| label(w, labels::WORK_TYPE)) == Some("static-dependency");
     let pipeline = label(wp, labels::PIPELINE_NAME).filter(|p| !p.is_empty() && !is_static);
-    let resource = text(wp, "/spec/resourceName");
+    let resource = spec.resource_name.as_str();
     PlacementContext {
         store_path: handle.path.clone(),
         destination_path: dest.spec.path.clone(),
         mode: dest.spec.filepath_mode(),
         aggregated_filename: dest.spec.filepath.as_ref().and_then(|f| f.filename.clone()),
         namespace: wp.metadata.namespace.clone().unwrap_or_default(),
-        promise: text(wp, "/spec/promiseName").to_string(),
+        promise: spec.promise_name.clone(),
         resource: (!resource.is_empty()).then(|| resource.to_string()),
         pipeline: pipeline.map(str::to_string),
-        group_id: text(wp, "/spec/id").to_string(),
+        group_id: spec.id.clone(),
     }
 }
 
-fn decode(wp: &Object) -> Result<PlacementFiles, WriteError> {
-    let workloads: Vec<crate::api::Workload> = serde_json::from_value(
-        wp.data
-            .pointer("/spec/workloads")
-            .cloned()
-            .unwrap_or(json!([])),
-    )
-    .map_err(|e| WriteError::Invalid(e.to_string()))?;
-    PlacementFiles::decode(&workloads).map_err(|e| WriteError::Invalid(ErrorChain(&e).to_string()))
+fn decode(spec: &WorkPlacementSpec) -> Result<PlacementFiles, WriteError> {
+    PlacementFiles::decode(&spec.workloads)
+        .map_err(|e| WriteError::Invalid(ErrorChain(&e).to_string()))
 }
 
 /// The files one placement should have in the store (none when it is being deleted).
 fn desired_files(
     ctx: &PlacementContext,
     wp: &Object,
+    spec: &WorkPlacementSpec,
 ) -> Result<Vec<(String, Vec<u8>)>, WriteError> {
     if wp.metadata.deletion_timestamp.is_some() {
         return Ok(vec![]);
     }
-    let files = decode(wp)?;
+    let files = decode(spec)?;
     let mut desired = layout::file_paths(ctx, &files);
     if ctx.mode == FilepathMode::None {
         let filepaths: Vec<String> = files.workloads.iter().map(|(p, _)| p.clone()).collect();
@@ -231,8 +233,9 @@ async fn write_batch(
     let mut desired_all: Vec<(String, Vec<u8>)> = Vec::new();
     let mut owned_all: BTreeSet<String> = BTreeSet::new();
     for wp in batch {
-        let ctx = context(dest, handle, wp, work);
-        let desired = desired_files(&ctx, wp)?;
+        let spec = spec_of(wp).map_err(|e| WriteError::Invalid(e.to_string()))?;
+        let ctx = context(dest, handle, wp, &spec, work);
+        let desired = desired_files(&ctx, wp, &spec)?;
         owned_all.extend(owned_paths(wp));
         desired_all.extend(desired.iter().cloned());
         per_wp.push((wp.clone(), desired));
@@ -293,10 +296,7 @@ async fn write_batch(
                 .collect::<BTreeSet<_>>()
                 .into_iter()
                 .collect();
-            status::update_status(rt.cp.as_ref(), &wp_kind, &ObjectKey::of(wp), |_, s| {
-                status::set_field(s, "pendingFiles", json!(pending));
-            })
-            .await?;
+            update_wp_status(rt, wp, |s| s.pending_files = Some(pending.clone())).await?;
         }
     }
 
@@ -309,7 +309,15 @@ async fn write_batch(
         let key = Key::parse(path).map_err(|e| WriteError::Invalid(e.to_string()))?;
         changes.push(Change::Delete(key));
     }
-    let info = write_info(handle, dest, work, &batch[0], !planned.puts.is_empty());
+    let first = spec_of(&batch[0]).map_err(|e| WriteError::Invalid(e.to_string()))?;
+    let info = write_info(
+        handle,
+        dest,
+        work,
+        &batch[0],
+        &first,
+        !planned.puts.is_empty(),
+    );
     let outcome = if changes.is_empty() {
         statestores::WriteOutcome::default()
     } else {
@@ -321,7 +329,6 @@ async fn write_batch(
     };
     let version = outcome.version.map(|v| v.0);
     for (wp, desired) in per_wp {
-        let key = ObjectKey::of(&wp);
         if wp.metadata.deletion_timestamp.is_some() {
             status::remove_finalizer(rt.cp.as_ref(), &wp_kind, &wp, finalizers::WORK_PLACEMENT)
                 .await?;
@@ -331,16 +338,14 @@ async fn write_batch(
         let generation = wp.metadata.generation;
         let misplaced = label(&wp, labels::MISPLACED) == Some("true");
         let version = version.clone();
-        status::update_status(rt.cp.as_ref(), &wp_kind, &key, |_, s| {
-            status::set_field(s, "files", json!(files));
-            if let Some(map) = s.as_object_mut() {
-                map.remove("pendingFiles");
-            }
+        update_wp_status(rt, &wp, |s| {
+            s.files = Some(files.clone());
+            s.pending_files = None;
             if let Some(v) = &version {
-                status::set_field(s, "versionID", json!(v));
+                s.version_id = Some(v.clone());
             }
-            status::set_field(s, "observedGeneration", json!(generation));
-            status::set_conditions(s, written_conditions(misplaced));
+            s.observed_generation = generation;
+            status::merge_conditions(&mut s.conditions, written_conditions(misplaced));
         })
         .await?;
     }
@@ -380,7 +385,7 @@ async fn aggregated(
     {
         placements.push((
             wp.metadata.name.clone().unwrap_or_default(),
-            decode(wp)?.workloads,
+            decode(&spec_of(wp).map_err(|e| WriteError::Invalid(e.to_string()))?)?.workloads,
         ));
     }
     if placements.is_empty() {
@@ -395,13 +400,14 @@ fn write_info(
     dest: &Destination,
     work: Option<&Object>,
     wp: &Object,
+    spec: &WorkPlacementSpec,
     puts: bool,
 ) -> WriteInfo {
-    let resource = text(wp, "/spec/resourceName");
+    let resource = spec.resource_name.as_str();
     let namespace = wp.metadata.namespace.as_deref().unwrap_or_default();
     let message = placement_message(&PlacementWrite {
         work: label(wp, labels::WORK).unwrap_or_default(),
-        promise: text(wp, "/spec/promiseName"),
+        promise: &spec.promise_name,
         resource: (!resource.is_empty()).then_some((namespace, resource)),
         pipeline: label(wp, labels::PIPELINE_NAME),
         destination: dest.metadata.name.as_deref().unwrap_or_default(),
@@ -427,120 +433,11 @@ async fn mark_failed(
     reason: &str,
     message: &str,
 ) -> Result<(), Error> {
-    let wp_kind = rt.kind(crate::api::Builtin::WorkPlacement);
     for wp in placements {
-        status::update_status(rt.cp.as_ref(), &wp_kind, &ObjectKey::of(wp), |_, s| {
-            status::set_conditions(s, failed_conditions(reason, message));
+        update_wp_status(rt, wp, |s| {
+            status::merge_conditions(&mut s.conditions, failed_conditions(reason, message));
         })
         .await?;
     }
     Ok(())
-}
-
-/// A placement's conditions once its files are written: `Ready` unless it is misplaced.
-fn written_conditions(misplaced: bool) -> [Condition; 2] {
-    let ready = if misplaced {
-        Condition::new(
-            "Ready",
-            ConditionStatus::False,
-            reasons::DESTINATION_SELECTOR_MISMATCH,
-            "Misplaced",
-        )
-    } else {
-        Condition::new(
-            "Ready",
-            ConditionStatus::True,
-            reasons::WORKLOADS_WRITTEN_TO_TARGET_DESTINATION,
-            "Ready",
-        )
-    };
-    [
-        Condition::new(
-            "WriteSucceeded",
-            ConditionStatus::True,
-            reasons::WORKLOADS_WRITTEN_TO_STATE_STORE,
-            "Workloads written to State Store",
-        ),
-        ready,
-    ]
-}
-
-/// A placement's conditions when its files could not be written: failing, for `reason`.
-fn failed_conditions(reason: &str, message: &str) -> [Condition; 2] {
-    [
-        Condition::new("WriteSucceeded", ConditionStatus::False, reason, message),
-        Condition::new("Ready", ConditionStatus::False, reason, "Failing"),
-    ]
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn summary(conditions: &[Condition; 2]) -> Vec<(String, &'static str, String, String)> {
-        conditions
-            .iter()
-            .map(|c| {
-                (
-                    c.type_.clone(),
-                    c.status.as_str(),
-                    c.reason.clone(),
-                    c.message.clone(),
-                )
-            })
-            .collect()
-    }
-
-    fn row(t: &str, s: &'static str, r: &str, m: &str) -> (String, &'static str, String, String) {
-        (t.into(), s, r.into(), m.into())
-    }
-
-    #[test]
-    fn placement_conditions_say_whether_files_are_in_place() {
-        let written = row(
-            "WriteSucceeded",
-            "True",
-            "WorkloadsWrittenToStateStore",
-            "Workloads written to State Store",
-        );
-        let cases = vec![
-            (
-                "written",
-                written_conditions(false),
-                vec![
-                    written.clone(),
-                    row(
-                        "Ready",
-                        "True",
-                        "WorkloadsWrittenToTargetDestination",
-                        "Ready",
-                    ),
-                ],
-            ),
-            (
-                "written but misplaced",
-                written_conditions(true),
-                vec![
-                    written.clone(),
-                    row("Ready", "False", "DestinationSelectorMismatch", "Misplaced"),
-                ],
-            ),
-            (
-                "write failed",
-                failed_conditions("WorkloadsFailedWrite", "push refused"),
-                vec![
-                    row(
-                        "WriteSucceeded",
-                        "False",
-                        "WorkloadsFailedWrite",
-                        "push refused",
-                    ),
-                    row("Ready", "False", "WorkloadsFailedWrite", "Failing"),
-                ],
-            ),
-        ];
-        for (name, got, want) in cases {
-            assert_eq!(summary(&got), want, "{name}");
-        }
-    }
 }

@@ -94,8 +94,13 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
     conditions.push(works::works_succeeded_condition(works_state));
     let api = promise_api::request_kind(&promise).ok().flatten();
     let generation = obj.metadata.generation;
-    let pipelines_status =
-        workflows::pipelines_status(Action::Configure, &configure, &records, &subject.hash);
+    let pipelines_status = serde_json::to_value(workflows::pipelines_status(
+        Action::Configure,
+        &configure,
+        &records,
+        &subject.hash,
+    ))
+    .map_err(|source| Error::malformed(&obj, "Promise", source))?;
     let version = crate::api::object::label(&obj, labels::PROMISE_VERSION)
         .unwrap_or("not-set")
         .to_string();

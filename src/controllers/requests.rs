@@ -81,20 +81,14 @@ pub async fn reconcile(rt: &Runtime, kind: &KindInfo, obj: Object) -> Result<Nex
     };
     let generation = obj.metadata.generation;
 
-    let promise_available = status::condition_status(&promise_obj, "Available")
-        .is_some_and(|(s, _, _)| s == "True")
-        && promise_obj.metadata.deletion_timestamp.is_none();
-    if !promise_available {
+    let available = promise_available(
+        status::condition_status(&promise_obj, "Available").is_some_and(|(s, _, _)| s == "True"),
+        promise_obj.metadata.deletion_timestamp.is_some(),
+    );
+    if !available {
+        let condition = promise_available_condition(false, &promise_name);
         status::update_status(rt.cp.as_ref(), kind, &key, |_, s| {
-            status::set_conditions(
-                s,
-                [Condition::new(
-                    "PromiseAvailable",
-                    ConditionStatus::False,
-                    "PromiseNotAvailable",
-                    &format!("Promise {promise_name} is not available yet"),
-                )],
-            );
+            status::set_conditions(s, [condition.clone()]);
             status::set_field(s, "message", json!("Pending"));
         })
         .await?;
@@ -109,30 +103,22 @@ pub async fn reconcile(rt: &Runtime, kind: &KindInfo, obj: Object) -> Result<Nex
         works_state,
         mut conditions,
     } = lifecycle::configure(rt, &subject, &configure).await?;
-    conditions.push(Condition::new(
-        "PromiseAvailable",
-        ConditionStatus::True,
-        "PromiseAvailable",
-        "Promise is available",
-    ));
+    conditions.push(promise_available_condition(true, &promise_name));
     if lifecycle::finished(&step) {
         conditions.push(works::works_succeeded_condition(works_state));
     }
     let mut pipelines_status =
         workflows::pipelines_status(Action::Configure, &configure, &records, &subject.hash);
-    let landed = works::where_files_landed(rt, &request_works).await?;
-    if let Value::Array(list) = &mut pipelines_status {
-        for entry in list.iter_mut() {
-            let name = entry
-                .get("name")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string();
-            if let Some(dests) = landed.get(&name) {
-                entry["destinations"] = dests.clone();
-            }
-        }
+    let mut landed = works::where_files_landed(rt, &request_works).await?;
+    for entry in &mut pipelines_status {
+        entry.destinations = landed.remove(&entry.name);
     }
+    let pipelines_status =
+        serde_json::to_value(&pipelines_status).map_err(|source| Error::Malformed {
+            key: key.clone(),
+            kind: kind.kind.clone(),
+            source,
+        })?;
     status::update_status(rt.cp.as_ref(), kind, &key, |_, s| {
         status::set_conditions(s, conditions.clone());
         status::set_field(s, "observedGeneration", json!(generation));
@@ -146,6 +132,30 @@ pub async fn reconcile(rt: &Runtime, kind: &KindInfo, obj: Object) -> Result<Nex
     })
     .await?;
     Ok(workflows::wake_after(&step).map_or(Next::Done, Next::After))
+}
+
+/// Requests wait for their Promise: it must say `Available` and not be going away.
+fn promise_available(says_available: bool, deleting: bool) -> bool {
+    says_available && !deleting
+}
+
+/// The request's `PromiseAvailable` condition.
+fn promise_available_condition(available: bool, promise_name: &str) -> Condition {
+    if available {
+        Condition::new(
+            "PromiseAvailable",
+            ConditionStatus::True,
+            "PromiseAvailable",
+            "Promise is available",
+        )
+    } else {
+        Condition::new(
+            "PromiseAvailable",
+            ConditionStatus::False,
+            "PromiseNotAvailable",
+            &format!("Promise {promise_name} is not available yet"),
+        )
+    }
 }
 
 /// The request's `status.message` to write, if it changes: `Pending` while its first workflow
@@ -189,6 +199,46 @@ async fn teardown(rt: &Runtime, subject: &Subject, promise: &Promise) -> Result<
 mod tests {
     use super::*;
     use crate::workflow::StartReason;
+
+    #[test]
+    fn requests_wait_for_an_available_promise_that_stays() {
+        let cases = [
+            ("available", true, false, true),
+            ("available but being deleted", true, true, false),
+            ("not available", false, false, false),
+            ("not available and being deleted", false, true, false),
+        ];
+        for (name, says_available, deleting, want) in cases {
+            assert_eq!(promise_available(says_available, deleting), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn promise_available_condition_names_the_promise_while_waiting() {
+        let cases = [
+            (
+                true,
+                ConditionStatus::True,
+                "PromiseAvailable",
+                "Promise is available",
+            ),
+            (
+                false,
+                ConditionStatus::False,
+                "PromiseNotAvailable",
+                "Promise db is not available yet",
+            ),
+        ];
+        for (available, status, reason, message) in cases {
+            let c = promise_available_condition(available, "db");
+            assert_eq!(c.type_, "PromiseAvailable", "{available}");
+            assert_eq!(
+                (c.status, c.reason.as_str(), c.message.as_str()),
+                (status, reason, message),
+                "{available}"
+            );
+        }
+    }
 
     #[test]
     fn message_says_requested_unless_a_pipeline_said_otherwise() {

@@ -5,6 +5,9 @@ use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// The stored run does not parse as a PipelineRun.
+    #[error("stored run is invalid")]
+    StoredRun(#[source] serde_json::Error),
     /// The run's stored pipeline does not parse.
     #[error("stored pipeline is invalid")]
     StoredPipeline(#[source] serde_json::Error),

@@ -1,48 +1,39 @@
 //! Reading a stored PipelineRun back as the record the workflow decisions work on.
 
-use serde_json::Value;
-
-use crate::api::Object;
+use crate::api::{Object, PipelineRunSpec, PipelineRunStatus};
 use crate::workflow::{RunPhase, RunRecord, Suspension};
+
+use serde::Deserialize;
 
 use super::kube_time::parse_ms;
 
-/// A run record read back from a stored PipelineRun.
+/// A run record read back from a stored PipelineRun; `None` when its spec does not parse. A
+/// status this version cannot read (an unknown phase) counts as not started.
 pub fn run_record(run: &Object) -> Option<RunRecord> {
-    let spec = run.data.get("spec")?;
-    let status = run.data.get("status");
-    let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or_default().to_string();
-    let phase = match status.and_then(|s| s.get("phase")).and_then(Value::as_str) {
-        Some("Running") => RunPhase::Running,
-        Some("Succeeded") => RunPhase::Succeeded,
-        Some("Failed") => RunPhase::Failed,
-        _ => RunPhase::Pending,
-    };
-    let control = status.and_then(|s| s.get("workflowControl"));
-    let suspend = control
-        .filter(|c| c.get("suspend").and_then(Value::as_bool) == Some(true))
+    let spec = PipelineRunSpec::deserialize(run.data.get("spec")?).ok()?;
+    let status: PipelineRunStatus = super::status::typed_status(run).unwrap_or_default();
+    let suspend = status
+        .workflow_control
+        .filter(|c| c.suspend)
         .map(|c| Suspension {
-            retry_after_ms: c.get("retryAfterMs").and_then(Value::as_i64),
-            message: text(c.get("message")),
+            retry_after_ms: c.retry_after_ms,
+            message: c.message,
         });
     Some(RunRecord {
-        sequence: spec.get("sequence").and_then(Value::as_i64)?,
-        pipeline_name: text(spec.get("pipelineName")),
-        pipeline_index: usize::try_from(spec.get("pipelineIndex").and_then(Value::as_i64)?).ok()?,
-        action: text(spec.get("workflowAction")).parse().ok()?,
-        hash: text(spec.get("hash")),
-        phase,
-        completion_time_ms: status
-            .and_then(|s| s.get("completionTime"))
-            .and_then(Value::as_str)
-            .and_then(parse_ms),
+        sequence: spec.sequence,
+        pipeline_name: spec.pipeline_name,
+        pipeline_index: usize::try_from(spec.pipeline_index).ok()?,
+        action: spec.workflow_action.parse().ok()?,
+        hash: spec.hash,
+        phase: RunPhase::from(status.phase),
+        completion_time_ms: status.completion_time.as_deref().and_then(parse_ms),
         suspend,
     })
 }
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     use super::*;
     use crate::workflow::Action;
@@ -57,8 +48,8 @@ mod tests {
     }
 
     fn spec(action: &str) -> Value {
-        json!({"sequence": 7, "pipelineName": "main", "pipelineIndex": 1,
-               "workflowAction": action, "hash": "h"})
+        json!({"sequence": 7, "promiseName": "p", "pipelineName": "main", "pipelineIndex": 1,
+               "workflowType": "promise", "workflowAction": action, "hash": "h", "pipeline": {}})
     }
 
     fn record(phase: RunPhase) -> RunRecord {
@@ -135,7 +126,9 @@ mod tests {
             (
                 "no sequence: not a record",
                 stored(
-                    json!({"pipelineName": "main", "pipelineIndex": 1, "workflowAction": "configure"}),
+                    json!({"promiseName": "p", "pipelineName": "main", "pipelineIndex": 1,
+                           "workflowType": "promise", "workflowAction": "configure", "hash": "h",
+                           "pipeline": {}}),
                     json!({}),
                 ),
                 None,
@@ -143,7 +136,9 @@ mod tests {
             (
                 "negative index: not a record",
                 stored(
-                    json!({"sequence": 7, "pipelineName": "main", "pipelineIndex": -1, "workflowAction": "configure"}),
+                    json!({"sequence": 7, "promiseName": "p", "pipelineName": "main", "pipelineIndex": -1,
+                           "workflowType": "promise", "workflowAction": "configure", "hash": "h",
+                           "pipeline": {}}),
                     json!({}),
                 ),
                 None,

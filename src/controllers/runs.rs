@@ -3,31 +3,44 @@
 //! object, and records the outcome. A run found `Running` is run again only when the executor that
 //! claimed it is gone (see [`claims`]).
 
-use serde_json::{json, Value};
+use serde_json::Value;
 use tracing::{error, info, warn};
 
 use crate::api::pipeline::Pipeline;
-use crate::api::{Object, ObjectKey, Promise};
+use crate::api::{Object, ObjectKey, PipelineRun, PipelineRunPhase, PipelineRunStatus, Promise};
 use crate::pipeline::contract::{
     kratix_env, ResourceObject, Subject as EnvSubject, WorkflowAction, WorkflowEnv,
 };
-use crate::pipeline::{self, Isolation, RunOutcome, RunRequest, RunResult};
+use crate::pipeline::{self, Isolation, RunOutcome, RunRequest};
 use crate::store::Selector;
 
 use super::claims::{self, Executor, Verdict};
 use super::run_failure::Error as Failure;
+use super::run_outcome::{self, Finished};
 use super::{lookups, now_rfc3339, status, works, Error, ErrorChain, Next, Runtime};
 
-fn phase(run: &Object) -> &str {
-    run.data
-        .pointer("/status/phase")
-        .and_then(Value::as_str)
-        .unwrap_or("Pending")
+/// The run's status; `None` when it does not parse (a phase this version does not know).
+fn status_of(run: &Object) -> Option<PipelineRunStatus> {
+    status::typed_status(run).ok()
+}
+
+fn phase(run: &Object) -> Option<PipelineRunPhase> {
+    status_of(run).map(|s| s.phase)
 }
 
 /// The executor that claimed the run, if any.
 fn executor_of(run: &Object) -> Option<Executor> {
-    serde_json::from_value(run.data.pointer("/status/executor")?.clone()).ok()
+    status_of(run)?.executor
+}
+
+/// Changes the run's status and writes it if anything changed.
+async fn update_run_status(
+    rt: &Runtime,
+    key: &ObjectKey,
+    change: impl FnMut(&mut PipelineRunStatus),
+) -> Result<Option<Object>, Error> {
+    let kind = rt.kind(crate::api::Builtin::PipelineRun);
+    status::update_typed_status(rt.cp.as_ref(), &kind, key, "PipelineRun", change).await
 }
 
 /// Looks at every run found `Running` when the controllers start: those whose executor is gone
@@ -35,7 +48,7 @@ fn executor_of(run: &Object) -> Option<Executor> {
 pub async fn recover_interrupted(rt: &Runtime) -> Result<(), Error> {
     let kind = rt.kind(crate::api::Builtin::PipelineRun);
     for run in rt.cp.list(&kind, None, &Selector::everything()).await? {
-        if phase(&run) == "Running" {
+        if phase(&run) == Some(PipelineRunPhase::Running) {
             settle_running(rt, &run).await?;
         }
     }
@@ -44,8 +57,8 @@ pub async fn recover_interrupted(rt: &Runtime) -> Result<(), Error> {
 
 pub async fn reconcile(rt: &Runtime, run: Object) -> Result<Next, Error> {
     match phase(&run) {
-        "Pending" => claim_and_start(rt, &ObjectKey::of(&run)).await,
-        "Running" => settle_running(rt, &run).await,
+        Some(PipelineRunPhase::Pending) => claim_and_start(rt, &ObjectKey::of(&run)).await,
+        Some(PipelineRunPhase::Running) => settle_running(rt, &run).await,
         _ => Ok(Next::Done),
     }
 }
@@ -69,21 +82,14 @@ async fn settle_running(rt: &Runtime, run: &Object) -> Result<Next, Error> {
                 .unwrap_or_else(|| "an unknown executor".into());
             warn!(run = %key, "run was interrupted ({claimant} is gone); running it again");
             kill_leftovers(rt, run);
-            status::update_status(
-                rt.cp.as_ref(),
-                &rt.kind(crate::api::Builtin::PipelineRun),
-                &key,
-                |obj, s| {
-                    // Only the claim that was judged: never undo a newer one.
-                    if phase(obj) == "Running" && executor_of(obj) == claim {
-                        status::set_field(s, "phase", json!("Pending"));
-                        status::set_field(s, "message", json!("interrupted; run again"));
-                        if let Some(map) = s.as_object_mut() {
-                            map.remove("executor");
-                        }
-                    }
-                },
-            )
+            update_run_status(rt, &key, |s| {
+                // Only the claim that was judged: never undo a newer one.
+                if s.phase == PipelineRunPhase::Running && s.executor == claim {
+                    s.phase = PipelineRunPhase::Pending;
+                    s.message = Some("interrupted; run again".into());
+                    s.executor = None;
+                }
+            })
             .await?;
             Ok(Next::Done)
         }
@@ -100,39 +106,30 @@ async fn claim_and_start(rt: &Runtime, key: &ObjectKey) -> Result<Next, Error> {
     }
     let started = now_rfc3339();
     let me = rt.executor.clone();
-    let claim = serde_json::to_value(&me).map_err(|source| {
-        Error::run(
-            &key.name,
-            Failure::Encode {
-                what: "the executor",
-                source,
-            },
-        )
-    })?;
-    let stored = status::update_status(
-        rt.cp.as_ref(),
-        &rt.kind(crate::api::Builtin::PipelineRun),
-        key,
-        |obj, s| {
-            // Someone may have claimed it since it was read.
-            if phase(obj) != "Pending" {
-                return;
-            }
-            status::set_field(s, "phase", json!("Running"));
-            status::set_field(s, "startTime", json!(started));
-            status::set_field(s, "executor", claim.clone());
-            if let Some(map) = s.as_object_mut() {
-                for stale in ["completionTime", "message", "exitCode", "workflowControl"] {
-                    map.remove(stale);
-                }
-            }
-        },
-    )
+    let stored = update_run_status(rt, key, |s| {
+        // Someone may have claimed it since it was read.
+        if s.phase != PipelineRunPhase::Pending {
+            return;
+        }
+        *s = PipelineRunStatus {
+            phase: PipelineRunPhase::Running,
+            start_time: Some(started.clone()),
+            executor: Some(me.clone()),
+            // What an earlier attempt recorded no longer holds.
+            completion_time: None,
+            message: None,
+            exit_code: None,
+            workflow_control: None,
+            extra: std::mem::take(&mut s.extra),
+        };
+    })
     .await?;
     let Some(claimed) = stored.filter(|run| {
-        phase(run) == "Running"
-            && executor_of(run).as_ref() == Some(&me)
-            && run.data.pointer("/status/startTime") == Some(&json!(started))
+        status_of(run).is_some_and(|s| {
+            s.phase == PipelineRunPhase::Running
+                && s.executor.as_ref() == Some(&me)
+                && s.start_time.as_deref() == Some(started.as_str())
+        })
     }) else {
         return Ok(Next::Done);
     };
@@ -163,26 +160,6 @@ fn kill_leftovers(rt: &Runtime, run: &Object) {
     }
 }
 
-/// How a run ended, to be recorded on it.
-#[derive(Debug, Clone)]
-struct Finished {
-    phase: &'static str,
-    message: String,
-    exit_code: Option<i32>,
-    control: Option<Value>,
-}
-
-impl Finished {
-    fn failed(message: String) -> Self {
-        Finished {
-            phase: "Failed",
-            message,
-            exit_code: None,
-            control: None,
-        }
-    }
-}
-
 /// Records the outcome on the run, retrying until the control plane takes it: a run must never
 /// stay `Running` because one write failed. If this process dies first, the run's claim names a
 /// dead executor and the run is taken over and run again.
@@ -204,28 +181,23 @@ async fn finish(rt: &Runtime, key: &ObjectKey, finished: &Finished) -> Result<()
     let done = now_rfc3339();
     let me = &rt.executor;
     let mut ours = true;
-    status::update_status(
-        rt.cp.as_ref(),
-        &rt.kind(crate::api::Builtin::PipelineRun),
-        key,
-        |obj, s| {
-            ours = phase(obj) == "Running" && executor_of(obj).as_ref() == Some(me);
-            if !ours {
-                return;
-            }
-            status::set_field(s, "phase", json!(finished.phase));
-            status::set_field(s, "completionTime", json!(done));
-            if !finished.message.is_empty() {
-                status::set_field(s, "message", json!(finished.message));
-            }
-            if let Some(code) = finished.exit_code {
-                status::set_field(s, "exitCode", json!(code));
-            }
-            if let Some(c) = &finished.control {
-                status::set_field(s, "workflowControl", c.clone());
-            }
-        },
-    )
+    update_run_status(rt, key, |s| {
+        ours = s.phase == PipelineRunPhase::Running && s.executor.as_ref() == Some(me);
+        if !ours {
+            return;
+        }
+        s.phase = finished.phase;
+        s.completion_time = Some(done.clone());
+        if !finished.message.is_empty() {
+            s.message = Some(finished.message.clone());
+        }
+        if let Some(code) = finished.exit_code {
+            s.exit_code = Some(code);
+        }
+        if let Some(c) = &finished.control {
+            s.workflow_control = Some(c.clone());
+        }
+    })
     .await?;
     if !ours {
         warn!(run = %key, "the run's claim changed while it ran; its outcome is not recorded");
@@ -237,24 +209,13 @@ async fn finish(rt: &Runtime, key: &ObjectKey, finished: &Finished) -> Result<()
 /// process is stopping): it runs again from the start, here or in the next process.
 pub(super) async fn release(rt: &Runtime, key: &ObjectKey) -> Result<(), Error> {
     let me = &rt.executor;
-    status::update_status(
-        rt.cp.as_ref(),
-        &rt.kind(crate::api::Builtin::PipelineRun),
-        key,
-        |obj, s| {
-            if phase(obj) == "Running" && executor_of(obj).as_ref() == Some(me) {
-                status::set_field(s, "phase", json!("Pending"));
-                status::set_field(
-                    s,
-                    "message",
-                    json!("released by a stopping kratix-rs; run again"),
-                );
-                if let Some(map) = s.as_object_mut() {
-                    map.remove("executor");
-                }
-            }
-        },
-    )
+    update_run_status(rt, key, |s| {
+        if s.phase == PipelineRunPhase::Running && s.executor.as_ref() == Some(me) {
+            s.phase = PipelineRunPhase::Pending;
+            s.message = Some("released by a stopping kratix-rs; run again".into());
+            s.executor = None;
+        }
+    })
     .await?;
     Ok(())
 }
@@ -262,19 +223,14 @@ pub(super) async fn release(rt: &Runtime, key: &ObjectKey) -> Result<(), Error> 
 async fn execute(rt: &Runtime, run: &Object) -> Result<Finished, Error> {
     let key = ObjectKey::of(run);
     let run_name = key.name.clone();
-    let spec = run.data.get("spec").cloned().unwrap_or_default();
-    let text = |field: &str| {
-        spec.get(field)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string()
-    };
     let bad = |source: Failure| Error::run(&run_name, source);
-    let pipeline: Pipeline =
-        serde_json::from_value(spec.get("pipeline").cloned().unwrap_or_default())
-            .map_err(|e| bad(Failure::StoredPipeline(e)))?;
-    let promise_name = text("promiseName");
-    let action = match text("workflowAction").as_str() {
+    let spec = crate::api::object::to_typed::<PipelineRun>(run)
+        .map_err(|e| bad(Failure::StoredRun(e)))?
+        .spec;
+    let pipeline: Pipeline = serde_json::from_value(spec.pipeline.clone())
+        .map_err(|e| bad(Failure::StoredPipeline(e)))?;
+    let promise_name = spec.promise_name.clone();
+    let action = match spec.workflow_action.as_str() {
         "delete" => WorkflowAction::Delete,
         _ => WorkflowAction::Configure,
     };
@@ -289,12 +245,12 @@ async fn execute(rt: &Runtime, run: &Object) -> Result<Finished, Error> {
     })?;
 
     // The live object, as Kratix's reader gives it to the pipeline.
-    let (object, env_subject, parent_kind) = if text("workflowType") == "resource" {
+    let (object, env_subject, parent_kind) = if spec.workflow_type == "resource" {
         let kind = lookups::request_kind_of(rt, &promise_name)
             .await?
             .ok_or_else(|| bad(Failure::NoRequestKind(promise_name.clone())))?;
-        let ns = text("resourceNamespace");
-        let name = text("resourceName");
+        let ns = spec.resource_namespace.clone();
+        let name = spec.resource_name.clone();
         let obj = rt.cp.get(&kind, Some(&ns), &name).await?.ok_or_else(|| {
             bad(Failure::RequestNotFound {
                 kind: kind.kind.clone(),
@@ -361,41 +317,13 @@ async fn execute(rt: &Runtime, run: &Object) -> Result<Finished, Error> {
         .await
         .map_err(|e| bad(e.into()))?;
 
-    let (phase, message, exit_code) = match &outcome.result {
-        RunResult::Succeeded => ("Succeeded", String::new(), Some(0)),
-        RunResult::Failed {
-            container,
-            exit_code,
-            reason,
-        } => (
-            "Failed",
-            match exit_code {
-                Some(code) => format!(
-                    "container {container} exited with code {code}{}",
-                    suffix(reason)
-                ),
-                None => format!("container {container} failed{}", suffix(reason)),
-            },
-            *exit_code,
-        ),
-        RunResult::TimedOut { container } => (
-            "Failed",
-            format!(
-                "container {container} timed out after {}s",
-                rt.settings.pipeline_timeout.as_secs()
-            ),
-            None,
-        ),
-    };
+    let finished = run_outcome::finished(
+        &outcome.result,
+        rt.settings.pipeline_timeout,
+        &outcome.metadata.workflow_control,
+    );
     let control = &outcome.metadata.workflow_control;
-    let control_value = control.suspend.then(|| {
-        json!({
-            "suspend": true,
-            "retryAfterMs": control.retry_after.map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX)),
-            "message": control.message.clone().unwrap_or_default(),
-        })
-    });
-    if phase == "Succeeded" {
+    if finished.phase == PipelineRunPhase::Succeeded {
         if action == WorkflowAction::Configure && !control.suspend {
             if let Some(output) = &outcome.output {
                 works::upsert_from_run(rt, run, &promise, output, &outcome.metadata).await?;
@@ -405,21 +333,8 @@ async fn execute(rt: &Runtime, run: &Object) -> Result<Finished, Error> {
             merge_status(rt, &parent_kind, &ObjectKey::of(&object), status_yaml).await?;
         }
     }
-    info!(run = %run_name, phase, "pipeline run finished");
-    Ok(Finished {
-        phase,
-        message,
-        exit_code,
-        control: control_value,
-    })
-}
-
-fn suffix(reason: &str) -> String {
-    if reason.is_empty() {
-        String::new()
-    } else {
-        format!(": {reason}")
-    }
+    info!(run = %run_name, phase = ?finished.phase, "pipeline run finished");
+    Ok(finished)
 }
 
 /// Merges a pipeline's `status.yaml` into the object's status: top-level keys replaced,

@@ -6,14 +6,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{json, Value};
 use statestores::{Bucket, BucketAuth, BucketOptions, Git, GitCredentials, GitOptions, StateStore};
 use tokio::sync::Mutex;
 
 use crate::api::secret;
-use crate::api::{Condition, ConditionStatus, KindInfo, Object, ObjectKey};
+use crate::api::state_store::{SecretRef, StateStoreStatus};
+use crate::api::{ConditionStatus, KindInfo, Object, ObjectKey};
 use crate::store::Selector;
 
+use super::readiness::{store_ready, store_status_word, StoreProbe};
 use super::{status, Error, ErrorChain, Next, Runtime};
 
 /// How soon a store that is not ready is checked again.
@@ -233,17 +234,17 @@ async fn secret_of(
     rt: &Runtime,
     obj: &Object,
 ) -> Result<Result<Option<secret::Secret>, NotReady>, Error> {
-    let Some(secret_ref) = obj.data.pointer("/spec/secretRef") else {
-        return Ok(Ok(None));
+    let secret_ref = match SecretRef::of(obj) {
+        None => return Ok(Ok(None)),
+        Some(Ok(secret_ref)) => secret_ref,
+        Some(Err(e)) => {
+            return Ok(Err(NotReady {
+                reason: "SecretNotFound",
+                message: format!("spec.secretRef is invalid: {e}"),
+            }))
+        }
     };
-    let name = secret_ref
-        .get("name")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let ns = secret_ref
-        .get("namespace")
-        .and_then(Value::as_str)
-        .unwrap_or("default");
+    let (name, ns) = (secret_ref.name.as_str(), secret_ref.namespace());
     let Some(secret_obj) = rt
         .cp
         .get(&rt.kind(crate::api::Builtin::Secret), Some(ns), name)
@@ -305,13 +306,10 @@ pub async fn stores_using_secret(
             .list(&rt.kind(kind), None, &Selector::everything())
             .await?
         {
-            let r = store.data.pointer("/spec/secretRef");
-            let name = r.and_then(|r| r.get("name")).and_then(Value::as_str);
-            let ns = r
-                .and_then(|r| r.get("namespace"))
-                .and_then(Value::as_str)
-                .unwrap_or("default");
-            if name == Some(secret.name.as_str()) && Some(ns) == secret.namespace.as_deref() {
+            let uses = SecretRef::of(&store).and_then(Result::ok).is_some_and(|r| {
+                r.name == secret.name && Some(r.namespace()) == secret.namespace.as_deref()
+            });
+            if uses {
                 out.push(ObjectKey::of(&store));
             }
         }
@@ -322,47 +320,35 @@ pub async fn stores_using_secret(
 pub async fn reconcile(rt: &Runtime, kind: &KindInfo, obj: Object) -> Result<Next, Error> {
     let key = ObjectKey::of(&obj);
     let generation = obj.metadata.generation;
-    let (ready, next) = match rt.state_stores.get(rt, &kind.kind, &key.name).await? {
-        Err(not_ready) => (
-            Condition::new(
-                "Ready",
-                ConditionStatus::False,
-                not_ready.reason,
-                &not_ready.message,
-            ),
-            Next::After(RETRY_NOT_READY),
-        ),
+    let ready = match rt.state_stores.get(rt, &kind.kind, &key.name).await? {
+        Err(not_ready) => store_ready(StoreProbe::NotOpened {
+            reason: not_ready.reason,
+            message: &not_ready.message,
+        }),
         Ok(handle) => match handle.store.check_access().await {
-            Ok(()) => (
-                Condition::new(
-                    "Ready",
-                    ConditionStatus::True,
-                    "StateStoreReady",
-                    "State store is ready",
-                ),
-                Next::After(rt.settings.store_recheck),
-            ),
-            Err(e) => (
-                Condition::new(
-                    "Ready",
-                    ConditionStatus::False,
-                    "ErrorValidatingPermissions",
-                    &format!("write permission validation failed: {}", ErrorChain(&e)),
-                ),
-                Next::After(RETRY_NOT_READY),
-            ),
+            Ok(()) => store_ready(StoreProbe::Writable),
+            Err(e) => store_ready(StoreProbe::AccessFailed {
+                error: &ErrorChain(&e).to_string(),
+            }),
         },
     };
-    let is_ready = ready.status == ConditionStatus::True;
-    status::update_status(rt.cp.as_ref(), kind, &key, |_, s| {
-        status::set_conditions(s, [ready.clone()]);
-        status::set_field(
-            s,
-            "status",
-            json!(if is_ready { "Ready" } else { "NotReady" }),
-        );
-        status::set_field(s, "observedGeneration", json!(generation));
-    })
+    let next = if ready.status == ConditionStatus::True {
+        Next::After(rt.settings.store_recheck)
+    } else {
+        Next::After(RETRY_NOT_READY)
+    };
+    let word = store_status_word(&ready);
+    status::update_typed_status(
+        rt.cp.as_ref(),
+        kind,
+        &key,
+        "state store",
+        |s: &mut StateStoreStatus| {
+            status::merge_conditions(&mut s.conditions, [ready.clone()]);
+            s.status = Some(word.to_string());
+            s.observed_generation = generation;
+        },
+    )
     .await?;
     Ok(next)
 }

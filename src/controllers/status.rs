@@ -1,6 +1,8 @@
 //! Read-modify-write helpers: re-read the object, change it, write it back, and retry when
 //! someone else wrote in between (optimistic concurrency).
 
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::api::condition::{set_condition, Condition};
@@ -79,6 +81,61 @@ pub async fn update_status(
         }
     })
     .await
+}
+
+/// The object's status as its typed view; an object without a status has the default one.
+pub fn typed_status<S: DeserializeOwned + Default>(obj: &Object) -> Result<S, serde_json::Error> {
+    match obj.data.get("status") {
+        None | Some(Value::Null) => Ok(S::default()),
+        Some(status) => S::deserialize(status),
+    }
+}
+
+/// The object's typed status for reading; a status that does not parse says nothing.
+pub fn status_or_default<S: DeserializeOwned + Default>(obj: &Object) -> S {
+    typed_status(obj).unwrap_or_default()
+}
+
+/// Applies `change` to the object's typed status (`what` names the kind) and writes it if
+/// anything changed. A status that does not parse is left alone and reported as malformed.
+pub async fn update_typed_status<S>(
+    cp: &dyn ControlPlane,
+    kind: &KindInfo,
+    key: &ObjectKey,
+    what: &'static str,
+    mut change: impl FnMut(&mut S),
+) -> Result<Option<Object>, Error>
+where
+    S: Serialize + DeserializeOwned + Default + Clone + PartialEq,
+{
+    let mut failed = None;
+    let stored = read_modify_write(cp, kind, key, Part::Status, |obj| {
+        failed = None;
+        let before: S = match typed_status(obj) {
+            Ok(status) => status,
+            Err(source) => {
+                failed = Some(Error::malformed(obj, what, source));
+                return;
+            }
+        };
+        let mut after = before.clone();
+        change(&mut after);
+        if after == before {
+            return;
+        }
+        match (serde_json::to_value(&after), obj.data.as_object_mut()) {
+            (Ok(value), Some(map)) => {
+                map.insert("status".into(), value);
+            }
+            (Err(source), _) => failed = Some(Error::malformed(obj, what, source)),
+            (Ok(_), None) => {}
+        }
+    })
+    .await?;
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(stored),
+    }
 }
 
 /// Applies `change` to the object (metadata or spec) and writes it if anything changed.
@@ -165,12 +222,17 @@ pub fn conditions(status: &Value) -> Vec<Condition> {
 /// Sets conditions in a status value, keeping transition times of unchanged ones.
 pub fn set_conditions(status: &mut Value, new: impl IntoIterator<Item = Condition>) {
     let mut conds = conditions(status);
-    let now = now_rfc3339();
-    for c in new {
-        set_condition(&mut conds, c, &now);
-    }
+    merge_conditions(&mut conds, new);
     if let (Some(map), Ok(value)) = (status.as_object_mut(), serde_json::to_value(conds)) {
         map.insert("conditions".into(), value);
+    }
+}
+
+/// Sets conditions in a typed status, keeping transition times of unchanged ones.
+pub fn merge_conditions(conditions: &mut Vec<Condition>, new: impl IntoIterator<Item = Condition>) {
+    let now = now_rfc3339();
+    for c in new {
+        set_condition(conditions, c, &now);
     }
 }
 

@@ -1,10 +1,9 @@
 //! Drives one object's workflow: reads its run records, asks [`crate::workflow::next_step`] what
 //! to do, and starts the next pipeline run when told to.
 
-use serde_json::{json, Value};
-
 use crate::api::pipeline::Pipeline;
-use crate::api::{labels, Object};
+use crate::api::workflow_status::PipelineStatusEntry;
+use crate::api::{labels, Object, PipelineRun, PipelineRunSpec, PipelineRunStatus};
 use crate::workflow::{
     self, Action, Observed, RunPhase, RunRecord, Step, WorkflowType, WorksState,
 };
@@ -84,50 +83,49 @@ async fn start_run(
     last: bool,
 ) -> Result<(), Error> {
     let sequence = rt.cp.next_sequence("pipelinerun").await?;
-    let mut run_labels = serde_json::Map::new();
-    for (k, v) in subject.selector_labels() {
-        run_labels.insert(k, json!(v));
-    }
-    run_labels.insert(labels::PIPELINE_NAME.into(), json!(pipeline.name()));
-    run_labels.insert(labels::WORKFLOW_ACTION.into(), json!(action.as_str()));
-    run_labels.insert(labels::HASH.into(), json!(subject.hash));
+    let mut run_labels: std::collections::BTreeMap<String, String> =
+        subject.selector_labels().into_iter().collect();
+    run_labels.insert(labels::PIPELINE_NAME.into(), pipeline.name().to_string());
+    run_labels.insert(labels::WORKFLOW_ACTION.into(), action.as_str().to_string());
+    run_labels.insert(labels::HASH.into(), subject.hash.clone());
     let prefix = match subject.workflow_type {
         WorkflowType::Promise => subject.promise_name.clone(),
         WorkflowType::Resource => format!("{}-{}", subject.promise_name, subject.name()),
     };
     let name = run_name(&prefix, action, pipeline.name(), sequence);
-    let run: Object = serde_json::from_value(json!({
-        "apiVersion": crate::api::API_VERSION,
-        "kind": "PipelineRun",
-        "metadata": {
-            "name": name,
-            "namespace": subject.run_namespace(),
-            "labels": run_labels,
+    let encode = |what: &'static str| {
+        let name = name.clone();
+        move |source| Error::run(&name, Failure::Encode { what, source })
+    };
+    let for_resource = subject.workflow_type == WorkflowType::Resource;
+    let spec = PipelineRunSpec {
+        sequence,
+        promise_name: subject.promise_name.clone(),
+        resource_name: if for_resource {
+            subject.name()
+        } else {
+            String::new()
         },
-        "spec": {
-            "sequence": sequence,
-            "promiseName": subject.promise_name,
-            "resourceName": if subject.workflow_type == WorkflowType::Resource { subject.name() } else { String::new() },
-            "resourceNamespace": if subject.workflow_type == WorkflowType::Resource { subject.run_namespace() } else { String::new() },
-            "pipelineName": pipeline.name(),
-            "pipelineIndex": index,
-            "workflowType": subject.workflow_type.as_str(),
-            "workflowAction": action.as_str(),
-            "hash": subject.hash,
-            "pipeline": serde_json::to_value(pipeline).map_err(|source| Error::run(&name, Failure::Encode { what: "the pipeline", source }))?,
-            "last": last,
+        resource_namespace: if for_resource {
+            subject.run_namespace()
+        } else {
+            String::new()
         },
-        "status": { "phase": "Pending" },
-    }))
-    .map_err(|source| {
-        Error::run(
-            &name,
-            Failure::Encode {
-                what: "the run",
-                source,
-            },
-        )
-    })?;
+        pipeline_name: pipeline.name().to_string(),
+        pipeline_index: i64::try_from(index).unwrap_or(i64::MAX),
+        workflow_type: subject.workflow_type.as_str().to_string(),
+        workflow_action: action.as_str().to_string(),
+        hash: subject.hash.clone(),
+        pipeline: serde_json::to_value(pipeline).map_err(encode("the pipeline"))?,
+        last,
+    };
+    let stored = spec.stored().map_err(encode("the run"))?;
+    let mut typed = PipelineRun::new(&name, spec);
+    typed.metadata.namespace = Some(subject.run_namespace());
+    typed.metadata.labels = Some(run_labels);
+    typed.status = Some(PipelineRunStatus::default());
+    let run =
+        crate::api::object::from_typed_with_spec(&typed, stored).map_err(encode("the run"))?;
     rt.cp
         .create(&rt.kind(crate::api::Builtin::PipelineRun), &run)
         .await?;
@@ -181,9 +179,8 @@ pub fn failure_reason(runs: &[(Object, RunRecord)], step: &Step) -> String {
     runs.iter()
         .filter(|(_, r)| &r.pipeline_name == pipeline && r.phase == RunPhase::Failed)
         .max_by_key(|(_, r)| r.sequence)
-        .and_then(|(o, _)| o.data.pointer("/status/message").and_then(Value::as_str))
+        .and_then(|(o, _)| status::typed_status::<PipelineRunStatus>(o).ok()?.message)
         .unwrap_or_default()
-        .to_string()
 }
 
 /// `status.pipelines`-style summary of the current attempt, for the object's status.
@@ -192,28 +189,19 @@ pub fn pipelines_status(
     pipelines: &[Pipeline],
     records: &[RunRecord],
     hash: &str,
-) -> Value {
+) -> Vec<PipelineStatusEntry> {
     let names: Vec<String> = pipelines.iter().map(|p| p.name().to_string()).collect();
-    let statuses = workflow::pipeline_statuses(action, &names, records, hash);
-    Value::Array(
-        statuses
-            .into_iter()
-            .map(|s| {
-                let mut v =
-                    json!({ "name": s.name, "phase": s.phase.as_str(), "attempts": s.attempts });
-                if let Some(m) = s.message {
-                    v["message"] = json!(m);
-                }
-                if let Some(at) = s.next_retry_at_ms {
-                    if let Some(t) = chrono::DateTime::from_timestamp_millis(at) {
-                        v["nextRetryAt"] =
-                            json!(t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
-                    }
-                }
-                v
-            })
-            .collect(),
-    )
+    workflow::pipeline_statuses(action, &names, records, hash)
+        .into_iter()
+        .map(|s| PipelineStatusEntry {
+            name: s.name,
+            phase: s.phase.as_str(),
+            attempts: s.attempts,
+            message: s.message,
+            next_retry_at: s.next_retry_at_ms.and_then(super::kube_time::rfc3339_secs),
+            destinations: None,
+        })
+        .collect()
 }
 
 /// How long until the step wants another look without any change.

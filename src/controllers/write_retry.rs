@@ -8,9 +8,7 @@
 
 use std::time::Duration;
 
-use serde_json::Value;
-
-use crate::api::Object;
+use crate::api::{condition, ConditionStatus, Object, WorkPlacementStatus};
 
 use super::kube_time::parse_ms;
 
@@ -33,14 +31,10 @@ pub fn retry_after(error: &statestores::Error, failing_for: Duration, max: Durat
 /// How long the placement's writes have been failing at `now_ms`: since its `WriteSucceeded`
 /// condition turned False; zero when it is not False (or its time cannot be read).
 pub fn failing_for(wp: &Object, now_ms: i64) -> Duration {
-    let since = wp
-        .data
-        .pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .find(|c| c["type"] == "WriteSucceeded" && c["status"] == "False")
-        .and_then(|c| c["lastTransitionTime"].as_str())
+    let status: WorkPlacementStatus = super::status::status_or_default(wp);
+    let since = condition::find(&status.conditions, "WriteSucceeded")
+        .filter(|c| c.status == ConditionStatus::False)
+        .and_then(|c| c.last_transition_time.as_deref())
         .and_then(parse_ms);
     match since {
         Some(since) if now_ms > since => {
@@ -53,7 +47,7 @@ pub fn failing_for(wp: &Object, now_ms: i64) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     fn unreachable() -> statestores::Error {
         statestores::Error::Unreachable {

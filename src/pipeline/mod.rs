@@ -8,11 +8,11 @@ pub mod contract;
 mod exec;
 pub mod groups;
 pub mod images;
+mod invocation;
 pub mod isolation;
 pub mod metadata;
 pub mod output;
 
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -21,7 +21,7 @@ use statestores::error_chain::ErrorChain;
 use tokio::sync::OnceCell;
 use tokio::time::Instant;
 
-use crate::api::pipeline::{Container, Pipeline};
+use crate::api::pipeline::Pipeline;
 
 pub use contract::{
     kratix_env, ResourceObject, Subject, WorkflowAction, WorkflowEnv, WorkflowType,
@@ -30,6 +30,8 @@ pub use images::ImageMap;
 pub use isolation::Isolation;
 pub use metadata::{DestinationSelectorEntry, Metadata, WorkflowControl};
 pub use output::Output;
+
+use invocation::{invocation, prepare};
 
 /// Default limit for a whole pipeline run.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10 * 60);
@@ -155,46 +157,6 @@ impl RunDirs {
         }
         Ok(dirs)
     }
-}
-
-/// A container ready to start: its command line and its own variables.
-#[derive(Debug, Clone)]
-struct Prepared {
-    name: String,
-    command: Vec<String>,
-    env: Vec<(String, String)>,
-}
-
-/// Resolves every container before any runs, so a pipeline that cannot start has no side effects.
-fn prepare(
-    containers: &[Container],
-    images: &ImageMap,
-) -> Result<Vec<Prepared>, (String, images::Refusal)> {
-    containers
-        .iter()
-        .map(|c| {
-            let command = images::resolve_command(c, images).map_err(|r| (c.name.clone(), r))?;
-            let env = images::container_env(c).map_err(|r| (c.name.clone(), r))?;
-            Ok(Prepared {
-                name: c.name.clone(),
-                command,
-                env,
-            })
-        })
-        .collect()
-}
-
-/// The environment of a container: minimal base, folder locations, `KRATIX_*`, then the
-/// container's own `env` (which, as in Kubernetes, wins on a clash).
-fn container_environment(
-    base: &[(&str, String)],
-    kratix: &[(String, String)],
-    own: &[(String, String)],
-) -> Vec<(OsString, OsString)> {
-    base.iter()
-        .map(|(k, v)| (OsString::from(k), OsString::from(v)))
-        .chain(kratix.iter().chain(own).map(|(k, v)| (k.into(), v.into())))
-        .collect()
 }
 
 /// Carries out pipeline runs. The controllers only know this trait; [`Local`] runs containers on
@@ -379,63 +341,6 @@ fn container_failure(name: &str, command: &[String], exit: exec::Exit) -> Option
         exec::Exit::TimedOut => Some(RunResult::TimedOut {
             container: name.to_string(),
         }),
-    }
-}
-
-fn invocation(
-    isolation: Isolation,
-    root: &[isolation::RootEntry],
-    dirs: &RunDirs,
-    hidden: &[PathBuf],
-    tmp: &Path,
-    kratix: &[(String, String)],
-    container: &Prepared,
-) -> exec::Invocation {
-    if isolation == Isolation::Sandbox {
-        let base = [
-            ("PATH", SANDBOX_PATH.to_string()),
-            ("HOME", "/tmp".to_string()),
-            ("TMPDIR", "/tmp".to_string()),
-            ("KRATIX_INPUT_DIR", isolation::SANDBOX_INPUT.to_string()),
-            ("KRATIX_OUTPUT_DIR", isolation::SANDBOX_OUTPUT.to_string()),
-            (
-                "KRATIX_METADATA_DIR",
-                isolation::SANDBOX_METADATA.to_string(),
-            ),
-        ];
-        let mounts = isolation::SandboxMounts {
-            input: &dirs.input,
-            output: &dirs.output,
-            metadata: &dirs.metadata,
-            hidden,
-        };
-        exec::Invocation {
-            program: isolation::BWRAP.into(),
-            args: isolation::sandbox_args(root, &mounts, &container.command),
-            env: container_environment(&base, kratix, &container.env),
-            cwd: tmp.to_path_buf(),
-        }
-    } else {
-        let path_var = std::env::var("PATH").unwrap_or_else(|_| SANDBOX_PATH.to_string());
-        let shown = |p: &Path| p.display().to_string();
-        let base = [
-            ("PATH", path_var),
-            ("HOME", shown(tmp)),
-            ("TMPDIR", shown(tmp)),
-            ("KRATIX_INPUT_DIR", shown(&dirs.input)),
-            ("KRATIX_OUTPUT_DIR", shown(&dirs.output)),
-            ("KRATIX_METADATA_DIR", shown(&dirs.metadata)),
-        ];
-        let (program, args) = match container.command.split_first() {
-            Some((program, args)) => (program.into(), args.iter().map(OsString::from).collect()),
-            None => (OsString::new(), Vec::new()),
-        };
-        exec::Invocation {
-            program,
-            args,
-            env: container_environment(&base, kratix, &container.env),
-            cwd: tmp.to_path_buf(),
-        }
     }
 }
 

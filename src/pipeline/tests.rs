@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use super::*;
-use crate::api::pipeline::{EnvVar, PipelineMetadata, PipelineSpec};
+use crate::api::pipeline::{Container, EnvVar, PipelineMetadata, PipelineSpec};
 
 const MODES: [Isolation; 2] = [Isolation::Sandbox, Isolation::Process];
 

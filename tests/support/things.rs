@@ -100,8 +100,8 @@ pub struct RunInfo {
     pub hash: String,
     pub sequence: i64,
     pub phase: String,
-    pub start: Option<chrono::DateTime<chrono::FixedOffset>>,
-    pub completion: Option<chrono::DateTime<chrono::FixedOffset>>,
+    pub start: Option<jiff::Timestamp>,
+    pub completion: Option<jiff::Timestamp>,
     pub message: String,
     pub raw: Value,
 }
@@ -117,7 +117,7 @@ impl RunInfo {
         let time = |p: &str| {
             run.pointer(p)
                 .and_then(Value::as_str)
-                .map(|t| chrono::DateTime::parse_from_rfc3339(t).expect("RFC 3339 time"))
+                .map(|t| t.parse::<jiff::Timestamp>().expect("RFC 3339 time"))
         };
         RunInfo {
             name: s("/metadata/name"),

@@ -3,49 +3,43 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{json, Value};
-
-use crate::api::object::label;
+use crate::api::object::{label, to_typed};
 use crate::api::work::WorkloadGroup;
-use crate::api::{finalizers, labels, Object, ObjectKey, API_VERSION};
+use crate::api::{
+    condition, finalizers, labels, ConditionStatus, Destination, Object, ObjectKey, WorkPlacement,
+    WorkPlacementSpec, WorkPlacementStatus, WorkStatus,
+};
 use crate::scheduler::{self, DestinationInfo, ExistingPlacement, WorkKind};
 use crate::store::Selector;
 
 use super::super::{status, Error, Next, Runtime};
 use super::conditions::{work_conditions, Placed};
 use super::delete::remove_with_reason;
-use super::query::{observed_current, placements_of};
+use super::query::{placement_written, placements_of};
 
 fn destination_info(d: &Object) -> DestinationInfo {
     DestinationInfo {
         name: d.metadata.name.clone().unwrap_or_default(),
         labels: d.metadata.labels.clone().unwrap_or_default(),
-        strict_match_labels: d
-            .data
-            .pointer("/spec/strictMatchLabels")
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
+        strict_match_labels: to_typed::<Destination>(d).is_ok_and(|d| d.spec.strict_match_labels),
         deleting: d.metadata.deletion_timestamp.is_some(),
     }
 }
 
 fn existing_placement(p: &Object) -> ExistingPlacement {
-    let text = |pointer: &str| {
-        p.data
-            .pointer(pointer)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string()
-    };
+    let spec = to_typed::<WorkPlacement>(p)
+        .map(|typed| typed.spec)
+        .unwrap_or_default();
     ExistingPlacement {
         name: p.metadata.name.clone().unwrap_or_default(),
-        group_id: text("/spec/id"),
-        destination: text("/spec/targetDestinationName"),
+        group_id: spec.id,
+        destination: spec.target_destination_name,
     }
 }
 
-fn write_succeeded(p: &Object) -> Option<String> {
-    status::condition_status(p, "WriteSucceeded").map(|(s, _, _)| s)
+fn write_succeeded(p: &Object) -> Option<ConditionStatus> {
+    let s: WorkPlacementStatus = status::status_or_default(p);
+    condition::find(&s.conditions, "WriteSucceeded").map(|c| c.status)
 }
 
 /// A Work being deleted: its placements go first (with the Work's removal reason), then its
@@ -153,20 +147,19 @@ pub async fn reconcile(rt: &Runtime, work: Object) -> Result<Next, Error> {
         unscheduled: &unscheduled,
         failing: placements
             .iter()
-            .any(|p| write_succeeded(p).as_deref() == Some("False")),
+            .any(|p| write_succeeded(p) == Some(ConditionStatus::False)),
         misplaced: decision.has_misplaced(),
-        all_written: placements
-            .iter()
-            .all(|p| observed_current(p) && write_succeeded(p).as_deref() == Some("True")),
+        all_written: placements.iter().all(placement_written),
     });
     let generation = work.metadata.generation;
     let groups = typed.spec.workload_groups.len();
     let created = groups - unscheduled.len();
-    status::update_status(rt.cp.as_ref(), &kind, &key, |_, s| {
-        status::set_conditions(s, conditions.clone());
-        status::set_field(s, "observedGeneration", json!(generation));
-        status::set_field(s, "workPlacements", json!(groups));
-        status::set_field(s, "workPlacementsCreated", json!(created));
+    let count = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+    status::update_typed_status(rt.cp.as_ref(), &kind, &key, "Work", |s: &mut WorkStatus| {
+        status::merge_conditions(&mut s.conditions, conditions.clone());
+        s.observed_generation = generation;
+        s.work_placements = Some(count(groups));
+        s.work_placements_created = Some(count(created));
     })
     .await?;
     Ok(Next::Done)
@@ -206,17 +199,28 @@ async fn upsert_placement(
     if placement.misplaced {
         wp_labels.insert(labels::MISPLACED.into(), "true".into());
     }
-    let spec = json!({
-        "targetDestinationName": placement.destination,
-        "workloads": group.workloads,
-        "promiseName": typed.spec.promise_name,
-        "resourceName": typed.spec.resource_name,
-        "id": group.id,
-        "generation": work.metadata.generation.unwrap_or(0),
-    });
+    let spec = WorkPlacementSpec {
+        target_destination_name: placement.destination.to_string(),
+        workloads: group.workloads.clone(),
+        promise_name: typed.spec.promise_name.clone(),
+        resource_name: typed.spec.resource_name.clone(),
+        id: group.id.clone(),
+        generation: work.metadata.generation.unwrap_or(0),
+    };
+    let malformed = |source| Error::Malformed {
+        key: ObjectKey::new(
+            crate::api::GROUP,
+            "WorkPlacement",
+            Some(&namespace),
+            placement.name,
+        ),
+        kind: "WorkPlacement".into(),
+        source,
+    };
     match rt.cp.get(&kind, Some(&namespace), placement.name).await? {
         Some(existing) if existing.metadata.deletion_timestamp.is_some() => Ok(()),
         Some(existing) => {
+            let spec = spec.stored().map_err(malformed)?;
             status::update_object(rt.cp.as_ref(), &kind, &ObjectKey::of(&existing), |o| {
                 if let Some(map) = o.data.as_object_mut() {
                     map.insert("spec".into(), spec.clone());
@@ -227,27 +231,13 @@ async fn upsert_placement(
             Ok(())
         }
         None => {
-            let wp: Object = serde_json::from_value(json!({
-                "apiVersion": API_VERSION,
-                "kind": "WorkPlacement",
-                "metadata": {
-                    "name": placement.name,
-                    "namespace": namespace,
-                    "labels": wp_labels,
-                    "finalizers": [finalizers::WORK_PLACEMENT],
-                },
-                "spec": spec,
-            }))
-            .map_err(|source| Error::Malformed {
-                key: ObjectKey::new(
-                    crate::api::GROUP,
-                    "WorkPlacement",
-                    Some(&namespace),
-                    placement.name,
-                ),
-                kind: "WorkPlacement".into(),
-                source,
-            })?;
+            let stored = spec.stored().map_err(malformed)?;
+            let mut typed_wp = WorkPlacement::new(placement.name, spec);
+            typed_wp.metadata.namespace = Some(namespace.clone());
+            typed_wp.metadata.labels = Some(wp_labels);
+            typed_wp.metadata.finalizers = Some(vec![finalizers::WORK_PLACEMENT.to_string()]);
+            let wp =
+                crate::api::object::from_typed_with_spec(&typed_wp, stored).map_err(malformed)?;
             match rt.cp.create(&kind, &wp).await {
                 Ok(_) | Err(crate::store::Error::AlreadyExists { .. }) => Ok(()),
                 Err(e) => Err(e.into()),

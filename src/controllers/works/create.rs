@@ -3,10 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{json, Value};
-
 use crate::api::work::WorkloadGroup;
-use crate::api::{labels, Object, ObjectKey, Promise, API_VERSION, SYSTEM_NAMESPACE};
+use crate::api::{
+    labels, Object, ObjectKey, PipelineRun, Promise, Work, WorkSpec, SYSTEM_NAMESPACE,
+};
 use crate::pipeline::{Metadata, Output};
 use crate::workflow::WorkflowType;
 
@@ -33,19 +33,12 @@ pub async fn upsert_from_run(
     metadata: &Metadata,
 ) -> Result<(), Error> {
     let run_name = run.metadata.name.clone().unwrap_or_default();
-    let spec = run.data.get("spec").cloned().unwrap_or_default();
-    let text = |f: &str| {
-        spec.get(f)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string()
-    };
-    let (promise_name, pipeline_name, resource) = (
-        text("promiseName"),
-        text("pipelineName"),
-        text("resourceName"),
-    );
-    let workflow_type = if text("workflowType") == "resource" {
+    let spec = crate::api::object::to_typed::<PipelineRun>(run)
+        .map_err(|e| Error::run(&run_name, run_failure::Error::StoredRun(e)))?
+        .spec;
+    let (promise_name, pipeline_name, resource) =
+        (spec.promise_name, spec.pipeline_name, spec.resource_name);
+    let workflow_type = if spec.workflow_type == "resource" {
         WorkflowType::Resource
     } else {
         WorkflowType::Promise
@@ -125,14 +118,20 @@ impl From<crate::store::Error> for Upsert {
 /// Finds the Work by its labels (Kratix's identity) and replaces its spec, or creates it.
 async fn upsert_work(rt: &Runtime, new: &NewWork<'_>) -> Result<(), Upsert> {
     let kind = rt.kind(crate::api::Builtin::Work);
-    let spec = json!({
-        "promiseName": new.promise_name,
-        "resourceName": new.resource,
-        "workloadGroups": new.groups,
+    let spec = WorkSpec {
+        promise_name: new.promise_name.to_string(),
+        resource_name: new.resource.to_string(),
+        workload_groups: new.groups.to_vec(),
         // Changes on every run, as in Kratix, so every run re-checks the stores (restoring files
         // of ours that someone changed) even when the output is identical.
-        "lastExecutionTimestamp": now_rfc3339(),
-    });
+        last_execution_timestamp: Some(now_rfc3339()),
+    };
+    let refused = |source| {
+        Upsert::Refused(run_failure::Error::Encode {
+            what: "the Work",
+            source,
+        })
+    };
     let existing = rt
         .cp
         .list(&kind, Some(new.namespace), &selector(new.labels))
@@ -140,6 +139,7 @@ async fn upsert_work(rt: &Runtime, new: &NewWork<'_>) -> Result<(), Upsert> {
         .into_iter()
         .find(|w| w.metadata.deletion_timestamp.is_none());
     if let Some(work) = existing {
+        let spec = spec.stored().map_err(refused)?;
         status::update_object(rt.cp.as_ref(), &kind, &ObjectKey::of(&work), |w| {
             if let Some(map) = w.data.as_object_mut() {
                 map.insert("spec".into(), spec.clone());
@@ -148,23 +148,16 @@ async fn upsert_work(rt: &Runtime, new: &NewWork<'_>) -> Result<(), Upsert> {
         .await?;
         return Ok(());
     }
-    let label_map: serde_json::Map<String, Value> = new
-        .labels
-        .iter()
-        .map(|(k, v)| (k.to_string(), json!(v)))
-        .collect();
-    let work: Object = serde_json::from_value(json!({
-        "apiVersion": API_VERSION,
-        "kind": "Work",
-        "metadata": {"name": new.name, "namespace": new.namespace, "labels": label_map},
-        "spec": spec,
-    }))
-    .map_err(|source| {
-        Upsert::Refused(run_failure::Error::Encode {
-            what: "the Work",
-            source,
-        })
-    })?;
+    let stored = spec.stored().map_err(refused)?;
+    let mut typed = Work::new(new.name, spec);
+    typed.metadata.namespace = Some(new.namespace.to_string());
+    typed.metadata.labels = Some(
+        new.labels
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+    );
+    let work: Object = crate::api::object::from_typed_with_spec(&typed, stored).map_err(refused)?;
     match rt.cp.create(&kind, &work).await {
         Ok(_) => Ok(()),
         Err(crate::store::Error::AlreadyExists { .. }) => {
@@ -207,8 +200,8 @@ pub async fn sync_static_dependencies(rt: &Runtime, promise: &Promise) -> Result
     // Only rewrite when the content changed: the timestamp would otherwise make every Promise
     // reconcile a new Work generation.
     if let Some(work) = existing.first() {
-        let same = work.data.pointer("/spec/workloadGroups")
-            == serde_json::to_value([&group]).ok().as_ref();
+        let same = crate::api::object::to_typed::<Work>(work)
+            .is_ok_and(|w| w.spec.workload_groups == [group.clone()]);
         if same {
             return Ok(());
         }

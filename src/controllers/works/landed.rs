@@ -2,44 +2,47 @@
 
 use std::collections::HashMap;
 
-use serde_json::{json, Value};
-
 use crate::api::object::label;
-use crate::api::{labels, Object};
+use crate::api::workflow_status::Landing;
+use crate::api::{labels, Object, WorkPlacement, WorkPlacementStatus};
 
 use super::super::{status, Error, Runtime};
-use super::query::{observed_current, placements_of};
+use super::query::{placement_written, placements_of};
 
 /// One placement's entry: its destination, the version (commit) holding its files, and whether
 /// they are written for its current generation.
-fn landing(wp: &Object) -> Value {
-    json!({
-        "destination": wp.data.pointer("/spec/targetDestinationName").cloned().unwrap_or(Value::Null),
-        "version": wp.data.pointer("/status/versionID").cloned().unwrap_or(Value::Null),
-        "written": status::condition_status(wp, "WriteSucceeded").is_some_and(|(s, _, _)| s == "True") && observed_current(wp),
-    })
+fn landing(wp: &Object) -> Landing {
+    let destination = crate::api::object::to_typed::<WorkPlacement>(wp)
+        .ok()
+        .map(|typed| typed.spec.target_destination_name);
+    let version = status::status_or_default::<WorkPlacementStatus>(wp).version_id;
+    Landing {
+        destination,
+        version,
+        written: placement_written(wp),
+    }
 }
 
 /// Per pipeline: the destinations its files went to and the version (commit) holding them.
 pub async fn where_files_landed(
     rt: &Runtime,
     works: &[Object],
-) -> Result<HashMap<String, Value>, Error> {
-    let mut out: HashMap<String, Value> = HashMap::new();
+) -> Result<HashMap<String, Vec<Landing>>, Error> {
+    let mut out: HashMap<String, Vec<Landing>> = HashMap::new();
     for work in works {
         let Some(pipeline) = label(work, labels::PIPELINE_NAME) else {
             continue;
         };
         let name = work.metadata.name.clone().unwrap_or_default();
         let placements = placements_of(rt, work.metadata.namespace.as_deref(), &name).await?;
-        let mut entries: Vec<Value> = Vec::new();
+        let mut entries: Vec<Landing> = Vec::new();
         for entry in placements.iter().map(landing) {
             // Workload groups of one pipeline on one Destination share a commit: list it once.
             if !entries.contains(&entry) {
                 entries.push(entry);
             }
         }
-        out.insert(pipeline.to_string(), Value::Array(entries));
+        out.insert(pipeline.to_string(), entries);
     }
     Ok(out)
 }

@@ -1,13 +1,11 @@
 //! Finding Works and WorkPlacements by their labels.
 
-use serde_json::Value;
-
-use crate::api::{labels, Object, SYSTEM_NAMESPACE};
+use crate::api::{labels, Object, WorkPlacementStatus, SYSTEM_NAMESPACE};
 use crate::store::Selector;
 use crate::workflow::WorkflowType;
 
 use super::super::subject::Subject;
-use super::super::{Error, Runtime};
+use super::super::{status, Error, Runtime};
 
 pub(super) fn selector(pairs: &[(&str, &str)]) -> Selector {
     Selector::from_labels(pairs.iter().copied())
@@ -29,12 +27,9 @@ pub(super) async fn placements_of(
         .await?)
 }
 
-/// Whether the object's status was written for its current generation.
-pub(super) fn observed_current(obj: &Object) -> bool {
-    obj.data
-        .pointer("/status/observedGeneration")
-        .and_then(Value::as_i64)
-        == obj.metadata.generation
+/// The placement's files are written for its current generation.
+pub(super) fn placement_written(wp: &Object) -> bool {
+    status::status_or_default::<WorkPlacementStatus>(wp).written_for(wp.metadata.generation)
 }
 
 /// The Works a Promise's or request's workflow produced.

@@ -1,22 +1,24 @@
 //! The aggregate state of a workflow's Works, and the `WorksSucceeded` condition it makes.
 
-use crate::api::{Condition, ConditionStatus, Object};
+use crate::api::{condition, Condition, ConditionStatus, Object, WorkStatus};
 use crate::workflow::WorksState;
 
 use super::super::status;
-use super::query::observed_current;
 
 /// What one Work's `Ready` condition says, as far as it counts: conditions only count for the
 /// generation they were written for, so a Work that a new run just changed is pending whatever
 /// its previous generation said; a Work being deleted (a removed pipeline's) is pending until
 /// its files have left the stores.
 fn ready_message(work: &Object) -> String {
-    if !observed_current(work) || work.metadata.deletion_timestamp.is_some() {
+    let s: WorkStatus = status::status_or_default(work);
+    if s.observed_generation != work.metadata.generation
+        || work.metadata.deletion_timestamp.is_some()
+    {
         return "Pending".to_string();
     }
-    match status::condition_status(work, "Ready") {
-        Some((s, _, _)) if s == "True" => "Ready".to_string(),
-        Some((_, _, message)) => message,
+    match condition::find(&s.conditions, "Ready") {
+        Some(c) if c.status == ConditionStatus::True => "Ready".to_string(),
+        Some(c) => c.message.clone(),
         None => "Pending".to_string(),
     }
 }

@@ -4,6 +4,7 @@
 //! batches, and touch no key that is not named in the changes.
 
 mod classify;
+mod error;
 mod options;
 mod plan;
 mod region;
@@ -25,6 +26,7 @@ use object_store::{
 
 use crate::{Change, Key, StateStore, WriteInfo, WriteOutcome};
 use classify::Meaning;
+use error::Error;
 use plan::{Action, Applied, Digests, Remote, SHA256_METADATA};
 use region::Clients;
 
@@ -33,74 +35,6 @@ const CONCURRENT_REQUESTS: usize = 8;
 
 /// Where [`StateStore::check_access`] starts (and aborts) a multipart upload, like Kratix.
 const PERMISSION_CHECK_OBJECT: &str = ".kratix-write-permission-check";
-
-/// What went wrong, by step. Mapped to [`crate::Error`] by meaning in [`Bucket::error`].
-#[derive(Debug, thiserror::Error)]
-enum Error {
-    #[error("invalid bucket options")]
-    Options(#[source] options::Error),
-    #[error("invalid path prefix")]
-    PathPrefix(#[source] crate::KeyError),
-    #[error("key {key} cannot be an object name")]
-    ObjectName {
-        key: String,
-        #[source]
-        source: object_store::path::Error,
-    },
-    #[error("key {key} appears more than once in one write")]
-    DuplicateKey { key: Key },
-    #[error("could not build the S3 client")]
-    BuildClient(#[source] object_store::Error),
-    #[error("could not look up {key}")]
-    HeadObject {
-        key: Key,
-        #[source]
-        source: object_store::Error,
-    },
-    #[error("could not upload {key}")]
-    PutObject {
-        key: Key,
-        #[source]
-        source: object_store::Error,
-    },
-    #[error("could not delete objects")]
-    DeleteObjects(#[source] object_store::Error),
-    #[error("could not read {key}")]
-    GetObject {
-        key: Key,
-        #[source]
-        source: object_store::Error,
-    },
-    #[error("could not list under \"{prefix}\"")]
-    ListObjects {
-        prefix: Key,
-        #[source]
-        source: object_store::Error,
-    },
-    #[error("listed object {location} is outside the path prefix")]
-    ForeignObject { location: String },
-    #[error("could not start an upload to check write permission")]
-    CheckWritePermission(#[source] object_store::Error),
-}
-
-impl Error {
-    fn object_store_source(&self) -> Option<&object_store::Error> {
-        match self {
-            Error::BuildClient(source)
-            | Error::HeadObject { source, .. }
-            | Error::PutObject { source, .. }
-            | Error::DeleteObjects(source)
-            | Error::GetObject { source, .. }
-            | Error::ListObjects { source, .. }
-            | Error::CheckWritePermission(source) => Some(source),
-            Error::Options(_)
-            | Error::PathPrefix(_)
-            | Error::ObjectName { .. }
-            | Error::DuplicateKey { .. }
-            | Error::ForeignObject { .. } => None,
-        }
-    }
-}
 
 /// An S3-compatible bucket, optionally under a path prefix.
 pub struct Bucket {

@@ -1,0 +1,112 @@
+//! The conditions a WorkPlacement reports: `WriteSucceeded` and `Ready`, once its files are
+//! written or when they could not be.
+
+use crate::api::{reasons, Condition, ConditionStatus};
+
+/// A placement's conditions once its files are written: `Ready` unless it is misplaced.
+pub fn written_conditions(misplaced: bool) -> [Condition; 2] {
+    let ready = if misplaced {
+        Condition::new(
+            "Ready",
+            ConditionStatus::False,
+            reasons::DESTINATION_SELECTOR_MISMATCH,
+            "Misplaced",
+        )
+    } else {
+        Condition::new(
+            "Ready",
+            ConditionStatus::True,
+            reasons::WORKLOADS_WRITTEN_TO_TARGET_DESTINATION,
+            "Ready",
+        )
+    };
+    [
+        Condition::new(
+            "WriteSucceeded",
+            ConditionStatus::True,
+            reasons::WORKLOADS_WRITTEN_TO_STATE_STORE,
+            "Workloads written to State Store",
+        ),
+        ready,
+    ]
+}
+
+/// A placement's conditions when its files could not be written: failing, for `reason`.
+pub fn failed_conditions(reason: &str, message: &str) -> [Condition; 2] {
+    [
+        Condition::new("WriteSucceeded", ConditionStatus::False, reason, message),
+        Condition::new("Ready", ConditionStatus::False, reason, "Failing"),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(conditions: &[Condition; 2]) -> Vec<(String, &'static str, String, String)> {
+        conditions
+            .iter()
+            .map(|c| {
+                (
+                    c.type_.clone(),
+                    c.status.as_str(),
+                    c.reason.clone(),
+                    c.message.clone(),
+                )
+            })
+            .collect()
+    }
+
+    fn row(t: &str, s: &'static str, r: &str, m: &str) -> (String, &'static str, String, String) {
+        (t.into(), s, r.into(), m.into())
+    }
+
+    #[test]
+    fn placement_conditions_say_whether_files_are_in_place() {
+        let written = row(
+            "WriteSucceeded",
+            "True",
+            "WorkloadsWrittenToStateStore",
+            "Workloads written to State Store",
+        );
+        let cases = vec![
+            (
+                "written",
+                written_conditions(false),
+                vec![
+                    written.clone(),
+                    row(
+                        "Ready",
+                        "True",
+                        "WorkloadsWrittenToTargetDestination",
+                        "Ready",
+                    ),
+                ],
+            ),
+            (
+                "written but misplaced",
+                written_conditions(true),
+                vec![
+                    written.clone(),
+                    row("Ready", "False", "DestinationSelectorMismatch", "Misplaced"),
+                ],
+            ),
+            (
+                "write failed",
+                failed_conditions("WorkloadsFailedWrite", "push refused"),
+                vec![
+                    row(
+                        "WriteSucceeded",
+                        "False",
+                        "WorkloadsFailedWrite",
+                        "push refused",
+                    ),
+                    row("Ready", "False", "WorkloadsFailedWrite", "Failing"),
+                ],
+            ),
+        ];
+        for (name, got, want) in cases {
+            assert_eq!(summary(&got), want, "{name}");
+        }
+    }
+}
