@@ -8,6 +8,7 @@ pub mod api;
 pub mod cli;
 pub mod controllers;
 pub mod jobs;
+pub mod kube;
 pub mod pipeline;
 pub mod platform;
 pub mod scheduler;

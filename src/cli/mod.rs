@@ -1,12 +1,14 @@
 //! The command-line contract (docs/cli.md).
 
 pub mod apply;
+pub mod controller;
 pub mod documents;
 mod driver;
 pub mod get;
 pub mod logs;
 pub mod output;
 pub mod run;
+mod signal;
 pub mod wait;
 
 use std::path::PathBuf;
@@ -97,8 +99,9 @@ pub enum Command {
     },
     /// Run every controller of the home until SIGINT or SIGTERM.
     Serve,
-    /// Run the controllers against a Kubernetes API server (not available yet in this build).
-    Controller,
+    /// Run every controller against a Kubernetes API server (Promises' APIs become CRDs), with
+    /// optional leader election, health and metrics endpoints; until SIGTERM.
+    Controller(controller::ControllerArgs),
     /// Print the CustomResourceDefinitions of Kratix's kinds.
     Crds,
     /// Run one of the adapter containers of a pipeline Job (inside the Job's pod).

@@ -44,9 +44,8 @@ pub enum Error {
     /// Another process already runs the controllers of this home.
     #[error("another kratix-rs process is already serving {home}")]
     AlreadyServing { home: String },
-    /// Kubernetes mode is a separate capability that this build does not have yet.
-    #[error("`controller` (Kubernetes mode) is not available yet in this build: use the embedded runtime (`serve`, or `apply` which reconciles in-process)")]
-    KubernetesModeUnavailable,
+    #[error(transparent)]
+    Controller(#[from] super::controller::Error),
 }
 
 pub async fn run(cli: Cli) -> Result<(), Error> {
@@ -57,8 +56,8 @@ pub async fn run(cli: Cli) -> Result<(), Error> {
     if let Command::PipelineAdapter { step } = cli.command {
         return Ok(crate::jobs::adapter::run(step).await?);
     }
-    if let Command::Controller = cli.command {
-        return Err(Error::KubernetesModeUnavailable);
+    if let Command::Controller(args) = cli.command {
+        return Ok(super::controller::run(args).await?);
     }
     let platform = Platform::open(&cli.home)?;
     // One set of controllers for the whole command, however many waits it makes.
@@ -263,28 +262,13 @@ async fn dispatch(command: Command, platform: &Platform, driver: &Driver) -> Res
             let runtime = controllers::Runtime::new(platform.clone());
             runtime
                 .run(lock, async {
-                    shutdown_signal().await;
+                    super::signal::shutdown().await;
                     eprintln!("stopping");
                 })
                 .await;
             Ok(())
         }
-        Command::Controller | Command::Crds | Command::PipelineAdapter { .. } => Ok(()),
-    }
-}
-
-async fn shutdown_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    match signal(SignalKind::terminate()) {
-        Ok(mut term) => {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
-        }
-        Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
-        }
+        Command::Controller(_) | Command::Crds | Command::PipelineAdapter { .. } => Ok(()),
     }
 }
 

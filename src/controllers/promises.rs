@@ -75,6 +75,10 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
         ..subject
     };
 
+    // Requests of the Promise's kind can be stored once the control plane knows the kind.
+    if let (Some(api), Ok(Some(_))) = (&promise.spec.api, promise_api::request_kind(&promise)) {
+        rt.cp.register_kind(&name, api).await?;
+    }
     works::sync_static_dependencies(rt, &promise).await?;
 
     let configure = pipelines(&promise, WorkflowType::Promise, Action::Configure)?;
@@ -190,6 +194,9 @@ async fn teardown(rt: &Runtime, subject: &Subject, promise: &Promise) -> Result<
         return Ok(Next::Done);
     }
     works::delete_runs(rt, subject).await?;
+    if let Ok(Some(api)) = promise_api::request_kind(promise) {
+        rt.cp.remove_kind(&subject.promise_name, &api.kind).await?;
+    }
     status::remove_finalizer(
         rt.cp.as_ref(),
         &kind,
