@@ -1,8 +1,8 @@
 //! kratix-rs on a real Kubernetes control plane (kube-testenv: etcd, kube-apiserver and
 //! kube-controller-manager on loopback; no kubelet): the `ControlPlane` contract on the
-//! Kubernetes backend, Promise APIs as CRDs, and `kratix-rs controller` running pipelines (with
-//! the local executor) into a Git store served by `git daemon`, alone and as two replicas with a
-//! Lease. Each test starts its own API server: controllers act on everything they see.
+//! Kubernetes backend, Promise APIs as CRDs, and `kratix-rs controller` running pipelines as
+//! Jobs (whose pods a test kubelet runs as local processes) into a Git store served by
+//! `git daemon`, alone and as two replicas with a Lease. Each test starts its own API server: controllers act on everything they see.
 //! Skipped, with a NOTE, when kube-testenv is not installed.
 
 mod support;
@@ -159,6 +159,54 @@ fn commits_touching(repo: &Path, path: &str) -> Vec<String> {
     .collect()
 }
 
+/// The request `name` once reconciled; on timeout, the panic shows the controller's log and the
+/// pipeline Jobs and pods.
+#[track_caller]
+fn settled(env: &TestEnv, controller: &Controller, name: &str) -> Value {
+    let deadline = std::time::Instant::now() + PATIENCE;
+    loop {
+        if let Some(obj) = reconciled(env, name) {
+            return obj;
+        }
+        if std::time::Instant::now() > deadline {
+            let jobs = env.try_kubectl(&["get", "jobs,pods", "-A", "-o", "wide"], "");
+            let failures: Vec<Value> = env
+                .list_json("pods", &["-A"])
+                .iter()
+                .map(|p| p["status"].clone())
+                .collect();
+            let pod_logs: Vec<(String, String)> = walkdir(&env.dir().join("pods"));
+            let obj = env.get_json("things", name, Some("default"));
+            let log = controller.log();
+            let tail: Vec<&str> = log.lines().rev().take(40).collect();
+            panic!(
+                "{name} not reconciled: {obj:#?}\n{jobs:?}\n{failures:#?}\n{pod_logs:#?}\ncontroller log (last lines first):\n{}",
+                tail.join("\n")
+            );
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// The containers' logs the test kubelet kept.
+fn walkdir(dir: &Path) -> Vec<(String, String)> {
+    let mut found = vec![];
+    for pod in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        for file in std::fs::read_dir(pod.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let path = file.path();
+            if path.extension().is_some_and(|e| e == "log") {
+                let text = std::fs::read_to_string(&path).unwrap_or_default();
+                found.push((path.display().to_string(), text));
+            }
+        }
+    }
+    found
+}
+
 /// Applies the `thing` Promise and waits for its CRD (installed by the controller).
 fn apply_promise(env: &TestEnv, pipelines: &[&str]) {
     env.apply(&support::things::promise(pipelines));
@@ -176,11 +224,12 @@ fn controller_runs_three_pipelines_in_order_with_one_commit_each() {
     let Some(env) = TestEnv::start() else { return };
     let daemon = GitDaemon::start().expect("git daemon");
     let work = tempfile::tempdir().expect("work dir");
+    let _kubelet = env.kubelet();
     let mut controller = Controller::start(&env, "solo", work.path(), &[]);
     git_platform(&env, &daemon);
     apply_promise(&env, &["a", "b", "c"]);
     env.apply(&support::things::request("r1", 3));
-    let obj = eventually("r1 reconciled", PATIENCE, || reconciled(&env, "r1"));
+    let obj = settled(&env, &controller, "r1");
     for type_ in ["ConfigureWorkflowCompleted", "Reconciled", "WorksSucceeded"] {
         assert_eq!(
             condition(&obj, type_).and_then(|c| c["status"].as_str()),
@@ -286,6 +335,7 @@ fn two_replicas_with_a_lease_one_acts_and_the_other_takes_over() {
     let Some(env) = TestEnv::start() else { return };
     let daemon = GitDaemon::start().expect("git daemon");
     let work = tempfile::tempdir().expect("work dir");
+    let _kubelet = env.kubelet();
     let election = [
         "--leader-elect",
         "--lease-duration",

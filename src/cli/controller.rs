@@ -10,6 +10,7 @@ use tokio::sync::watch;
 use tracing::{info, warn};
 
 use crate::controllers::Runtime;
+use crate::jobs::{job, KubeJobs};
 use crate::kube::health::{self, Endpoints};
 use crate::kube::leader::{Elector, Role, Timing};
 use crate::kube::lease::{self, LeaseRef};
@@ -24,6 +25,10 @@ pub enum Error {
     Kube(#[from] crate::kube::Error),
     #[error(transparent)]
     Platform(#[from] crate::platform::Error),
+    #[error(transparent)]
+    Jobs(#[from] crate::jobs::Error),
+    #[error("the pipeline Job settings")]
+    JobSettings(#[from] crate::jobs::job::SettingsError),
     /// The work folder could not be made.
     #[error("work folder {path}")]
     WorkDir {
@@ -38,6 +43,16 @@ pub enum Error {
     /// Flags that do not fit together.
     #[error("{0}")]
     Usage(String),
+}
+
+/// Where pipelines run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
+pub enum Pipelines {
+    /// Each pipeline run is a Kubernetes Job shaped like Kratix's.
+    #[default]
+    Jobs,
+    /// Pipelines run inside the controller's own pod (or machine), as in the embedded runtime.
+    Local,
 }
 
 /// How logs are written.
@@ -87,6 +102,10 @@ pub struct ControllerArgs {
     /// Address of /metrics (Prometheus text format).
     #[arg(long, default_value = "0.0.0.0:8080")]
     pub metrics_addr: String,
+    /// Where pipelines run: `jobs` (a Kubernetes Job per run; needs
+    /// `KRATIX_PIPELINE_ADAPTER_IMAGE`) or `local` (inside the controller's own pod or machine).
+    #[arg(long, env = "KRATIX_PIPELINES", value_enum, default_value_t = Pipelines::Jobs)]
+    pub pipelines: Pipelines,
     /// Log format on standard error; `KRATIX_LOG` sets the level (e.g. `info`).
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -111,9 +130,16 @@ impl ControllerArgs {
     }
 }
 
-/// What carries out pipeline runs on Kubernetes.
-pub fn pipeline_executor() -> Arc<dyn Executor> {
-    Arc::new(crate::pipeline::Local)
+/// What carries out pipeline runs on Kubernetes: Jobs on the cluster of `config`, or the local
+/// executor.
+pub fn pipeline_executor(
+    pipelines: Pipelines,
+    config: kube::Config,
+) -> Result<Arc<dyn Executor>, Error> {
+    Ok(match pipelines {
+        Pipelines::Jobs => Arc::new(KubeJobs::new(config, job::Settings::from_env()?)?),
+        Pipelines::Local => Arc::new(crate::pipeline::Local),
+    })
 }
 
 /// The controllers on `platform`, running pipelines with `executor`.
@@ -131,14 +157,19 @@ pub async fn run(args: ControllerArgs) -> Result<(), Error> {
     // The same signal stops start-up (waiting for the API server) and the controllers.
     let signal = super::signal::shutdown();
     tokio::pin!(signal);
-    let kube = KubeControlPlane::connect(args.kubeconfig.as_deref()).await?;
+    let config = crate::kube::client_config(args.kubeconfig.as_deref()).await?;
+    // Settings are checked before anything else happens.
+    let executor = pipeline_executor(args.pipelines, config.clone())?;
+    let kube = KubeControlPlane::new(
+        ::kube::Client::try_from(config).map_err(|e| Error::Kube(crate::kube::Error::Config(e)))?,
+    );
     std::fs::create_dir_all(&args.work_dir).map_err(|source| Error::WorkDir {
         path: args.work_dir.display().to_string(),
         source,
     })?;
     let cp: Arc<dyn ControlPlane> = Arc::new(kube.clone());
     let platform = Platform::with_control_plane(&args.work_dir, cp.clone())?;
-    let runtime = runtime(platform, pipeline_executor());
+    let runtime = runtime(platform, executor);
 
     let (role_tx, role_rx) = watch::channel(Role::Standby);
     let api_reachable = Arc::new(AtomicBool::new(false));

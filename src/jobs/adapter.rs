@@ -85,6 +85,9 @@ struct Pod {
 
 impl Pod {
     async fn connect() -> Result<Self, Error> {
+        // The TLS of the API client needs a process-wide crypto provider; failing means one is
+        // installed already, which is as good.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         Ok(Pod {
             job: var(JOB_NAME_ENV)?,
             namespace: var(JOB_NAMESPACE_ENV)?,

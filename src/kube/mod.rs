@@ -58,6 +58,31 @@ impl std::fmt::Debug for KubeControlPlane {
     }
 }
 
+/// The client configuration from `kubeconfig` when given, else as `kube` finds it:
+/// `KUBECONFIG`, `~/.kube/config`, then the in-cluster service account.
+pub async fn client_config(kubeconfig: Option<&std::path::Path>) -> Result<kube::Config, Error> {
+    // Fails only when a provider is installed already, which is as good.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    match kubeconfig {
+        Some(path) => {
+            let kubeconfig =
+                kube::config::Kubeconfig::read_from(path).map_err(|source| Error::Kubeconfig {
+                    path: path.display().to_string(),
+                    source,
+                })?;
+            kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+                .await
+                .map_err(|source| Error::Kubeconfig {
+                    path: path.display().to_string(),
+                    source,
+                })
+        }
+        None => kube::Config::infer()
+            .await
+            .map_err(|e| Error::Config(kube::Error::InferConfig(e))),
+    }
+}
+
 impl KubeControlPlane {
     pub fn new(client: Client) -> Self {
         Self { client }
@@ -66,27 +91,7 @@ impl KubeControlPlane {
     /// Connects with `kubeconfig` when given, else as `kube` does: `KUBECONFIG`,
     /// `~/.kube/config`, then the in-cluster service account.
     pub async fn connect(kubeconfig: Option<&std::path::Path>) -> Result<Self, Error> {
-        // Fails only when a provider is installed already, which is as good.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let config = match kubeconfig {
-            Some(path) => {
-                let kubeconfig = kube::config::Kubeconfig::read_from(path).map_err(|source| {
-                    Error::Kubeconfig {
-                        path: path.display().to_string(),
-                        source,
-                    }
-                })?;
-                kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-                    .await
-                    .map_err(|source| Error::Kubeconfig {
-                        path: path.display().to_string(),
-                        source,
-                    })?
-            }
-            None => kube::Config::infer()
-                .await
-                .map_err(|e| Error::Config(kube::Error::InferConfig(e)))?,
-        };
+        let config = client_config(kubeconfig).await?;
         let client = Client::try_from(config).map_err(Error::Config)?;
         Ok(Self::new(client))
     }

@@ -8,6 +8,16 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+/// The image of the pipeline Jobs' adapter containers: the test kubelet runs the built
+/// `kratix-rs` for it.
+pub const ADAPTER_IMAGE: &str = "kratix-rs:test";
+
+/// The test kubelet on its own runtime, for tests that are not async; stopped on drop.
+pub struct TestKubelet {
+    pub kubelet: super::kubelet::Kubelet,
+    _runtime: tokio::runtime::Runtime,
+}
+
 /// The kube-testenv script: `$KUBE_TESTENV`, else `../shared/tools/kube-testenv` next to the
 /// workspace; `None` (with a NOTE printed) when it is not there.
 pub fn kube_testenv() -> Option<PathBuf> {
@@ -147,6 +157,36 @@ impl TestEnv {
         self.kubectl(&["create", "namespace", name], "");
     }
 
+    /// Starts playing the kubelet for the pipeline Jobs' pods: the adapter image runs the built
+    /// `kratix-rs`; pipeline containers run their own commands.
+    pub fn kubelet(&self) -> TestKubelet {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("a runtime for the kubelet");
+        let mut images = kratix::pipeline::images::ImageMap::default();
+        images.insert(ADAPTER_IMAGE, vec![super::binary().display().to_string()]);
+        let root = self.dir().join("pods");
+        let kubeconfig = self.kubeconfig.clone();
+        let kubelet = runtime.block_on(async {
+            let config = kratix::kube::client_config(Some(&kubeconfig))
+                .await
+                .expect("kubeconfig");
+            let client = kube::Client::try_from(config).expect("client");
+            super::kubelet::Kubelet::start(super::kubelet::Node {
+                client,
+                kubeconfig,
+                images,
+                root,
+            })
+        });
+        TestKubelet {
+            kubelet,
+            _runtime: runtime,
+        }
+    }
+
     /// The control plane backend on this API server.
     pub async fn control_plane(&self) -> kratix::kube::KubeControlPlane {
         kratix::kube::KubeControlPlane::connect(Some(&self.kubeconfig))
@@ -201,6 +241,7 @@ impl Controller {
             .args(["--log-format", "json"])
             .args(extra)
             .env("KRATIX_LOG", "info,kube=warn,hyper=warn,tower=warn")
+            .env("KRATIX_PIPELINE_ADAPTER_IMAGE", ADAPTER_IMAGE)
             .env_remove("KUBECONFIG")
             .stdout(Stdio::null())
             .stderr(log_file)
