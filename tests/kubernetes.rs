@@ -444,3 +444,263 @@ fn a_leader_whose_lease_is_taken_stops_acting_and_exits() {
     assert!(log.contains("lost the leader election"), "{log}");
     assert_eq!(lease_holder(&env).as_deref(), Some("intruder"));
 }
+
+// ---------------------------------------------------------------------------------------------
+// The workflow lifecycle through `kratix-rs controller` and Jobs
+// ---------------------------------------------------------------------------------------------
+
+/// A pipeline of one `step.sh` container.
+fn step(name: &str) -> Value {
+    json!({
+        "apiVersion": "platform.kratix.io/v1alpha1",
+        "kind": "Pipeline",
+        "metadata": {"name": name},
+        "spec": {"containers": [{"name": "main", "image": "local/sh",
+                                 "command": support::things::step_command()}]},
+    })
+}
+
+/// The `thing` Promise with configure pipelines `configure` and the delete pipeline `bye`.
+fn lifecycle_promise(configure: &[&str]) -> String {
+    let configure: Vec<Value> = configure.iter().map(|p| step(p)).collect();
+    support::things::promise_with_workflows(
+        json!({"resource": {"configure": configure, "delete": [step("bye")]}}),
+    )
+}
+
+/// Names of the objects of every kind the executor and the controllers make for an owner that
+/// match `selector`, in every namespace: what the label sweep must leave empty.
+fn labelled_leftovers(env: &TestEnv, selector: &str) -> Vec<String> {
+    let kinds = [
+        "jobs",
+        "configmaps",
+        "serviceaccounts",
+        "roles",
+        "rolebindings",
+        "clusterroles",
+        "clusterrolebindings",
+        "works",
+        "workplacements",
+        "crds",
+    ];
+    kinds
+        .iter()
+        .flat_map(|kind| {
+            env.list_json(kind, &["-A", "-l", selector])
+                .into_iter()
+                .map(move |o| format!("{kind} {}", o["metadata"]["name"]))
+        })
+        .collect()
+}
+
+/// WorkPlacements of a `thing` request's Works: they carry their Work's name rather than the
+/// request's labels.
+fn placements_of(env: &TestEnv, request: &str) -> Vec<String> {
+    let prefix = format!("thing-{request}-");
+    env.list_json("workplacements", &["-A"])
+        .iter()
+        .filter_map(|p| p["metadata"]["name"].as_str().map(str::to_string))
+        .filter(|n| n.starts_with(&prefix))
+        .collect()
+}
+
+/// Files of the Git store under `prefix`.
+fn files_under(repo: &Path, prefix: &str) -> Vec<String> {
+    git(
+        &[
+            "--git-dir",
+            repo.to_str().expect("UTF-8"),
+            "ls-tree",
+            "-r",
+            "--name-only",
+            "main",
+        ],
+        Path::new("/"),
+    )
+    .lines()
+    .filter(|l| l.starts_with(prefix))
+    .map(str::to_string)
+    .collect()
+}
+
+/// The configure runs of `request` after sequence `after`, once they are exactly `expected`,
+/// all succeeded and the request is reconciled.
+#[track_caller]
+fn rerun(
+    env: &TestEnv,
+    request: &str,
+    after: i64,
+    expected: &[&str],
+) -> Vec<support::things::RunInfo> {
+    eventually(
+        &format!("{request} re-run as {expected:?}"),
+        PATIENCE,
+        || {
+            let runs: Vec<_> = runs(env, request)
+                .into_iter()
+                .filter(|r| r.sequence > after && r.action == "configure")
+                .collect();
+            let names: Vec<&str> = runs.iter().map(|r| r.pipeline.as_str()).collect();
+            let done = names == expected
+                && runs.iter().all(|r| r.phase == "Succeeded")
+                && reconciled(env, request).is_some();
+            done.then_some(runs)
+        },
+    )
+}
+
+fn last_sequence(env: &TestEnv, request: &str) -> i64 {
+    runs(env, request).last().map_or(0, |r| r.sequence)
+}
+
+#[test]
+fn lifecycle_through_jobs_reruns_removes_files_runs_delete_workflows_and_sweeps() {
+    let Some(env) = TestEnv::start() else { return };
+    let daemon = GitDaemon::start().expect("git daemon");
+    let work = tempfile::tempdir().expect("work dir");
+    let kubelet = env.kubelet();
+    let controller = Controller::start(&env, "solo", work.path(), &[]);
+    git_platform(&env, &daemon);
+    let repo = daemon.bare_repo("state.git").expect("repository");
+    apply_promise(&env, &["a", "b", "c"]);
+    // The same pipelines, and a delete workflow.
+    env.apply(&lifecycle_promise(&["a", "b", "c"]));
+    env.apply(&support::things::request("r1", 1));
+    let obj = settled(&env, &controller, "r1");
+    assert_eq!(
+        condition(&obj, "ConfigureWorkflowCompleted").and_then(|c| c["status"].as_str()),
+        Some("True"),
+        "{obj:#}"
+    );
+    let files = |p: &str| files_under(&repo, &format!("worker-1/resources/default/thing/r1/{p}/"));
+    for p in ["a", "b", "c"] {
+        eventually("the pipeline's files", PATIENCE, || {
+            (!files(p).is_empty()).then_some(())
+        });
+    }
+
+    // Update while running: the run in progress finishes, then the workflow starts again from
+    // the first pipeline for the newest spec.
+    let before = last_sequence(&env, "r1");
+    env.apply(&support::things::request("r1", 2));
+    eventually("a run of the update started", PATIENCE, || {
+        runs(&env, "r1")
+            .iter()
+            .any(|r| r.sequence > before && r.phase == "Running")
+            .then_some(())
+    });
+    env.apply(&support::things::request("r1", 3));
+    eventually("r1 reconciled at size 3", PATIENCE, || {
+        let obj = reconciled(&env, "r1")?;
+        let path = files("c").into_iter().next()?;
+        let c = git(
+            &["--git-dir", repo.to_str()?, "show", &format!("main:{path}")],
+            Path::new("/"),
+        );
+        (c.contains("size: \"3\"") && obj["spec"]["size"] == 3).then_some(())
+    });
+    let after_update: Vec<_> = runs(&env, "r1")
+        .into_iter()
+        .filter(|r| r.sequence > before)
+        .collect();
+    support::things::assert_never_overlapped(&after_update);
+    assert_eq!(
+        after_update
+            .iter()
+            .rev()
+            .take(3)
+            .map(|r| r.pipeline.as_str())
+            .collect::<Vec<_>>(),
+        ["c", "b", "a"],
+        "the newest spec ran every pipeline in order: {after_update:#?}"
+    );
+
+    // The manual reconciliation label re-runs every pipeline and is cleared.
+    let before = last_sequence(&env, "r1");
+    env.kubectl(
+        &[
+            "label",
+            "things",
+            "r1",
+            "-n",
+            "default",
+            "kratix.io/manual-reconciliation=true",
+        ],
+        "",
+    );
+    let again = rerun(&env, "r1", before, &["a", "b", "c"]);
+    support::things::assert_never_overlapped(&again);
+    eventually("the label cleared", PATIENCE, || {
+        let obj = env.get_json("things", "r1", Some("default"))?;
+        obj["metadata"]["labels"]
+            .get("kratix.io/manual-reconciliation")
+            .is_none()
+            .then_some(())
+    });
+
+    // N → N−1 and rename (b → x, c dropped): b's and c's files leave the store, x's arrive.
+    let before = last_sequence(&env, "r1");
+    env.apply(&lifecycle_promise(&["a", "x"]));
+    rerun(&env, "r1", before, &["a", "x"]);
+    eventually("b's and c's files gone, x's written", PATIENCE, || {
+        (files("b").is_empty() && files("c").is_empty() && !files("x").is_empty()).then_some(())
+    });
+
+    // Deleting the request runs its delete workflow as a Job, then sweeps its Jobs and
+    // ConfigMaps and removes its Works and files.
+    let request = "kratix.io/promise-name=thing,kratix.io/resource-name=r1";
+    let before_delete = labelled_leftovers(&env, request);
+    for kind in ["jobs ", "works "] {
+        assert!(
+            before_delete.iter().any(|o| o.starts_with(kind)),
+            "{kind}labelled for r1 exist before: {before_delete:?}"
+        );
+    }
+    assert!(!placements_of(&env, "r1").is_empty());
+    env.kubectl(
+        &["delete", "things", "r1", "-n", "default", "--wait=false"],
+        "",
+    );
+    eventually("r1 gone", PATIENCE, || {
+        env.get_json("things", "r1", Some("default"))
+            .is_none()
+            .then_some(())
+    });
+    let ran = kubelet.kubelet.ran.lock().expect("not poisoned").clone();
+    assert!(
+        ran.iter()
+            .any(|pod| pod.starts_with("kratix-thing-r1-bye-")),
+        "the delete pipeline ran as a Job: {ran:?}"
+    );
+    eventually("nothing labelled for r1", PATIENCE, || {
+        labelled_leftovers(&env, request).is_empty().then_some(())
+    });
+    assert!(files_under(&repo, "worker-1/resources/default/thing/r1").is_empty());
+    // WorkPlacements carry their Work's name rather than the request's labels.
+    eventually("r1's WorkPlacements gone", PATIENCE, || {
+        placements_of(&env, "r1").is_empty().then_some(())
+    });
+
+    // Deleting the Promise sweeps everything labelled for it: its pipelines' ServiceAccounts,
+    // roles and bindings, and its CRD.
+    let promise = "kratix.io/promise-name=thing";
+    assert!(
+        labelled_leftovers(&env, promise)
+            .iter()
+            .any(|o| o.starts_with("serviceaccounts")),
+        "the pipelines' ServiceAccounts exist before: {:?}",
+        labelled_leftovers(&env, promise)
+    );
+    env.kubectl(&["delete", "promise", "thing", "--wait=false"], "");
+    eventually("the Promise gone", PATIENCE, || {
+        env.get_json("promise", "thing", None)
+            .is_none()
+            .then_some(())
+    });
+    let left = eventually("nothing labelled for the Promise", PATIENCE, || {
+        let left = labelled_leftovers(&env, promise);
+        left.is_empty().then_some(left)
+    });
+    assert!(left.is_empty());
+    drop(controller);
+}

@@ -56,6 +56,9 @@ pub enum Error {
     /// The platform's kinds could not be read.
     #[error(transparent)]
     Platform(#[from] crate::platform::Error),
+    /// The executor could not remove what pipelines left for a deleted object.
+    #[error(transparent)]
+    Sweep(#[from] crate::pipeline::Error),
     /// A stored object does not parse as its kind.
     #[error("{key} is not a valid {kind}")]
     Malformed {

@@ -194,6 +194,7 @@ async fn teardown(rt: &Runtime, subject: &Subject, promise: &Promise) -> Result<
         return Ok(Next::Done);
     }
     works::delete_runs(rt, subject).await?;
+    rt.pipelines.sweep(&subject.owner()).await?;
     if let Ok(Some(api)) = promise_api::request_kind(promise) {
         rt.cp.remove_kind(&subject.promise_name, &api.kind).await?;
     }

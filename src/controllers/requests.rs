@@ -185,6 +185,7 @@ async fn teardown(rt: &Runtime, subject: &Subject, promise: &Promise) -> Result<
         return Ok(Next::Done);
     }
     works::delete_runs(rt, subject).await?;
+    rt.pipelines.sweep(&subject.owner()).await?;
     status::remove_finalizer(
         rt.cp.as_ref(),
         &subject.kind,

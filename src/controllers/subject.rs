@@ -28,6 +28,20 @@ impl Subject {
         self.object.metadata.name.clone().unwrap_or_default()
     }
 
+    /// What the executor's leftovers for this object belong to.
+    pub fn owner(&self) -> crate::pipeline::Owner {
+        match self.workflow_type {
+            WorkflowType::Promise => crate::pipeline::Owner::Promise {
+                name: self.promise_name.clone(),
+            },
+            WorkflowType::Resource => crate::pipeline::Owner::Request {
+                promise: self.promise_name.clone(),
+                namespace: self.object.metadata.namespace.clone().unwrap_or_default(),
+                name: self.name(),
+            },
+        }
+    }
+
     /// Promise workflows run in the system namespace, resource workflows in the request's.
     pub fn run_namespace(&self) -> String {
         match self.workflow_type {

@@ -98,11 +98,7 @@ impl Pod {
 
     async fn hand_back(&self, bundle: &Bundle, part: Part) -> Result<(), Error> {
         let env: Vec<(String, String)> = std::env::vars().collect();
-        let mut labels = Identity::from_env(&self.job, &env)?.workflow_labels();
-        labels.insert(
-            identity::MANAGED_BY_LABEL.into(),
-            identity::MANAGED_BY_VALUE.into(),
-        );
+        let labels = Identity::from_env(&self.job, &env)?.run_labels();
         let owner = (!self.uid.is_empty()).then(|| handback::job_owner(&self.job, &self.uid));
         let maps: Api<ConfigMap> = Api::namespaced(self.client.clone(), &self.namespace);
         for cm in handback::encode(bundle, part, &self.job, &self.namespace, owner, &labels)? {

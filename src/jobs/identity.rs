@@ -159,13 +159,20 @@ impl Identity {
         labels
     }
 
-    /// The labels of the Job and its pod; `hash` identifies the object's content.
-    pub fn job_labels(&self, hash: &str) -> BTreeMap<String, String> {
+    /// The labels of everything one run makes (the hand-back ConfigMaps): the workflow labels,
+    /// the request's name and who manages it, so that a request's deletion finds them.
+    pub fn run_labels(&self) -> BTreeMap<String, String> {
         let mut labels = self.workflow_labels();
         labels.insert(MANAGED_BY_LABEL.into(), MANAGED_BY_VALUE.into());
         if let Some(r) = &self.resource {
             labels.insert(RESOURCE_NAME_LABEL.into(), r.name.clone());
         }
+        labels
+    }
+
+    /// The labels of the Job and its pod; `hash` identifies the object's content.
+    pub fn job_labels(&self, hash: &str) -> BTreeMap<String, String> {
+        let mut labels = self.run_labels();
         labels.insert(HASH_LABEL.into(), hash.to_string());
         labels
     }

@@ -14,6 +14,7 @@ pub mod rbac;
 mod rundir;
 pub mod spec;
 pub mod status;
+pub mod sweep;
 mod wait;
 
 use std::path::{Path, PathBuf};
@@ -415,6 +416,23 @@ impl Executor for KubeJobs {
 
     /// Deletes the Job the interrupted run started (foreground: its pods go first). Nothing of
     /// it runs on this machine, so there are no process groups to report.
+    /// Deletes everything labelled for `owner` (see [`sweep`]).
+    async fn sweep(&self, owner: &pipeline::Owner) -> Result<(), pipeline::Error> {
+        for step in sweep::plan(owner, &self.settings.system_namespace) {
+            let deleted =
+                sweep::run(&self.client, &step)
+                    .await
+                    .map_err(|e| pipeline::Error::Sweep {
+                        owner: owner.to_string(),
+                        source: Box::new(e),
+                    })?;
+            if deleted > 0 {
+                tracing::info!(%owner, kind = ?step.kind, deleted, "swept what the pipelines left");
+            }
+        }
+        Ok(())
+    }
+
     fn kill_leftovers(&self, work_dir: &Path) -> Vec<i32> {
         let Some(job) = rundir::noted_job(work_dir) else {
             return Vec::new();

@@ -78,6 +78,13 @@ pub enum Error {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// The executor could not remove what it made for a deleted Promise or request.
+    #[error("cannot remove what the pipelines of {owner} left")]
+    Sweep {
+        owner: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// Running a container failed for a reason that is not the container's.
     #[error("cannot run container {container:?} of {run}")]
     Exec {
@@ -166,6 +173,39 @@ impl RunDirs {
     }
 }
 
+/// What the executor's leftovers belong to: a Promise (and everything of its requests) or one
+/// request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Owner {
+    Promise {
+        name: String,
+    },
+    Request {
+        promise: String,
+        /// Empty for a cluster-scoped request.
+        namespace: String,
+        name: String,
+    },
+}
+
+impl std::fmt::Display for Owner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Owner::Promise { name } => write!(f, "Promise {name}"),
+            Owner::Request {
+                promise,
+                namespace,
+                name,
+            } if namespace.is_empty() => write!(f, "{promise} request {name}"),
+            Owner::Request {
+                promise,
+                namespace,
+                name,
+            } => write!(f, "{promise} request {namespace}/{name}"),
+        }
+    }
+}
+
 /// Carries out pipeline runs. The controllers only know this trait; [`Local`] runs containers on
 /// this machine.
 #[async_trait::async_trait]
@@ -176,6 +216,11 @@ pub trait Executor: std::fmt::Debug + Send + Sync + 'static {
     /// Kills whatever a run that an executor which is now gone started in `work_dir` left
     /// running, and returns what it killed (process groups, for the local executor).
     fn kill_leftovers(&self, work_dir: &Path) -> Vec<i32>;
+
+    /// Removes everything the executor made for `owner` beyond its runs' folders (for the Job
+    /// executor: Jobs, ServiceAccounts, roles, ConfigMaps). Called once the owner's delete
+    /// workflows ran, before its finalizer goes; doing it again finds nothing.
+    async fn sweep(&self, owner: &Owner) -> Result<(), Error>;
 }
 
 /// The executor of the embedded runtime: containers run on this machine, sandboxed or as plain
@@ -191,6 +236,11 @@ impl Executor for Local {
 
     fn kill_leftovers(&self, work_dir: &Path) -> Vec<i32> {
         groups::kill_recorded(work_dir)
+    }
+
+    /// Runs leave only their folders, which the controllers remove with the runs.
+    async fn sweep(&self, _owner: &Owner) -> Result<(), Error> {
+        Ok(())
     }
 }
 
