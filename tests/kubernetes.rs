@@ -310,6 +310,36 @@ fn controller_runs_three_pipelines_in_order_with_one_commit_each() {
     );
 }
 
+#[test]
+fn pipelines_run_inside_the_controller_when_asked_and_jobs_need_the_adapter_image() {
+    let Some(env) = TestEnv::start() else { return };
+    // Jobs need the adapter image: without it the controller says so and stops.
+    let refused = std::process::Command::new(support::binary())
+        .arg("controller")
+        .arg("--kubeconfig")
+        .arg(&env.kubeconfig)
+        .env_remove("KRATIX_PIPELINE_ADAPTER_IMAGE")
+        .env_remove("KRATIX_PIPELINES")
+        .output()
+        .expect("kratix-rs controller runs");
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("KRATIX_PIPELINE_ADAPTER_IMAGE is not set"),
+        "{stderr}"
+    );
+
+    // `--pipelines local`: no kubelet here, and the request is reconciled without any Job.
+    let daemon = GitDaemon::start().expect("git daemon");
+    let work = tempfile::tempdir().expect("work dir");
+    let controller = Controller::start(&env, "local", work.path(), &["--pipelines", "local"]);
+    git_platform(&env, &daemon);
+    apply_promise(&env, &["a"]);
+    env.apply(&support::things::request("r1", 1));
+    settled(&env, &controller, "r1");
+    assert!(env.list_json("jobs", &["-A"]).is_empty());
+}
+
 /// The holder of the controllers' Lease.
 fn lease_holder(env: &TestEnv) -> Option<String> {
     env.get_json(

@@ -34,10 +34,9 @@ impl KubeTestenv {
         KubeTestenv { dir, kubeconfig }
     }
 
+    /// The client configuration, with the TLS crypto provider installed as the binary does.
     pub async fn config(&self) -> kube::Config {
-        let kubeconfig =
-            kube::config::Kubeconfig::read_from(&self.kubeconfig).expect("kubeconfig reads");
-        kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        kratix::kube::client_config(Some(&self.kubeconfig))
             .await
             .expect("kubeconfig is usable")
     }
