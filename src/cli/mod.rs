@@ -5,6 +5,7 @@ pub mod documents;
 mod driver;
 pub mod get;
 pub mod logs;
+pub mod metadata;
 pub mod output;
 pub mod run;
 pub mod wait;
@@ -95,6 +96,10 @@ pub enum Command {
         #[arg(long)]
         pipeline: Option<String>,
     },
+    /// Add, change (`--overwrite`) or remove (`key-`) labels of an object; metadata only.
+    Label(MetadataArgs),
+    /// Add, change (`--overwrite`) or remove (`key-`) annotations of an object; metadata only.
+    Annotate(MetadataArgs),
     /// Run every controller of the home until SIGINT or SIGTERM.
     Serve,
     /// Run the controllers against a Kubernetes API server (not available yet in this build).
@@ -117,6 +122,21 @@ impl WaitArgs {
     pub fn timeout(&self) -> Duration {
         Duration::from_secs(self.timeout)
     }
+}
+
+/// `KIND NAME key=value … key- …` of `label` and `annotate`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct MetadataArgs {
+    pub kind: String,
+    pub name: String,
+    /// `key=value` to set, `key-` to remove.
+    #[arg(required = true)]
+    pub changes: Vec<String>,
+    /// Allow changing a value that is already set.
+    #[arg(long)]
+    pub overwrite: bool,
+    #[arg(short = 'n', long)]
+    pub namespace: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
