@@ -3,7 +3,10 @@
 
 mod support;
 
-use support::{fixtures, Kratix};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use support::{condition, eventually, fixtures, Kratix};
 
 /// The quickstart applied and settled: a Git store, a Destination, the webapp Promise and two
 /// requests.
@@ -134,4 +137,164 @@ fn label_refuses_bad_input_naming_it() {
     }
     let todo = k.get_json("webapp", "shop", None).expect("shop");
     assert!(todo["metadata"]["labels"].get("a").is_none());
+}
+
+const APP_IMAGE: &str =
+    "ghcr.io/syntasso/kratix-marketplace/app-as-a-service-configure-pipeline:v0.1.0";
+
+/// A Promise with no API and no workflows, labelled with a version: available at once.
+fn small_promise(name: &str, version: &str) -> String {
+    format!(
+        "apiVersion: platform.kratix.io/v1alpha1\nkind: Promise\nmetadata:\n  name: {name}\n  labels:\n    kratix.io/promise-version: {version}\nspec: {{}}\n"
+    )
+}
+
+fn states(promise: &Value) -> Vec<(String, String)> {
+    promise["status"]["requiredPromises"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .map(|r| {
+            (
+                r["name"].as_str().unwrap_or_default().to_string(),
+                r["state"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_promise_waits_for_its_required_promises_at_their_versions() {
+    let mut k = Kratix::new();
+    // The marketplace pipeline's image stands for a command that renders nothing.
+    std::fs::write(
+        k.home().join("images.yaml"),
+        format!("{APP_IMAGE}: [sh, -c, 'true']\n"),
+    )
+    .expect("image map");
+    k.start_serve();
+    let app_promise = fixtures().join("marketplace/app-as-a-service.yaml");
+    k.run(&[
+        "apply",
+        "--no-wait",
+        "-f",
+        app_promise.to_str().expect("utf-8"),
+    ])
+    .assert_ok();
+    let app = |k: &Kratix| k.get_json("promise", "app", None).expect("app");
+    let waiting = |k: &Kratix, want: &[(&str, &str)]| {
+        let want: Vec<(String, String)> = want
+            .iter()
+            .map(|(n, s)| (n.to_string(), s.to_string()))
+            .collect();
+        eventually(
+            "the app Promise's requirements",
+            Duration::from_secs(60),
+            || {
+                let p = app(k);
+                (states(&p) == want).then_some(p)
+            },
+        )
+    };
+    let p = waiting(
+        &k,
+        &[
+            ("postgresql", "Requirement not installed"),
+            ("nginx-ingress", "Requirement not installed"),
+        ],
+    );
+    let fulfilled = condition(&p, "RequirementsFulfilled").expect("RequirementsFulfilled");
+    assert_eq!(fulfilled["status"], "False");
+    assert_eq!(fulfilled["reason"], "RequirementsNotInstalled");
+    assert_eq!(fulfilled["message"], "Requirements not fulfilled");
+    assert_eq!(p["status"]["status"], "Unavailable");
+    let available = condition(&p, "Available").expect("Available");
+    assert_eq!(
+        (&available["status"], &available["message"]),
+        (&json!("False"), &json!("Cannot fulfil resource requests"))
+    );
+    assert_eq!(
+        p["status"]["requiredPromises"][0]["version"],
+        "v1.0.0-beta.3"
+    );
+
+    // Its requests wait and nothing runs.
+    k.apply_yaml(
+        "apiVersion: marketplace.kratix.io/v1\nkind: app\nmetadata: {name: shop}\nspec: {name: shop, image: nginx}\n",
+        &["--no-wait"],
+    )
+    .assert_ok();
+    eventually("the request to wait", Duration::from_secs(60), || {
+        let r = k.get_json("app", "shop", None)?;
+        (condition(&r, "PromiseAvailable")?["status"] == "False").then_some(())
+    });
+
+    // One at another version, the other at the right one.
+    k.apply_yaml(
+        &format!(
+            "{}---\n{}",
+            small_promise("postgresql", "v1.0.0-beta.2"),
+            small_promise("nginx-ingress", "v1.0.0-beta.2")
+        ),
+        &[],
+    )
+    .assert_ok();
+    let p = waiting(
+        &k,
+        &[
+            (
+                "postgresql",
+                "Requirement not installed at the specified version",
+            ),
+            ("nginx-ingress", "Requirement installed"),
+        ],
+    );
+    assert_eq!(p["status"]["status"], "Unavailable");
+    assert!(k.list_json("pipelineruns", &["-A"]).is_empty());
+
+    // The required version appears: the Promise becomes available and its request runs.
+    k.run(&[
+        "label",
+        "promise",
+        "postgresql",
+        "kratix.io/promise-version=v1.0.0-beta.3",
+        "--overwrite",
+    ])
+    .assert_ok();
+    let p = waiting(
+        &k,
+        &[
+            ("postgresql", "Requirement installed"),
+            ("nginx-ingress", "Requirement installed"),
+        ],
+    );
+    let fulfilled = condition(&p, "RequirementsFulfilled").expect("RequirementsFulfilled");
+    assert_eq!(
+        (&fulfilled["status"], &fulfilled["reason"]),
+        (&json!("True"), &json!("RequirementsInstalled"))
+    );
+    k.run(&[
+        "wait",
+        "app",
+        "shop",
+        "--for",
+        "condition=ConfigureWorkflowCompleted",
+        "--timeout",
+        "120",
+    ])
+    .assert_ok();
+    assert_eq!(app(&k)["status"]["status"], "Available");
+    assert_eq!(k.list_json("pipelineruns", &["-A"]).len(), 1);
+
+    // A required Promise going away makes it unavailable again.
+    k.run(&["delete", "promise", "nginx-ingress"]).assert_ok();
+    let p = waiting(
+        &k,
+        &[
+            ("postgresql", "Requirement installed"),
+            ("nginx-ingress", "Requirement not installed"),
+        ],
+    );
+    assert_eq!(p["status"]["status"], "Unavailable");
 }

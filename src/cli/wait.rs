@@ -101,6 +101,15 @@ fn workflow_settlement(obj: &Object) -> Settlement {
     {
         return Settlement::Failed(cond_str(configure, "message"));
     }
+    // A Promise waiting for its required Promises says which condition holds it.
+    let requirements = condition(obj, "RequirementsFulfilled");
+    if cond_str(requirements, "status") == "False" {
+        return Settlement::Pending(format!(
+            "RequirementsFulfilled: {} ({})",
+            cond_str(requirements, "message"),
+            cond_str(requirements, "reason")
+        ));
+    }
     let reconciled = condition(obj, "Reconciled");
     match cond_str(reconciled, "status").as_str() {
         "True" => Settlement::Settled,

@@ -16,6 +16,7 @@ pub mod promises;
 mod queue;
 mod readiness;
 pub mod requests;
+pub mod requirements;
 mod run_failure;
 mod run_outcome;
 mod run_record;
