@@ -6,7 +6,7 @@ mod support;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use support::{condition, eventually, fixtures, Kratix};
+use support::{condition, eventually, fixtures, things, Kratix};
 
 /// The quickstart applied and settled: a Git store, a Destination, the webapp Promise and two
 /// requests.
@@ -297,4 +297,111 @@ fn a_promise_waits_for_its_required_promises_at_their_versions() {
         ],
     );
     assert_eq!(p["status"]["status"], "Unavailable");
+}
+
+fn reconciled_reason(obj: &Value) -> String {
+    condition(obj, "Reconciled")
+        .and_then(|c| c["reason"].as_str())
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[test]
+fn the_paused_label_stops_workflows_until_removed() {
+    let mut k = Kratix::new();
+    k.start_serve();
+    let gate_dir = support::sandbox_visible_dir();
+    let gate = gate_dir.path().join("open");
+    let gated = vec![
+        "sh".to_string(),
+        "-c".to_string(),
+        format!("while [ ! -e '{}' ]; do sleep 0.1; done", gate.display()),
+    ];
+    let done = vec!["true".to_string()];
+    k.apply_yaml(
+        &things::promise_with(&[("gated", gated), ("after", done)]),
+        &[],
+    )
+    .assert_ok();
+    k.apply_yaml(&things::request("a", 1), &["--no-wait"])
+        .assert_ok();
+    let wait_secs = Duration::from_secs(60);
+    eventually("the first pipeline to run", wait_secs, || {
+        let runs = things::runs(&k, "a");
+        (runs.len() == 1 && runs[0].phase == "Running").then_some(())
+    });
+
+    // Paused while its first pipeline runs: that one finishes, the next never starts.
+    k.run(&["label", "thing", "a", "kratix.io/paused=true"])
+        .assert_ok();
+    let paused = eventually("the request to say it is paused", wait_secs, || {
+        let a = k.get_json("thing", "a", None)?;
+        (reconciled_reason(&a) == "PausedReconciliation").then_some(a)
+    });
+    let reconciled = condition(&paused, "Reconciled").expect("Reconciled");
+    assert_eq!(
+        (&reconciled["status"], &reconciled["message"]),
+        (&json!("Unknown"), &json!("Paused"))
+    );
+    std::fs::write(&gate, "").expect("open the gate");
+    eventually("the running pipeline to finish", wait_secs, || {
+        let runs = things::runs(&k, "a");
+        (runs.len() == 1 && runs[0].phase == "Succeeded").then_some(())
+    });
+    // Completing the run wakes the request; a short look proves nothing new started.
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(things::runs(&k, "a").len(), 1);
+    let a = k.get_json("thing", "a", None).expect("a");
+    assert_eq!(reconciled_reason(&a), "PausedReconciliation");
+
+    // Removing the label runs the configure workflow again from its first pipeline.
+    k.run(&["label", "thing", "a", "kratix.io/paused-"])
+        .assert_ok();
+    eventually("the request to be reconciled again", wait_secs, || {
+        things::reconciled(&k, "a")
+    });
+    let pipelines: Vec<String> = things::runs(&k, "a")
+        .into_iter()
+        .map(|r| r.pipeline)
+        .collect();
+    assert_eq!(pipelines, ["gated", "gated", "after"]);
+
+    // A paused Promise is unavailable and pauses its requests, new ones included.
+    k.run(&["label", "promise", "thing", "kratix.io/paused=true"])
+        .assert_ok();
+    let promise = eventually("the Promise to say it is paused", wait_secs, || {
+        let p = k.get_json("promise", "thing", None)?;
+        (reconciled_reason(&p) == "PausedReconciliation").then_some(p)
+    });
+    assert_eq!(promise["status"]["status"], "Unavailable");
+    let available = condition(&promise, "Available").expect("Available");
+    assert_eq!(
+        (
+            &available["status"],
+            &available["reason"],
+            &available["message"]
+        ),
+        (
+            &json!("False"),
+            &json!("PausedReconciliation"),
+            &json!("Paused")
+        )
+    );
+    k.apply_yaml(&things::request("b", 2), &["--no-wait"])
+        .assert_ok();
+    for name in ["a", "b"] {
+        eventually("its requests to say they are paused", wait_secs, || {
+            let r = k.get_json("thing", name, None)?;
+            (reconciled_reason(&r) == "PausedReconciliation").then_some(())
+        });
+    }
+    assert!(things::runs(&k, "b").is_empty());
+
+    k.run(&["label", "promise", "thing", "kratix.io/paused-"])
+        .assert_ok();
+    eventually("the new request to be reconciled", wait_secs, || {
+        things::reconciled(&k, "b")
+    });
+    let promise = k.get_json("promise", "thing", None).expect("thing");
+    assert_eq!(promise["status"]["status"], "Available");
 }

@@ -10,6 +10,7 @@ mod kube_time;
 mod lifecycle;
 mod lookups;
 mod owners;
+pub mod pausing;
 mod placement_conditions;
 pub mod placements;
 pub mod promises;

@@ -15,7 +15,7 @@ use crate::workflow::{Action, Step, WorkflowType};
 use super::lifecycle::{self, Configured};
 use super::requirements::{self, Installed, Requirements};
 use super::subject::Subject;
-use super::{lookups, status, workflows, works, Error, Next, Runtime};
+use super::{lookups, pausing, status, workflows, works, Error, Next, Runtime};
 
 fn typed(obj: &Object) -> Result<Promise, Error> {
     crate::api::object::to_typed(obj).map_err(|source| Error::malformed(obj, "Promise", source))
@@ -64,6 +64,10 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
         hash: spec_hash(&obj.data),
         object: obj.clone(),
     };
+    // Paused before anything else, deletion included, as in Kratix.
+    if let Some(next) = pausing::act(rt, &subject, pausing::decision_for(&obj, None)).await? {
+        return Ok(next);
+    }
     if obj.metadata.deletion_timestamp.is_some() {
         return teardown(rt, &subject, &promise).await;
     }

@@ -234,7 +234,13 @@ mod tests {
             _ => None,
         };
         type Want = Option<(ConditionStatus, &'static str)>;
-        type Case = (&'static str, Vec<RequiredPromise>, bool, Want, Vec<&'static str>);
+        type Case = (
+            &'static str,
+            Vec<RequiredPromise>,
+            bool,
+            Want,
+            Vec<&'static str>,
+        );
         let cases: Vec<Case> = vec![
             ("requires nothing", vec![], false, None, vec![]),
             (
