@@ -18,14 +18,14 @@ fn quickstart() -> Kratix {
     k
 }
 
-fn setup_runs(k: &Kratix) -> usize {
+fn all_runs(k: &Kratix) -> usize {
     k.list_json("pipelineruns", &["-A"]).len()
 }
 
 #[test]
 fn label_and_annotate_change_metadata_only() {
     let k = quickstart();
-    let runs = setup_runs(&k);
+    let runs = all_runs(&k);
     let app = |k: &Kratix| k.get_json("webapp", "shop", None).expect("shop");
     let before = app(&k);
     let generation = before["metadata"]["generation"].clone();
@@ -103,7 +103,7 @@ fn label_and_annotate_change_metadata_only() {
         "60",
     ])
     .assert_ok();
-    assert_eq!(setup_runs(&k), runs);
+    assert_eq!(all_runs(&k), runs);
 }
 
 #[test]
