@@ -78,6 +78,9 @@ async fn dispatch(command: Command, platform: &Platform, driver: &Driver) -> Res
                     eprintln!("warning: {}: unknown field {field} dropped", p.document);
                 }
             }
+            for (document, warning) in apply::requirement_warnings(&prepared, &known.promises) {
+                eprintln!("warning: {document}: {warning}");
+            }
             let cp = platform.control_plane();
             let before = snapshot(cp.as_ref(), &prepared).await;
             let stored = apply::store_all(cp.as_ref(), &prepared).await?;

@@ -129,6 +129,39 @@ pub fn evaluate<'a>(
     }
 }
 
+/// What `apply` warns about a Promise whose requirements are not there yet, as Kratix's
+/// admission webhook does (`validateRequiredPromisesAreAvailable`). `version_of` gives the
+/// `kratix.io/promise-version` label of a Promise that exists (`Some(None)` when unlabelled).
+pub fn apply_warnings<'a>(
+    required: &[RequiredPromise],
+    version_of: impl Fn(&str) -> Option<Option<&'a str>>,
+) -> Vec<String> {
+    let mut warnings: Vec<String> = required
+        .iter()
+        .filter_map(|r| {
+            let found = version_of(&r.name).map(|version| Installed {
+                version,
+                available: true,
+            });
+            match state(r, found) {
+                State::NotInstalled => Some(format!(
+                    "Required Promise {:?} at version {:?} not installed",
+                    r.name, r.version
+                )),
+                State::NotInstalledAtSpecifiedVersion => Some(format!(
+                    "Required Promise {:?} installed, but not at version {:?}",
+                    r.name, r.version
+                )),
+                State::Installed | State::NotAvailable => None,
+            }
+        })
+        .collect();
+    if !warnings.is_empty() {
+        warnings.push("Promise will not be available until the above issue(s) is resolved".into());
+    }
+    warnings
+}
+
 /// The conditions of a Promise that waits for its requirements, as Kratix sets them.
 pub fn waiting_conditions() -> [Condition; 2] {
     [
@@ -217,6 +250,44 @@ mod tests {
         ];
         for (name, required, found, want) in cases {
             assert_eq!(state(&required, found), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn apply_warns_like_kratixs_webhook() {
+        let version_of = |name: &str| match name {
+            "postgresql" => Some(Some("v1")),
+            "unlabelled" => Some(None),
+            _ => None,
+        };
+        let tail = "Promise will not be available until the above issue(s) is resolved";
+        let cases: Vec<(&str, Vec<RequiredPromise>, Vec<&str>)> = vec![
+            ("nothing required", vec![], vec![]),
+            (
+                "all there",
+                vec![req("postgresql", "v1"), req("unlabelled", "")],
+                vec![],
+            ),
+            (
+                "missing",
+                vec![req("redis", "v2")],
+                vec![
+                    "Required Promise \"redis\" at version \"v2\" not installed",
+                    tail,
+                ],
+            ),
+            (
+                "another version",
+                vec![req("postgresql", "v2"), req("unlabelled", "v1")],
+                vec![
+                    "Required Promise \"postgresql\" installed, but not at version \"v2\"",
+                    "Required Promise \"unlabelled\" installed, but not at version \"v1\"",
+                    tail,
+                ],
+            ),
+        ];
+        for (name, required, want) in cases {
+            assert_eq!(apply_warnings(&required, version_of), want, "{name}");
         }
     }
 
