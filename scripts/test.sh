@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 
 scripts/test-deps.sh
 scripts/garage.sh
-# A real Kubernetes control plane (etcd + kube-apiserver, built once and cached) to check the CRDs.
+# A real Kubernetes control plane (etcd + kube-apiserver, built once and cached) to check the CRDs,
+# pipeline Jobs and deploy/.
 KUBE_TESTENV="${KUBE_TESTENV:-$(cd .. && pwd)/shared/tools/kube-testenv}"
 export KUBE_TESTENV
 if [ -x "$KUBE_TESTENV" ]; then
@@ -29,4 +30,6 @@ cargo test --workspace --all-features --no-fail-fast
 if [ -x "$KUBE_TESTENV" ]; then
     echo "== CRDs against a real API server"
     cargo test --test api_fixtures -- --ignored
+    echo "== pipeline Jobs and deploy/ against a real control plane"
+    cargo test --all-features --test kubernetes_jobs -- --ignored
 fi

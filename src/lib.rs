@@ -7,6 +7,8 @@
 pub mod api;
 pub mod cli;
 pub mod controllers;
+pub mod jobs;
+pub mod kube;
 pub mod pipeline;
 pub mod platform;
 pub mod scheduler;

@@ -1,21 +1,28 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use kratix::cli::{run::run, Cli};
+use kratix::cli::controller::LogFormat;
+use kratix::cli::{run::run, Cli, Command};
 use statestores::error_chain::ErrorChain;
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    tracing_subscriber::fmt()
+    let cli = Cli::parse();
+    let json =
+        matches!(&cli.command, Command::Controller(args) if args.log_format == LogFormat::Json);
+    let logs = tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("KRATIX_LOG")
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
-        .with_writer(std::io::stderr)
+        .with_writer(std::io::stderr);
+    if json {
+        logs.json().init();
+    } else {
         // Colours only for a person at a terminal, not in log files.
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
-    let cli = Cli::parse();
+        logs.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .init();
+    }
     match run(cli).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {

@@ -29,8 +29,10 @@ pub enum Error {
 
 #[derive(Debug, Clone)]
 pub struct Platform {
+    /// Folder of everything that is not an object: pipeline runs, state-store caches. For the
+    /// embedded runtime it also holds the control plane; on Kubernetes it is the work folder.
     pub home: PathBuf,
-    pub store: Arc<EmbeddedStore>,
+    pub store: Arc<dyn ControlPlane>,
 }
 
 impl Platform {
@@ -46,6 +48,19 @@ impl Platform {
             home,
             store: Arc::new(store),
         })
+    }
+
+    /// A platform whose objects live in `store` (a Kubernetes API server), with its pipeline
+    /// runs and caches under `work_dir`.
+    pub fn with_control_plane(
+        work_dir: &Path,
+        store: Arc<dyn ControlPlane>,
+    ) -> Result<Self, Error> {
+        let home = std::path::absolute(work_dir).map_err(|source| Error::Home {
+            home: work_dir.display().to_string(),
+            source,
+        })?;
+        Ok(Self { home, store })
     }
 
     pub fn control_plane(&self) -> Arc<dyn ControlPlane> {

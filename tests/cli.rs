@@ -435,11 +435,22 @@ fn crds_prints_every_kratix_kind() {
 }
 
 #[test]
-fn kubernetes_mode_says_it_is_not_available() {
+fn controller_without_a_cluster_fails_naming_its_kubeconfig() {
     let k = Kratix::new();
-    let run = k.run(&["controller"]);
+    let missing = k.home().join("no-such-kubeconfig");
+    let missing = missing.to_str().expect("UTF-8 path");
+    let run = k.run(&["controller", "--kubeconfig", missing]);
     run.assert_failed();
-    assert!(run.stderr.contains("not available"), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains(&format!("reading kubeconfig {missing}")),
+        "{}",
+        run.stderr
+    );
+    let help = k.run(&["controller", "--help"]);
+    help.assert_ok();
+    assert!(!help.stdout.contains("not available"), "{}", help.stdout);
+    assert!(help.stdout.contains("--leader-elect"), "{}", help.stdout);
 }
 
 /// The README's quick start uses the default, relative home (`./.kratix`): pipelines must still

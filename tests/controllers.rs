@@ -14,7 +14,7 @@ use kratix::api::{Object, ObjectKey};
 use kratix::controllers::Runtime;
 use kratix::platform::Platform;
 use kratix::store::embedded::HomeLock;
-use kratix::store::{ControlPlane, Selector};
+use kratix::store::Selector;
 use serde_json::{json, Value};
 
 /// Generous: the machine has 2 cores and tests run in parallel.

@@ -12,6 +12,9 @@ use kratix::store::embedded::{EmbeddedStore, HomeLock};
 use kratix::store::{ChangeType, ControlPlane, Error};
 use serde_json::json;
 
+#[path = "support/contract.rs"]
+mod contract;
+
 const CHILDREN: usize = 3;
 const INCREMENTS: usize = 30;
 /// Tells a copy of this binary that it is a child, and where the home is.
@@ -185,4 +188,13 @@ fn child_reports_the_lock() {
     let held = HomeLock::is_held(home);
     let acquired = HomeLock::try_acquire(home).expect("lock").is_some();
     println!("held={held} acquired={acquired}");
+}
+
+/// The `ControlPlane` contract that every backend passes (tests/kubernetes.rs runs it on
+/// Kubernetes).
+#[tokio::test]
+async fn control_plane_contract_holds_on_the_embedded_store() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let store = EmbeddedStore::open(home.path()).expect("open");
+    contract::run_all(&store, |i| format!("contract-{i}")).await;
 }

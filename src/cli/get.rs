@@ -2,7 +2,7 @@
 
 use crate::api::{KindInfo, Object};
 use crate::platform::Platform;
-use crate::store::{ControlPlane, Selector};
+use crate::store::Selector;
 
 use super::output;
 use super::OutputFormat;

@@ -2,7 +2,7 @@
 
 use crate::api::{labels, KindInfo, Object, GROUP, SYSTEM_NAMESPACE};
 use crate::platform::Platform;
-use crate::store::{ControlPlane, Selector};
+use crate::store::Selector;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

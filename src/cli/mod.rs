@@ -1,6 +1,7 @@
 //! The command-line contract (docs/cli.md).
 
 pub mod apply;
+pub mod controller;
 pub mod documents;
 mod driver;
 pub mod get;
@@ -8,6 +9,7 @@ pub mod logs;
 pub mod metadata;
 pub mod output;
 pub mod run;
+mod signal;
 pub mod wait;
 
 use std::path::PathBuf;
@@ -102,10 +104,16 @@ pub enum Command {
     Annotate(MetadataArgs),
     /// Run every controller of the home until SIGINT or SIGTERM.
     Serve,
-    /// Run the controllers against a Kubernetes API server (not available yet in this build).
-    Controller,
+    /// Run every controller against a Kubernetes API server (Promises' APIs become CRDs), with
+    /// optional leader election, health and metrics endpoints; until SIGTERM.
+    Controller(controller::ControllerArgs),
     /// Print the CustomResourceDefinitions of Kratix's kinds.
     Crds,
+    /// Run one of the adapter containers of a pipeline Job (inside the Job's pod).
+    PipelineAdapter {
+        #[arg(value_enum)]
+        step: crate::jobs::adapter::Step,
+    },
 }
 
 #[derive(Debug, Clone, clap::Args)]

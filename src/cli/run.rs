@@ -30,6 +30,8 @@ pub enum Error {
     Controllers(#[from] controllers::Error),
     #[error(transparent)]
     Metadata(#[from] metadata::Error),
+    #[error(transparent)]
+    Adapter(#[from] crate::jobs::adapter::Error),
     /// A command's arguments don't fit together.
     #[error("{0}")]
     Usage(String),
@@ -45,9 +47,8 @@ pub enum Error {
     /// Another process already runs the controllers of this home.
     #[error("another kratix-rs process is already serving {home}")]
     AlreadyServing { home: String },
-    /// Kubernetes mode is a separate capability that this build does not have yet.
-    #[error("`controller` (Kubernetes mode) is not available yet in this build: use the embedded runtime (`serve`, or `apply` which reconciles in-process)")]
-    KubernetesModeUnavailable,
+    #[error(transparent)]
+    Controller(#[from] super::controller::Error),
 }
 
 pub async fn run(cli: Cli) -> Result<(), Error> {
@@ -55,8 +56,11 @@ pub async fn run(cli: Cli) -> Result<(), Error> {
         print!("{}", crate::api::crds::crds_yaml());
         return Ok(());
     }
-    if let Command::Controller = cli.command {
-        return Err(Error::KubernetesModeUnavailable);
+    if let Command::PipelineAdapter { step } = cli.command {
+        return Ok(crate::jobs::adapter::run(step).await?);
+    }
+    if let Command::Controller(args) = cli.command {
+        return Ok(super::controller::run(args).await?);
     }
     let platform = Platform::open(&cli.home)?;
     // One set of controllers for the whole command, however many waits it makes.
@@ -266,28 +270,13 @@ async fn dispatch(command: Command, platform: &Platform, driver: &Driver) -> Res
             let runtime = controllers::Runtime::new(platform.clone());
             runtime
                 .run(lock, async {
-                    shutdown_signal().await;
+                    super::signal::shutdown().await;
                     eprintln!("stopping");
                 })
                 .await;
             Ok(())
         }
-        Command::Controller | Command::Crds => Ok(()),
-    }
-}
-
-async fn shutdown_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    match signal(SignalKind::terminate()) {
-        Ok(mut term) => {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
-        }
-        Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
-        }
+        Command::Controller(_) | Command::Crds | Command::PipelineAdapter { .. } => Ok(()),
     }
 }
 

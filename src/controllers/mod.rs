@@ -9,6 +9,7 @@ pub mod destinations;
 mod kube_time;
 mod lifecycle;
 mod lookups;
+pub mod metrics;
 mod owners;
 pub mod pausing;
 mod placement_conditions;
@@ -41,7 +42,6 @@ use tracing::{debug, warn};
 
 use crate::api::{KindInfo, ObjectKey, GROUP};
 use crate::platform::{builtin, Platform};
-use crate::store::embedded::HomeLock;
 use crate::store::{self, ControlPlane, Selector};
 
 use backoff::Backoff;
@@ -148,6 +148,8 @@ pub struct Runtime {
     /// must hear of its deletion.
     owners_seen: Arc<Mutex<std::collections::HashMap<ObjectKey, Vec<ObjectKey>>>>,
     pub settings: Settings,
+    /// Reconciles done per controller, and whether the controllers have started.
+    pub metrics: Arc<metrics::ReconcileMetrics>,
 }
 
 impl Runtime {
@@ -165,17 +167,18 @@ impl Runtime {
             running: Arc::new(Mutex::new(HashMap::new())),
             owners_seen: Arc::new(Mutex::new(std::collections::HashMap::new())),
             settings: Settings::from_env(),
+            metrics: Arc::default(),
         }
     }
 
     /// Runs every controller until `stop` completes, then stops executing pipeline runs (see
-    /// [`Runtime::stop_executing`]) and returns. `lock` proves this process is the only one
-    /// running controllers for the home. A process runs one `Runtime` at a time: the claims it
+    /// [`Runtime::stop_executing`]) and returns. `lock` (the home lock of the embedded runtime)
+    /// is held until then: it proves this process is the only one running controllers for the home. A process runs one `Runtime` at a time: the claims it
     /// writes on runs name this instance, and it never runs what another live instance claimed.
     ///
     /// Failures of the control plane are retried with backoff, never returned: a transient error
     /// must not end the controllers.
-    pub async fn run(self, lock: HomeLock, stop: impl Future<Output = ()>) {
+    pub async fn run(self, lock: impl Send, stop: impl Future<Output = ()>) {
         let _lock = lock;
         tokio::pin!(stop);
         let mut queue = Queue::default();
@@ -195,13 +198,16 @@ impl Runtime {
             }
         };
         backoff = Backoff::default();
+        self.metrics.set_started(true);
         let mut resync = tokio::time::interval(self.settings.resync);
         resync.tick().await;
         // When set, everything is looked at again at that moment (after a failure to).
         let mut resync_due: Option<tokio::time::Instant> = None;
         loop {
             while let Some(key) = queue.pop_due() {
-                match self.reconcile(&key).await {
+                let outcome = self.reconcile(&key).await;
+                self.metrics.record(&key.group, &key.kind, outcome.is_ok());
+                match outcome {
                     Ok(Next::Done) => {}
                     Ok(Next::After(delay)) => queue.add_after(key.clone(), delay),
                     Err(err) => {

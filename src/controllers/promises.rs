@@ -81,6 +81,12 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
         ..subject
     };
 
+    // Requests of the Promise's kind can be stored once the control plane knows the kind, even
+    // while the Promise waits for its requirements (they wait with it), as in Kratix.
+    if let (Some(api), Ok(Some(_))) = (&promise.spec.api, promise_api::request_kind(&promise)) {
+        rt.cp.register_kind(&name, api).await?;
+    }
+
     let version = crate::api::object::label(&obj, labels::PROMISE_VERSION)
         .unwrap_or("not-set")
         .to_string();
@@ -270,6 +276,9 @@ async fn teardown(rt: &Runtime, subject: &Subject, promise: &Promise) -> Result<
         return Ok(Next::Done);
     }
     works::delete_runs(rt, subject).await?;
+    if let Ok(Some(api)) = promise_api::request_kind(promise) {
+        rt.cp.remove_kind(&subject.promise_name, &api.kind).await?;
+    }
     status::remove_finalizer(
         rt.cp.as_ref(),
         &kind,

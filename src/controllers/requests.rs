@@ -67,6 +67,19 @@ pub async fn reconcile(rt: &Runtime, kind: &KindInfo, obj: Object) -> Result<Nex
     else {
         return Ok(Next::Done);
     };
+    // Requests carry their Promise's name, as Kratix labels them, however they were stored
+    // (kubectl sets no such label): their deletion must wake the Promise.
+    let Some(obj) = status::add_label(
+        rt.cp.as_ref(),
+        kind,
+        &obj,
+        labels::PROMISE_NAME,
+        &promise_name,
+    )
+    .await?
+    else {
+        return Ok(Next::Done);
+    };
     let subject = Subject {
         object: obj.clone(),
         ..subject

@@ -174,6 +174,26 @@ pub async fn add_finalizer(
     .await
 }
 
+/// Sets a label unless it has that value already; the object as stored, `None` once it is gone.
+pub async fn add_label(
+    cp: &dyn ControlPlane,
+    kind: &KindInfo,
+    obj: &Object,
+    key: &str,
+    value: &str,
+) -> Result<Option<Object>, Error> {
+    if crate::api::object::label(obj, key) == Some(value) {
+        return Ok(Some(obj.clone()));
+    }
+    update_object(cp, kind, &ObjectKey::of(obj), |o| {
+        o.metadata
+            .labels
+            .get_or_insert_with(Default::default)
+            .insert(key.to_string(), value.to_string());
+    })
+    .await
+}
+
 /// Removes a finalizer; an object being deleted that has none left disappears.
 pub async fn remove_finalizer(
     cp: &dyn ControlPlane,

@@ -71,6 +71,13 @@ pub enum Error {
     /// The host's `/` could not be listed to build the sandbox.
     #[error("cannot list / to build the sandbox")]
     ListRoot(#[source] std::io::Error),
+    /// The executor's own machinery (a cluster's API, for the Job executor) failed.
+    #[error("cannot run {run}")]
+    Backend {
+        run: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// Running a container failed for a reason that is not the container's.
     #[error("cannot run container {container:?} of {run}")]
     Exec {
@@ -281,35 +288,52 @@ fn check_results(
     outcome: &mut RunOutcome,
     logs: &mut Vec<u8>,
 ) {
-    let mut fail = |container: &str, reason: String| {
-        logs.extend_from_slice(format!("== {container} ==\n{reason}\n").as_bytes());
-        RunResult::Failed {
-            container: container.to_string(),
-            exit_code: None,
-            reason,
-        }
-    };
-    let output = match output::read_output(&dirs.output, limits) {
-        Ok(output) => output,
-        Err(e) => {
-            outcome.result = fail(WORK_WRITER, ErrorChain(&e).to_string());
-            return;
-        }
-    };
-    match metadata::read_metadata(&dirs.metadata) {
-        Ok(metadata) => {
+    match check_folders(&dirs.output, &dirs.metadata, limits) {
+        Ok((output, metadata)) => {
             outcome.output = Some(output);
             outcome.metadata = metadata;
         }
-        Err(e) => {
-            // Kratix's work-creator reads the selectors; its status-writer the rest.
-            let checker = match e.file() {
-                Some(metadata::DESTINATION_SELECTORS_FILE) => WORK_WRITER,
-                _ => STATUS_WRITER,
+        Err(refused) => {
+            logs.extend_from_slice(
+                format!("== {} ==\n{}\n", refused.container, refused.reason).as_bytes(),
+            );
+            outcome.result = RunResult::Failed {
+                container: refused.container.to_string(),
+                exit_code: None,
+                reason: refused.reason,
             };
-            outcome.result = fail(checker, ErrorChain(&e).to_string());
         }
     }
+}
+
+/// Why [`check_folders`] refused a run: the Kratix container that makes the failing check, and
+/// the check's message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused {
+    pub container: &'static str,
+    pub reason: String,
+}
+
+/// The checks of every executor once the containers have succeeded: the output folder, then the
+/// metadata folder.
+pub fn check_folders(
+    output_dir: &Path,
+    metadata_dir: &Path,
+    limits: output::Limits,
+) -> Result<(Output, Metadata), Refused> {
+    let output = output::read_output(output_dir, limits).map_err(|e| Refused {
+        container: WORK_WRITER,
+        reason: ErrorChain(&e).to_string(),
+    })?;
+    let metadata = metadata::read_metadata(metadata_dir).map_err(|e| Refused {
+        // Kratix's work-creator reads the selectors; its status-writer the rest.
+        container: match e.file() {
+            Some(metadata::DESTINATION_SELECTORS_FILE) => WORK_WRITER,
+            _ => STATUS_WRITER,
+        },
+        reason: ErrorChain(&e).to_string(),
+    })?;
+    Ok((output, metadata))
 }
 
 /// `None` when the container succeeded, else how the run ends.

@@ -113,4 +113,20 @@ pub trait ControlPlane: Debug + Send + Sync + 'static {
     /// Increments the counter `name` (starting at 1) and returns it. Values MUST only grow, across
     /// processes and restarts: pipeline runs are ordered by them, never by clocks.
     async fn next_sequence(&self, name: &str) -> Result<i64>;
+
+    /// Makes the request kind a Promise offers known to the control plane. `api` is the
+    /// Promise's `spec.api` (a CustomResourceDefinition). Returns once requests of the kind can
+    /// be stored. A backend that validates requests itself (Kubernetes: the API server, from
+    /// the CRD) installs it here; the embedded store derives kinds from the stored Promises
+    /// and needs nothing.
+    async fn register_kind(&self, promise: &str, api: &serde_json::Value) -> Result<()> {
+        let _ = (promise, api);
+        Ok(())
+    }
+
+    /// Forgets a request kind of a Promise being deleted (after its requests are gone).
+    async fn remove_kind(&self, promise: &str, kind: &KindInfo) -> Result<()> {
+        let _ = (promise, kind);
+        Ok(())
+    }
 }

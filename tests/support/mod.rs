@@ -2,7 +2,9 @@
 #![allow(dead_code)]
 
 pub mod bucket;
+pub mod contract;
 pub mod faults;
+pub mod kube;
 pub mod things;
 
 use std::path::{Path, PathBuf};

@@ -322,7 +322,7 @@ pub fn read_metadata(dir: &Path) -> Result<Metadata, Error> {
 
 /// The text of `dir/file`, `None` when absent. Never follows a link (the pipeline could point
 /// it at any host file), never blocks on a fifo, never reads more than [`MAX_FILE_BYTES`].
-fn read_optional(dir: &Path, file: &'static str) -> Result<Option<String>, Error> {
+pub fn read_optional(dir: &Path, file: &'static str) -> Result<Option<String>, Error> {
     let read_error = |source| Error::Read { file, source };
     let path = dir.join(file);
     let flags = nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_NONBLOCK;

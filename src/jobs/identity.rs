@@ -1,0 +1,278 @@
+//! Who a pipeline run works for, read back from its `KRATIX_*` variables: the executor gets the
+//! same request as the local one, and everything Kratix puts in names and labels is there.
+
+use std::collections::BTreeMap;
+
+/// Kratix's label keys.
+pub const PROMISE_NAME_LABEL: &str = "kratix.io/promise-name";
+pub const RESOURCE_NAME_LABEL: &str = "kratix.io/resource-name";
+pub const PIPELINE_NAME_LABEL: &str = "kratix.io/pipeline-name";
+pub const WORKFLOW_TYPE_LABEL: &str = "kratix.io/workflow-type";
+pub const WORKFLOW_ACTION_LABEL: &str = "kratix.io/workflow-action";
+pub const HASH_LABEL: &str = "kratix.io/hash";
+pub const PIPELINE_NAMESPACE_LABEL: &str = "kratix.io/pipeline-namespace";
+pub const RESOURCE_NAMESPACE_LABEL: &str = "kratix.io/resource-namespace";
+pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
+pub const MANAGED_BY_VALUE: &str = "Kratix";
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum Error {
+    /// The run's environment lacks a variable every run has.
+    #[error("pipeline run {run}: environment variable {var} is missing")]
+    MissingVar { run: String, var: &'static str },
+    /// `KRATIX_WORKFLOW_ACTION` or `KRATIX_WORKFLOW_TYPE` has a value Kratix does not use.
+    #[error("pipeline run {run}: {var}={value:?} is not one of {allowed}")]
+    BadValue {
+        run: String,
+        var: &'static str,
+        value: String,
+        allowed: &'static str,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    Configure,
+    Delete,
+}
+
+impl Action {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Configure => "configure",
+            Action::Delete => "delete",
+        }
+    }
+}
+
+/// The request a resource workflow runs for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resource {
+    pub name: String,
+    /// Empty for a cluster-scoped request.
+    pub namespace: String,
+    pub group: String,
+    pub plural: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    pub action: Action,
+    pub promise: String,
+    pub pipeline: String,
+    /// `None` for a Promise workflow.
+    pub resource: Option<Resource>,
+}
+
+impl Identity {
+    /// From the `KRATIX_*` variables of a run (`contract::kratix_env`).
+    pub fn from_env(run: &str, env: &[(String, String)]) -> Result<Self, Error> {
+        let get = |var: &'static str| {
+            env.iter()
+                .rev()
+                .find(|(k, _)| k == var)
+                .map(|(_, v)| v.clone())
+                .ok_or_else(|| Error::MissingVar {
+                    run: run.to_string(),
+                    var,
+                })
+        };
+        let bad = |var: &'static str, value: String, allowed: &'static str| Error::BadValue {
+            run: run.to_string(),
+            var,
+            value,
+            allowed,
+        };
+        let action = match get("KRATIX_WORKFLOW_ACTION")?.as_str() {
+            "configure" => Action::Configure,
+            "delete" => Action::Delete,
+            other => {
+                return Err(bad(
+                    "KRATIX_WORKFLOW_ACTION",
+                    other.into(),
+                    "configure, delete",
+                ))
+            }
+        };
+        let resource = match get("KRATIX_WORKFLOW_TYPE")?.as_str() {
+            "promise" => None,
+            "resource" => Some(Resource {
+                name: get("KRATIX_OBJECT_NAME")?,
+                namespace: get("KRATIX_OBJECT_NAMESPACE")?,
+                group: get("KRATIX_OBJECT_GROUP")?,
+                plural: get("KRATIX_CRD_PLURAL")?,
+            }),
+            other => {
+                return Err(bad(
+                    "KRATIX_WORKFLOW_TYPE",
+                    other.into(),
+                    "promise, resource",
+                ))
+            }
+        };
+        Ok(Identity {
+            action,
+            promise: get("KRATIX_PROMISE_NAME")?,
+            pipeline: get("KRATIX_PIPELINE_NAME")?,
+            resource,
+        })
+    }
+
+    pub fn workflow_type(&self) -> &'static str {
+        match self.resource {
+            None => "promise",
+            Some(_) => "resource",
+        }
+    }
+
+    /// Kratix's pipeline id, `<promise>-<promise|resource>-<action>-<pipeline>`: the name of the
+    /// ServiceAccount and of the roles it gets.
+    pub fn pipeline_id(&self) -> String {
+        format!(
+            "{}-{}-{}-{}",
+            self.promise,
+            self.workflow_type(),
+            self.action.as_str(),
+            self.pipeline
+        )
+    }
+
+    /// Where the Job runs: a namespaced request's own namespace, else the system namespace.
+    pub fn namespace(&self, system_namespace: &str) -> String {
+        match &self.resource {
+            Some(r) if !r.namespace.is_empty() => r.namespace.clone(),
+            _ => system_namespace.to_string(),
+        }
+    }
+
+    /// `kratix.io/promise-name` alone: what Kratix puts on the ServiceAccount and roles.
+    pub fn promise_labels(&self) -> BTreeMap<String, String> {
+        BTreeMap::from([(PROMISE_NAME_LABEL.to_string(), self.promise.clone())])
+    }
+
+    /// The promise, workflow and pipeline labels.
+    pub fn workflow_labels(&self) -> BTreeMap<String, String> {
+        let mut labels = self.promise_labels();
+        labels.insert(WORKFLOW_TYPE_LABEL.into(), self.workflow_type().to_string());
+        labels.insert(WORKFLOW_ACTION_LABEL.into(), self.action.as_str().into());
+        labels.insert(PIPELINE_NAME_LABEL.into(), self.pipeline.clone());
+        labels
+    }
+
+    /// The labels of the Job and its pod; `hash` identifies the object's content.
+    pub fn job_labels(&self, hash: &str) -> BTreeMap<String, String> {
+        let mut labels = self.workflow_labels();
+        labels.insert(MANAGED_BY_LABEL.into(), MANAGED_BY_VALUE.into());
+        if let Some(r) = &self.resource {
+            labels.insert(RESOURCE_NAME_LABEL.into(), r.name.clone());
+        }
+        labels.insert(HASH_LABEL.into(), hash.to_string());
+        labels
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    const RESOURCE: &[(&str, &str)] = &[
+        ("KRATIX_WORKFLOW_ACTION", "configure"),
+        ("KRATIX_WORKFLOW_TYPE", "resource"),
+        ("KRATIX_PROMISE_NAME", "database"),
+        ("KRATIX_PIPELINE_NAME", "instance"),
+        ("KRATIX_OBJECT_NAME", "mydb"),
+        ("KRATIX_OBJECT_NAMESPACE", "team-a"),
+        ("KRATIX_OBJECT_GROUP", "example.com"),
+        ("KRATIX_CRD_PLURAL", "databases"),
+    ];
+
+    #[test]
+    fn identity_is_read_from_the_kratix_variables() {
+        type Want = Result<(String, &'static str), Error>;
+        type Case = (&'static str, Vec<(String, String)>, Want);
+        let cases: Vec<Case> = vec![
+            (
+                "resource in a namespace",
+                env(RESOURCE),
+                Ok(("database-resource-configure-instance".into(), "team-a")),
+            ),
+            (
+                "promise workflow runs in the system namespace",
+                env(&[
+                    ("KRATIX_WORKFLOW_ACTION", "delete"),
+                    ("KRATIX_WORKFLOW_TYPE", "promise"),
+                    ("KRATIX_PROMISE_NAME", "database"),
+                    ("KRATIX_PIPELINE_NAME", "cleanup"),
+                ]),
+                Ok(("database-promise-delete-cleanup".into(), "kratix-system")),
+            ),
+            (
+                "cluster-scoped resource runs in the system namespace",
+                env(&[
+                    ("KRATIX_WORKFLOW_ACTION", "configure"),
+                    ("KRATIX_WORKFLOW_TYPE", "resource"),
+                    ("KRATIX_PROMISE_NAME", "database"),
+                    ("KRATIX_PIPELINE_NAME", "instance"),
+                    ("KRATIX_OBJECT_NAME", "mydb"),
+                    ("KRATIX_OBJECT_NAMESPACE", ""),
+                    ("KRATIX_OBJECT_GROUP", "example.com"),
+                    ("KRATIX_CRD_PLURAL", "databases"),
+                ]),
+                Ok((
+                    "database-resource-configure-instance".into(),
+                    "kratix-system",
+                )),
+            ),
+            (
+                "unknown action",
+                env(&[("KRATIX_WORKFLOW_ACTION", "build")]),
+                Err(Error::BadValue {
+                    run: "r".into(),
+                    var: "KRATIX_WORKFLOW_ACTION",
+                    value: "build".into(),
+                    allowed: "configure, delete",
+                }),
+            ),
+            (
+                "missing pipeline name",
+                env(&RESOURCE[..3]),
+                Err(Error::MissingVar {
+                    run: "r".into(),
+                    var: "KRATIX_OBJECT_NAME",
+                }),
+            ),
+        ];
+        for (case, env, want) in cases {
+            let got = Identity::from_env("r", &env)
+                .map(|id| (id.pipeline_id(), id.namespace("kratix-system")));
+            let want = want.map(|(id, ns)| (id, ns.to_string()));
+            assert_eq!(got, want, "{case}");
+        }
+    }
+
+    #[test]
+    fn job_labels_are_kratix_labels() {
+        let id = Identity::from_env("r", &env(RESOURCE)).expect("valid env");
+        let got = id.job_labels("abc");
+        let want = BTreeMap::from(
+            [
+                ("kratix.io/promise-name", "database"),
+                ("kratix.io/resource-name", "mydb"),
+                ("kratix.io/pipeline-name", "instance"),
+                ("kratix.io/workflow-type", "resource"),
+                ("kratix.io/workflow-action", "configure"),
+                ("kratix.io/hash", "abc"),
+                ("app.kubernetes.io/managed-by", "Kratix"),
+            ]
+            .map(|(k, v)| (k.to_string(), v.to_string())),
+        );
+        assert_eq!(got, want);
+    }
+}

@@ -1,0 +1,396 @@
+//! kratix-rs on a real Kubernetes control plane (kube-testenv: etcd, kube-apiserver and
+//! kube-controller-manager on loopback; no kubelet): the `ControlPlane` contract on the
+//! Kubernetes backend, Promise APIs as CRDs, and `kratix-rs controller` running pipelines (with
+//! the local executor) into a Git store served by `git daemon`, alone and as two replicas with a
+//! Lease. Each test starts its own API server: controllers act on everything they see.
+//! Skipped, with a NOTE, when kube-testenv is not installed.
+
+mod support;
+
+use std::path::Path;
+use std::time::Duration;
+
+use futures::StreamExt;
+use kratix::store::{ControlPlane, Error};
+use serde_json::{json, Value};
+use support::kube::{Controller, TestEnv};
+use support::{condition, eventually};
+use testkit::{git, GitDaemon};
+
+/// Generous bound for anything a test waits for; never a timing assertion.
+const PATIENCE: Duration = Duration::from_secs(120);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn control_plane_contract_holds_on_kubernetes() {
+    let Some(env) = TestEnv::start() else { return };
+    let cp = env.control_plane().await;
+    for i in 0..support::contract::CASES.len() {
+        env.create_namespace(&format!("contract-{i}"));
+    }
+    kratix::kube::KubeControlPlane::ensure_system_namespace(&cp)
+        .await
+        .expect("system namespace");
+    support::contract::run_all(&cp, |i| format!("contract-{i}")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_handles_never_get_the_same_sequence_value() {
+    let Some(env) = TestEnv::start() else { return };
+    let first = env.control_plane().await;
+    first
+        .ensure_system_namespace()
+        .await
+        .expect("system namespace");
+    let mut tasks = vec![];
+    for _ in 0..3 {
+        let cp = env.control_plane().await;
+        tasks.push(tokio::spawn(async move {
+            let mut got = vec![];
+            for _ in 0..10 {
+                got.push(cp.next_sequence("pipelinerun").await.expect("sequence"));
+            }
+            got
+        }));
+    }
+    let mut all = vec![];
+    for task in tasks {
+        let got = task.await.expect("task");
+        assert!(got.windows(2).all(|w| w[0] < w[1]), "{got:?}");
+        all.extend(got);
+    }
+    all.sort_unstable();
+    assert_eq!(all, (1..=30).collect::<Vec<i64>>());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_from_a_forgotten_position_expires() {
+    let Some(env) = TestEnv::start() else { return };
+    let cp = env.control_plane().await;
+    // The API server keeps a window of recent positions; position 1 is long gone once the
+    // CRDs were installed and compacted away or outside the watch cache.
+    let mut stream = cp.watch(&[kratix::api::Builtin::Work.info()], "1");
+    let first = tokio::time::timeout(PATIENCE, stream.next())
+        .await
+        .expect("an answer within the bound")
+        .expect("the stream yields");
+    assert!(matches!(first, Err(Error::Expired { .. })), "{first:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn promise_api_is_a_crd_only_while_the_promise_exists() {
+    let Some(env) = TestEnv::start() else { return };
+    let cp = env.control_plane().await;
+    let promise: Value = serde_json::from_str(&support::things::promise(&["a"])).expect("json");
+    let api = &promise["spec"]["api"];
+    cp.register_kind("thing", api).await.expect("install CRD");
+    let crd = env
+        .get_json("crd", "things.test.kratix.io", None)
+        .expect("the CRD is installed");
+    assert_eq!(crd["metadata"]["labels"]["kratix.io/promise-name"], "thing");
+    // The API server now validates requests against the Promise's schema.
+    let bad = support::things::request("bad", 1).replace("\"size\":1", "\"size\":\"big\"");
+    let refused = env.try_kubectl(&["apply", "-f", "-"], &bad);
+    assert!(
+        refused.as_ref().is_err_and(|e| e.contains("spec.size")),
+        "{refused:?}"
+    );
+    env.apply(&support::things::request("good", 2));
+    let kind =
+        kratix::api::promise_api::kinds_from_promises(&[
+            serde_json::from_value(promise.clone()).expect("object")
+        ])
+        .remove(0);
+    let stored = cp.get(&kind, Some("default"), "good").await.expect("get");
+    assert_eq!(stored.expect("stored").data["spec"]["size"], json!(2));
+    // Installing again is a no-op; another Promise's CRD is left alone; ours goes.
+    cp.register_kind("thing", api).await.expect("again");
+    cp.remove_kind("other", &kind).await.expect("not ours");
+    assert!(env.get_json("crd", "things.test.kratix.io", None).is_some());
+    cp.remove_kind("thing", &kind).await.expect("remove");
+    eventually("the CRD to go", PATIENCE, || {
+        env.get_json("crd", "things.test.kratix.io", None)
+            .is_none()
+            .then_some(())
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// `kratix-rs controller`
+// ---------------------------------------------------------------------------------------------
+
+/// A Git state store served by `git daemon` and Destination `worker-1` on it.
+fn git_platform(env: &TestEnv, daemon: &GitDaemon) {
+    daemon.bare_repo("state.git").expect("bare repository");
+    env.apply(&support::git_destination_yaml(
+        &daemon.url("state.git"),
+        "worker-1",
+        "{env: dev}",
+    ));
+}
+
+/// The request `name` once reconciled for its current generation.
+fn reconciled(env: &TestEnv, name: &str) -> Option<Value> {
+    let obj = env.get_json("things", name, Some("default"))?;
+    let current = obj["status"]["observedGeneration"] == obj["metadata"]["generation"];
+    let done = condition(&obj, "Reconciled").and_then(|c| c["status"].as_str()) == Some("True");
+    (current && done).then_some(obj)
+}
+
+fn runs(env: &TestEnv, request: &str) -> Vec<support::things::RunInfo> {
+    let selector = format!("kratix.io/resource-name={request}");
+    let mut runs: Vec<_> = env
+        .list_json("pipelineruns", &["-A", "-l", &selector])
+        .iter()
+        .map(support::things::RunInfo::from_json)
+        .collect();
+    runs.sort_by_key(|r| r.sequence);
+    runs
+}
+
+/// Subjects of the commits of `main` that touched `path`.
+fn commits_touching(repo: &Path, path: &str) -> Vec<String> {
+    let repo = repo.to_str().expect("UTF-8 path");
+    git(
+        &["--git-dir", repo, "log", "--format=%s", "main", "--", path],
+        Path::new("/"),
+    )
+    .lines()
+    .map(str::to_string)
+    .collect()
+}
+
+/// Applies the `thing` Promise and waits for its CRD (installed by the controller).
+fn apply_promise(env: &TestEnv, pipelines: &[&str]) {
+    env.apply(&support::things::promise(pipelines));
+    eventually("the Promise's CRD", PATIENCE, || {
+        env.get_json("crd", "things.test.kratix.io", None)
+            .filter(|crd| {
+                condition(crd, "Established").and_then(|c| c["status"].as_str()) == Some("True")
+            })
+            .map(|_| ())
+    });
+}
+
+#[test]
+fn controller_runs_three_pipelines_in_order_with_one_commit_each() {
+    let Some(env) = TestEnv::start() else { return };
+    let daemon = GitDaemon::start().expect("git daemon");
+    let work = tempfile::tempdir().expect("work dir");
+    let mut controller = Controller::start(&env, "solo", work.path(), &[]);
+    git_platform(&env, &daemon);
+    apply_promise(&env, &["a", "b", "c"]);
+    env.apply(&support::things::request("r1", 3));
+    let obj = eventually("r1 reconciled", PATIENCE, || reconciled(&env, "r1"));
+    for type_ in ["ConfigureWorkflowCompleted", "Reconciled", "WorksSucceeded"] {
+        assert_eq!(
+            condition(&obj, type_).and_then(|c| c["status"].as_str()),
+            Some("True"),
+            "{type_}: {obj:#}"
+        );
+    }
+
+    let runs = runs(&env, "r1");
+    let names: Vec<&str> = runs.iter().map(|r| r.pipeline.as_str()).collect();
+    assert_eq!(names, ["a", "b", "c"], "{runs:#?}");
+    assert!(runs.iter().all(|r| r.phase == "Succeeded"), "{runs:#?}");
+    support::things::assert_never_overlapped(&runs);
+
+    let repo = daemon.bare_repo("state.git").expect("repository");
+    for p in ["a", "b", "c"] {
+        let path = format!("worker-1/resources/default/thing/r1/{p}/");
+        let commits = eventually("the pipeline's files committed", PATIENCE, || {
+            let c = commits_touching(&repo, &path);
+            (!c.is_empty()).then_some(c)
+        });
+        assert_eq!(commits.len(), 1, "one commit for pipeline {p}: {commits:?}");
+    }
+
+    // Operability: alive, ready, and the reconciles counted.
+    assert_eq!(
+        controller
+            .http_get(controller.health_port, "/healthz")
+            .map(|r| r.0),
+        Some(200)
+    );
+    assert_eq!(
+        controller
+            .http_get(controller.health_port, "/readyz")
+            .map(|r| r.0),
+        Some(200)
+    );
+    let (code, metrics) = controller
+        .http_get(controller.metrics_port, "/metrics")
+        .expect("metrics answer");
+    assert_eq!(code, 200);
+    assert!(metrics.lines().any(|l| l == "kratix_leader 1"), "{metrics}");
+    let requests = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("kratix_reconcile_total{controller=\"request\"} "))
+        .and_then(|n| n.parse::<u64>().ok())
+        .expect("request reconciles counted");
+    assert!(requests > 0, "{metrics}");
+
+    // Deleting the Promise deletes its requests, their files, and its CRD.
+    env.kubectl(&["delete", "promise", "thing", "--wait=false"], "");
+    eventually("the Promise and its CRD gone", PATIENCE, || {
+        let gone = env.get_json("promise", "thing", None).is_none()
+            && env.get_json("crd", "things.test.kratix.io", None).is_none();
+        gone.then_some(())
+    });
+    let files = git(
+        &[
+            "--git-dir",
+            repo.to_str().expect("UTF-8"),
+            "ls-tree",
+            "-r",
+            "--name-only",
+            "main",
+        ],
+        Path::new("/"),
+    );
+    assert!(!files.contains("resources/default/thing/r1"), "{files}");
+
+    // SIGTERM stops it cleanly; logs are JSON lines.
+    assert_eq!(controller.terminate(), Some(0), "{}", controller.log());
+    let log = controller.log();
+    assert!(
+        log.lines()
+            .filter(|l| !l.trim().is_empty())
+            .all(|l| serde_json::from_str::<Value>(l).is_ok()),
+        "{log}"
+    );
+}
+
+/// The holder of the controllers' Lease.
+fn lease_holder(env: &TestEnv) -> Option<String> {
+    env.get_json(
+        "lease",
+        "kratix-rs-controller",
+        Some(kratix::api::SYSTEM_NAMESPACE),
+    )?["spec"]["holderIdentity"]
+        .as_str()
+        .map(str::to_string)
+}
+
+fn is_leader(c: &Controller) -> Option<bool> {
+    let (_, metrics) = c.http_get(c.metrics_port, "/metrics")?;
+    metrics.lines().find_map(|l| match l {
+        "kratix_leader 1" => Some(true),
+        "kratix_leader 0" => Some(false),
+        _ => None,
+    })
+}
+
+#[test]
+fn two_replicas_with_a_lease_one_acts_and_the_other_takes_over() {
+    let Some(env) = TestEnv::start() else { return };
+    let daemon = GitDaemon::start().expect("git daemon");
+    let work = tempfile::tempdir().expect("work dir");
+    let election = [
+        "--leader-elect",
+        "--lease-duration",
+        "6",
+        "--renew-deadline",
+        "4",
+        "--retry-period",
+        "1",
+    ];
+    let mut replicas = [
+        Controller::start(&env, "replica-a", work.path(), &election),
+        Controller::start(&env, "replica-b", work.path(), &election),
+    ];
+    let holder = eventually("a Lease holder", PATIENCE, || lease_holder(&env));
+    let leader = replicas
+        .iter()
+        .position(|r| r.name == holder)
+        .expect("a replica holds the Lease");
+    let standby = 1 - leader;
+    eventually("the leader reports it", PATIENCE, || {
+        (is_leader(&replicas[leader]) == Some(true)).then_some(())
+    });
+    assert_eq!(is_leader(&replicas[standby]), Some(false));
+    // The standby is ready to take over.
+    let standby_ready = eventually("the standby ready", PATIENCE, || {
+        let r = &replicas[standby];
+        r.http_get(r.health_port, "/readyz")
+            .filter(|(code, _)| *code == 200)
+    });
+    assert_eq!(standby_ready.0, 200);
+
+    git_platform(&env, &daemon);
+    apply_promise(&env, &["a"]);
+    env.apply(&support::things::request("r1", 1));
+    eventually("r1 reconciled by the leader", PATIENCE, || {
+        reconciled(&env, "r1")
+    });
+    let acted = |r: &Controller| r.log().contains("starting the controllers");
+    assert!(acted(&replicas[leader]), "{}", replicas[leader].log());
+    assert!(!acted(&replicas[standby]), "{}", replicas[standby].log());
+
+    // The leader dies without giving the Lease up: the standby takes over once it expires.
+    replicas[leader].kill();
+    let new_holder = eventually("the standby holds the Lease", PATIENCE, || {
+        lease_holder(&env).filter(|h| *h == replicas[standby].name)
+    });
+    assert_eq!(new_holder, replicas[standby].name);
+    env.apply(&support::things::request("r2", 2));
+    eventually("r2 reconciled by the new leader", PATIENCE, || {
+        reconciled(&env, "r2")
+    });
+    assert!(acted(&replicas[standby]), "{}", replicas[standby].log());
+    assert!(replicas[standby].running());
+    // Stopped with SIGTERM, it gives the Lease up.
+    assert_eq!(replicas[standby].terminate(), Some(0));
+    let released = env
+        .get_json(
+            "lease",
+            "kratix-rs-controller",
+            Some(kratix::api::SYSTEM_NAMESPACE),
+        )
+        .expect("the Lease");
+    assert!(
+        released["spec"]["holderIdentity"].as_str().is_none(),
+        "{released:#}"
+    );
+}
+
+#[test]
+fn a_leader_whose_lease_is_taken_stops_acting_and_exits() {
+    let Some(env) = TestEnv::start() else { return };
+    let work = tempfile::tempdir().expect("work dir");
+    let election = [
+        "--leader-elect",
+        "--lease-duration",
+        "6",
+        "--renew-deadline",
+        "4",
+        "--retry-period",
+        "1",
+    ];
+    let mut leader = Controller::start(&env, "replica-a", work.path(), &election);
+    eventually("it leads", PATIENCE, || {
+        (is_leader(&leader) == Some(true)).then_some(())
+    });
+    // Another holder writes the Lease (as a replica that judged it expired would).
+    env.kubectl(
+        &[
+            "patch",
+            "lease",
+            "kratix-rs-controller",
+            "-n",
+            kratix::api::SYSTEM_NAMESPACE,
+            "--type",
+            "merge",
+            "-p",
+            r#"{"spec":{"holderIdentity":"intruder"}}"#,
+        ],
+        "",
+    );
+    eventually("the old leader to exit", PATIENCE, || {
+        (!leader.running()).then_some(())
+    });
+    let log = leader.log();
+    assert_eq!(leader.exit_code(), Some(1), "{log}");
+    assert!(log.contains("lost the leader election"), "{log}");
+    assert_eq!(lease_holder(&env).as_deref(), Some("intruder"));
+}

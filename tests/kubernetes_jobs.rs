@@ -1,0 +1,780 @@
+//! Pipelines as Kubernetes Jobs: the Job, ServiceAccount and roles of a run (golden YAML, pure),
+//! and runs through the Job executor against a real control plane (kube-testenv) whose pods a
+//! test kubelet runs as local processes.
+//!
+//! The golden files are in `fixtures/jobs/`; `KRATIX_BLESS=1` rewrites them after a deliberate
+//! change. The control-plane tests start kube-testenv and are run by scripts/test.sh with
+//! `--ignored`.
+
+#[path = "support/kube_testenv.rs"]
+mod kube_testenv;
+#[path = "support/kubelet.rs"]
+mod kubelet;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, ServiceAccount};
+use kratix::api::pipeline::Pipeline;
+use kratix::jobs::identity::Identity;
+use kratix::jobs::{job, rbac, spec, KubeJobs};
+use kratix::pipeline::{
+    kratix_env, output, Executor, ImageMap, Isolation, ResourceObject, RunRequest, RunResult,
+    Subject, WorkflowAction, WorkflowEnv,
+};
+use kube::api::{ListParams, PostParams};
+use kube::Api;
+use serde_json::json;
+
+use kube_testenv::KubeTestenv;
+use kubelet::{Kubelet, Node};
+
+const SYSTEM_NAMESPACE: &str = "kratix-platform-system";
+const ADAPTER_IMAGE: &str = "ghcr.io/kratix-rs/kratix-rs:test";
+
+fn pipeline(name: &str, spec: serde_json::Value) -> Pipeline {
+    serde_json::from_value(json!({
+        "apiVersion": "platform.kratix.io/v1alpha1",
+        "kind": "Pipeline",
+        "metadata": {"name": name},
+        "spec": spec,
+    }))
+    .expect("pipeline parses")
+}
+
+fn sh(name: &str, script: &str) -> serde_json::Value {
+    json!({"name": name, "image": "busybox", "command": ["sh", "-c", script]})
+}
+
+fn workflow(action: WorkflowAction, pipeline: &str, resource: bool) -> Vec<(String, String)> {
+    kratix_env(&WorkflowEnv {
+        action,
+        promise_name: "database".into(),
+        pipeline_name: pipeline.into(),
+        subject: if resource {
+            Subject::Resource(ResourceObject {
+                kind: "Database".into(),
+                group: "example.com".into(),
+                version: "v1".into(),
+                plural: "databases".into(),
+                name: "mydb".into(),
+                namespace: "default".into(),
+                cluster_scoped: false,
+            })
+        } else {
+            Subject::Promise
+        },
+        dry_run: false,
+    })
+}
+
+fn settings() -> job::Settings {
+    job::Settings {
+        system_namespace: SYSTEM_NAMESPACE.into(),
+        adapter_image: ADAPTER_IMAGE.into(),
+        adapter_pull_secret: Some("adapter-pull".into()),
+        limits: output::Limits::default(),
+        jobs_to_keep: 5,
+    }
+}
+
+/// The Job and grants of a run, as one YAML stream.
+fn shape(pipeline: &Pipeline, env: &[(String, String)]) -> String {
+    let identity = Identity::from_env("golden", env).expect("identity");
+    let settings = settings();
+    let request = job::JobRequest {
+        identity: &identity,
+        pipeline,
+        kratix_env: env,
+        name: &job::job_name(&identity, "abcde"),
+        hash: "0123456789abcdef",
+        timeout: Duration::from_secs(600),
+        settings: &settings,
+    };
+    let job = job::job(&request).expect("job builds");
+    let pod = spec::PodSettings::of(pipeline).expect("settings");
+    let namespace = identity.namespace(SYSTEM_NAMESPACE);
+    let g = rbac::grants(&identity, &pod.rbac, &namespace);
+    let mut docs = vec![serde_yaml::to_string(&job).expect("yaml")];
+    docs.push(serde_yaml::to_string(&g.service_account).expect("yaml"));
+    docs.extend(
+        g.roles
+            .iter()
+            .map(|o| serde_yaml::to_string(o).expect("yaml")),
+    );
+    docs.extend(
+        g.role_bindings
+            .iter()
+            .map(|o| serde_yaml::to_string(o).expect("yaml")),
+    );
+    docs.extend(
+        g.cluster_roles
+            .iter()
+            .map(|o| serde_yaml::to_string(o).expect("yaml")),
+    );
+    docs.extend(
+        g.cluster_role_bindings
+            .iter()
+            .map(|o| serde_yaml::to_string(o).expect("yaml")),
+    );
+    docs.join("---\n")
+}
+
+#[test]
+fn job_and_grants_match_the_golden_yaml() {
+    let configure = pipeline(
+        "instance",
+        json!({
+            "containers": [
+                sh("render", "echo hi"),
+                {"name": "own-resources", "image": "example/own", "resources": {"limits": {"cpu": "1"}},
+                 "securityContext": {"runAsUser": 1000}, "env": [{"name": "MODE", "value": "fast"}],
+                 "volumeMounts": [{"name": "cache", "mountPath": "/cache"}]},
+                {"name": "last", "image": "example/last"},
+            ],
+            "imagePullSecrets": [{"name": "regcred"}],
+            "jobOptions": {"backoffLimit": 2},
+            "volumes": [{"name": "cache", "emptyDir": {}}],
+            "rbac": {"permissions": [
+                {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]},
+                {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"], "resourceNamespace": "vault"},
+                {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get"], "resourceNamespace": "*"},
+            ]},
+        }),
+    );
+    let delete = pipeline("cleanup", json!({"containers": [sh("drop", "true")]}));
+    let cases = [
+        (
+            "resource-configure.yaml",
+            shape(
+                &configure,
+                &workflow(WorkflowAction::Configure, "instance", true),
+            ),
+        ),
+        (
+            "promise-delete.yaml",
+            shape(&delete, &workflow(WorkflowAction::Delete, "cleanup", false)),
+        ),
+    ];
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/jobs");
+    for (file, got) in cases {
+        let path = dir.join(file);
+        if std::env::var_os("KRATIX_BLESS").is_some() {
+            std::fs::create_dir_all(&dir).expect("fixtures/jobs");
+            std::fs::write(&path, &got).expect("write golden file");
+        }
+        let want = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{}: {e} (KRATIX_BLESS=1 writes it)", path.display()));
+        assert_eq!(got, want, "{file} differs (KRATIX_BLESS=1 rewrites it)");
+    }
+}
+
+/// A control plane, a kubelet for it and the executor, for one test.
+struct Cluster {
+    env: KubeTestenv,
+    client: kube::Client,
+    executor: KubeJobs,
+    kubelet: Kubelet,
+    pods_dir: tempfile::TempDir,
+}
+
+impl Cluster {
+    async fn start() -> Self {
+        let env = KubeTestenv::start();
+        let client = env.client().await;
+        let namespaces: Api<Namespace> = Api::all(client.clone());
+        let ns: Namespace =
+            serde_json::from_value(json!({"metadata": {"name": SYSTEM_NAMESPACE}})).expect("ns");
+        namespaces
+            .create(&PostParams::default(), &ns)
+            .await
+            .expect("create the system namespace");
+        let pods_dir = tempfile::tempdir().expect("temp dir");
+        let mut images = ImageMap::default();
+        images.insert(
+            ADAPTER_IMAGE,
+            vec![env!("CARGO_BIN_EXE_kratix-rs").to_string()],
+        );
+        images.insert(
+            "example/mapped",
+            vec![
+                "sh".into(),
+                "-c".into(),
+                "echo mapped > $KRATIX_OUTPUT_DIR/mapped.txt".into(),
+            ],
+        );
+        let kubelet = Kubelet::start(Node {
+            client: client.clone(),
+            kubeconfig: env.kubeconfig.clone(),
+            images,
+            root: pods_dir.path().to_path_buf(),
+        });
+        let executor = KubeJobs::new(env.config().await, settings()).expect("executor");
+        Cluster {
+            env,
+            client,
+            executor,
+            kubelet,
+            pods_dir,
+        }
+    }
+
+    fn request(
+        &self,
+        pipeline: Pipeline,
+        env: Vec<(String, String)>,
+        timeout: Duration,
+    ) -> (RunRequest, tempfile::TempDir) {
+        let work = tempfile::tempdir().expect("work dir");
+        let req = RunRequest {
+            run_name: format!("run of {}", pipeline.metadata.name),
+            pipeline,
+            object_yaml: "apiVersion: example.com/v1\nkind: Database\nmetadata:\n  name: mydb\n  namespace: default\nspec:\n  size: 3\n".into(),
+            env,
+            work_dir: work.path().join("run"),
+            timeout,
+            images: ImageMap::default(),
+            isolation: Isolation::Process,
+            hidden: Vec::new(),
+        };
+        (req, work)
+    }
+
+    async fn jobs(&self, namespace: &str) -> Vec<Job> {
+        Api::<Job>::namespaced(self.client.clone(), namespace)
+            .list(&ListParams::default())
+            .await
+            .expect("list jobs")
+            .items
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "starts a real control plane with kube-testenv; run with --ignored"]
+async fn three_pipelines_run_in_order_as_jobs_and_hand_back_their_output() {
+    let cluster = Cluster::start().await;
+    let pipelines = [
+        pipeline(
+            "first",
+            json!({"containers": [
+                sh("copy-input", "cp $KRATIX_INPUT_DIR/object.yaml $KRATIX_OUTPUT_DIR/seen.yaml"),
+                {"name": "mapped", "image": "example/mapped"},
+            ]}),
+        ),
+        pipeline(
+            "second",
+            json!({"containers": [sh("nested", "mkdir -p $KRATIX_OUTPUT_DIR/a/empty && printf big > $KRATIX_OUTPUT_DIR/a/b.txt && printf 'phase: two\\n' > $KRATIX_METADATA_DIR/status.yaml")]}),
+        ),
+        pipeline(
+            "third",
+            json!({"containers": [sh("selectors", "echo x > $KRATIX_OUTPUT_DIR/x.yaml && printf -- '- matchLabels:\\n    env: dev\\n' > $KRATIX_METADATA_DIR/destination-selectors.yaml && echo \"name=$KRATIX_OBJECT_NAME\"")]}),
+        ),
+    ];
+    let mut outcomes = Vec::new();
+    let mut works = Vec::new();
+    for p in pipelines {
+        let name = p.metadata.name.clone();
+        let (req, work) = cluster.request(
+            p,
+            workflow(WorkflowAction::Configure, &name, true),
+            Duration::from_secs(120),
+        );
+        let outcome = cluster.executor.run(req).await.expect("run");
+        assert_eq!(
+            outcome.result,
+            RunResult::Succeeded,
+            "{name}: {}",
+            outcome.logs
+        );
+        outcomes.push(outcome);
+        works.push(work);
+    }
+    let files = |i: usize| -> Vec<(String, String)> {
+        outcomes[i]
+            .output
+            .as_ref()
+            .expect("output")
+            .files
+            .iter()
+            .map(|(n, b)| (n.clone(), String::from_utf8_lossy(b).into_owned()))
+            .collect()
+    };
+    assert_eq!(
+        files(0),
+        vec![
+            ("mapped.txt".to_string(), "mapped\n".to_string()),
+            (
+                "seen.yaml".to_string(),
+                cluster
+                    .request(pipeline("x", json!({})), vec![], Duration::ZERO)
+                    .0
+                    .object_yaml
+            ),
+        ]
+    );
+    assert_eq!(files(1), vec![("a/b.txt".to_string(), "big".to_string())]);
+    assert_eq!(
+        outcomes[1].output.as_ref().expect("output").dirs,
+        vec!["a".to_string(), "a/empty".to_string()]
+    );
+    assert_eq!(outcomes[1].metadata.status, Some(json!({"phase": "two"})));
+    assert_eq!(
+        outcomes[2].metadata.destination_selectors[0].match_labels,
+        [("env".to_string(), "dev".to_string())].into()
+    );
+    assert!(
+        outcomes[2].logs.contains("== container selectors =="),
+        "{}",
+        outcomes[2].logs
+    );
+    for (i, work) in works.iter().enumerate() {
+        let saved = std::fs::read_to_string(work.path().join("run/logs.txt")).expect("logs.txt");
+        assert_eq!(saved, outcomes[i].logs);
+    }
+
+    // One Job per pipeline, in the request's namespace, with Kratix's labels; the hand-back
+    // ConfigMaps are gone once read.
+    let jobs = cluster.jobs("default").await;
+    assert_eq!(jobs.len(), 3);
+    let mut names: Vec<String> = jobs
+        .iter()
+        .map(|j| {
+            let labels = j.metadata.labels.clone().expect("labels");
+            assert_eq!(labels["kratix.io/promise-name"], "database");
+            assert_eq!(labels["kratix.io/resource-name"], "mydb");
+            assert_eq!(labels["kratix.io/workflow-type"], "resource");
+            assert_eq!(labels["kratix.io/workflow-action"], "configure");
+            assert_eq!(labels["app.kubernetes.io/managed-by"], "Kratix");
+            labels["kratix.io/pipeline-name"].clone()
+        })
+        .collect();
+    names.sort();
+    assert_eq!(names, ["first", "second", "third"]);
+    let maps: Vec<String> = Api::<ConfigMap>::namespaced(cluster.client.clone(), "default")
+        .list(&ListParams::default().labels("kratix.io/promise-name=database"))
+        .await
+        .expect("list")
+        .items
+        .into_iter()
+        .filter_map(|cm| cm.metadata.name)
+        .collect();
+    assert_eq!(maps, Vec::<String>::new());
+    let sa = Api::<ServiceAccount>::namespaced(cluster.client.clone(), "default")
+        .get_opt("database-resource-configure-first")
+        .await
+        .expect("get");
+    assert!(sa.is_some(), "the pipeline's ServiceAccount exists");
+    // The adapters ran with that account's token: it may create and read ConfigMaps in its
+    // namespace and write Works, and nothing that could replace or remove a result.
+    let account = "--as=system:serviceaccount:default:database-resource-configure-first";
+    for (verb, resource, namespace, want) in [
+        ("create", "configmaps", "default", "yes"),
+        ("get", "configmaps", "default", "yes"),
+        ("update", "configmaps", "default", "no"),
+        ("delete", "configmaps", "default", "no"),
+        ("create", "configmaps", "kube-system", "no"),
+        ("get", "secrets", "default", "no"),
+    ] {
+        let (_, out, err) = cluster.env.kubectl(
+            &["auth", "can-i", verb, resource, "-n", namespace, account],
+            "",
+        );
+        assert_eq!(out.trim(), want, "{verb} {resource} in {namespace}: {err}");
+    }
+    assert_eq!(
+        cluster.kubelet.ran.lock().expect("not poisoned").len(),
+        3,
+        "one pod per pipeline"
+    );
+    assert!(cluster.pods_dir.path().exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "starts a real control plane with kube-testenv; run with --ignored"]
+async fn a_failing_container_fails_the_run_with_its_reason() {
+    let cluster = Cluster::start().await;
+    let cases = [
+        (
+            "a container exits 3",
+            pipeline(
+                "exits",
+                json!({"containers": [sh("ok", "true"), sh("fail", "echo broken >&2; exit 3"), sh("never", "touch $KRATIX_OUTPUT_DIR/never")],
+                       "jobOptions": {"backoffLimit": 0}}),
+            ),
+            RunResult::Failed {
+                container: "fail".into(),
+                exit_code: Some(3),
+                reason: "container \"fail\" exited with code 3".into(),
+            },
+        ),
+        (
+            "the work-writer refuses a symbolic link",
+            pipeline(
+                "link",
+                json!({"containers": [sh("link", "ln -s /etc/passwd $KRATIX_OUTPUT_DIR/passwd")],
+                       "jobOptions": {"backoffLimit": 0}}),
+            ),
+            RunResult::Failed {
+                container: "work-writer".into(),
+                exit_code: None,
+                reason: "output file passwd is a symbolic link, which the output may not contain"
+                    .into(),
+            },
+        ),
+    ];
+    for (case, p, want) in cases {
+        let name = p.metadata.name.clone();
+        let (req, _work) = cluster.request(
+            p,
+            workflow(WorkflowAction::Configure, &name, false),
+            Duration::from_secs(120),
+        );
+        let outcome = cluster.executor.run(req).await.expect("run");
+        match (&outcome.result, &want) {
+            (
+                RunResult::Failed {
+                    container,
+                    exit_code,
+                    reason,
+                },
+                RunResult::Failed {
+                    container: c,
+                    exit_code: e,
+                    reason: r,
+                },
+            ) => {
+                assert_eq!((container, exit_code), (c, e), "{case}: {}", outcome.logs);
+                assert!(
+                    reason.contains(r.as_str()) || r.contains(reason.as_str()),
+                    "{case}: {reason}"
+                );
+            }
+            other => panic!("{case}: {other:?}\n{}", outcome.logs),
+        }
+        assert_eq!(outcome.output, None, "{case}");
+    }
+    // Promise workflows run in the system namespace.
+    assert_eq!(cluster.jobs(SYSTEM_NAMESPACE).await.len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "starts a real control plane with kube-testenv; run with --ignored"]
+async fn a_run_past_its_time_limit_times_out() {
+    let cluster = Cluster::start().await;
+    let p = pipeline(
+        "slow",
+        json!({"containers": [sh("quick", "true"), sh("sleep", "sleep 60")], "jobOptions": {"backoffLimit": 0}}),
+    );
+    let (req, _work) = cluster.request(
+        p,
+        workflow(WorkflowAction::Delete, "slow", true),
+        Duration::from_secs(4),
+    );
+    let started = std::time::Instant::now();
+    let outcome = cluster.executor.run(req).await.expect("run");
+    assert_eq!(
+        outcome.result,
+        RunResult::TimedOut {
+            container: "sleep".into()
+        },
+        "{}",
+        outcome.logs
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(50),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "starts a real control plane with kube-testenv; run with --ignored"]
+async fn kill_leftovers_deletes_the_job_of_an_interrupted_run() {
+    let cluster = Cluster::start().await;
+    let p = pipeline("stuck", json!({"containers": [sh("sleep", "sleep 120")]}));
+    let (req, _work) = cluster.request(
+        p,
+        workflow(WorkflowAction::Configure, "stuck", true),
+        Duration::from_secs(300),
+    );
+    let work_dir = req.work_dir.clone();
+    let executor = cluster.executor.clone();
+    let run = tokio::spawn(async move { executor.run(req).await });
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while cluster.jobs("default").await.is_empty() || !work_dir.join("job.json").exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the Job never appeared"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // The controller that started the run is gone; its successor cleans up.
+    let killed = cluster.executor.kill_leftovers(&work_dir);
+    assert_eq!(
+        killed,
+        Vec::<i32>::new(),
+        "no process groups on this machine"
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !cluster.jobs("default").await.is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the Job was not deleted"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let outcome = run.await.expect("join").expect("run");
+    match outcome.result {
+        RunResult::Failed { reason, .. } => assert!(reason.contains("was deleted"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+    let _ = &cluster.env;
+}
+
+fn deploy_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("deploy")
+}
+
+/// `deploy/` is stale when a manifest is not in its kustomization, or when the controller
+/// would start pipeline Jobs with an adapter image other than its own.
+#[test]
+fn deploy_kustomization_lists_every_manifest_and_one_image_serves_both() {
+    let dir = deploy_dir();
+    let kustomization: serde_json::Value = serde_yaml::from_str(
+        &std::fs::read_to_string(dir.join("kustomization.yaml")).expect("kustomization.yaml"),
+    )
+    .expect("kustomization parses");
+    let mut listed: Vec<String> = kustomization["resources"]
+        .as_array()
+        .expect("resources")
+        .iter()
+        .map(|r| r.as_str().expect("a path").to_string())
+        .collect();
+    listed.sort();
+    let mut present: Vec<String> = Vec::new();
+    for sub in ["", "crds"] {
+        for entry in std::fs::read_dir(dir.join(sub)).expect("deploy/ lists") {
+            let name = entry
+                .expect("entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned();
+            if name.ends_with(".yaml") && name != "kustomization.yaml" {
+                present.push(if sub.is_empty() {
+                    name
+                } else {
+                    format!("{sub}/{name}")
+                });
+            }
+        }
+    }
+    present.sort();
+    assert_eq!(listed, present, "deploy/kustomization.yaml resources");
+
+    let deployment: serde_json::Value = serde_yaml::from_str(
+        &std::fs::read_to_string(dir.join("deployment.yaml")).expect("deployment.yaml"),
+    )
+    .expect("deployment parses");
+    let container = &deployment["spec"]["template"]["spec"]["containers"][0];
+    let adapter = container["env"]
+        .as_array()
+        .expect("env")
+        .iter()
+        .find(|e| e["name"] == job::ADAPTER_IMAGE_ENV)
+        .expect("the adapter image is set");
+    assert_eq!(adapter["value"], container["image"]);
+    let args: Vec<&str> = container["args"]
+        .as_array()
+        .expect("args")
+        .iter()
+        .map(|a| a.as_str().expect("a string"))
+        .collect();
+    assert_eq!(args[..2], ["controller", "--leader-elect"]);
+    assert_eq!(container["securityContext"]["readOnlyRootFilesystem"], true);
+    assert_eq!(
+        deployment["spec"]["template"]["spec"]["securityContext"]["runAsNonRoot"],
+        true
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "starts a real control plane with kube-testenv; run with --ignored"]
+async fn deploy_renders_and_applies_to_a_real_api_server() {
+    let env = KubeTestenv::start();
+    let dir = deploy_dir();
+    let dir = dir.to_str().expect("utf-8 path");
+    let (ok, rendered, err) = env.kubectl(&["kustomize", dir], "");
+    assert!(ok, "kubectl kustomize deploy: {err}");
+    let kinds = rendered.lines().filter(|l| l.starts_with("kind: ")).count();
+    assert_eq!(kinds, 15, "{rendered}");
+    // The namespace must exist for a server-side dry run of what goes in it.
+    let (ok, _, err) = env.kubectl(
+        &["apply", "-f", "-"],
+        &std::fs::read_to_string(deploy_dir().join("namespace.yaml")).expect("namespace.yaml"),
+    );
+    assert!(ok, "namespace: {err}");
+    let (ok, out, err) = env.kubectl(&["apply", "--dry-run=server", "-f", "-"], &rendered);
+    assert!(ok, "kubectl apply --dry-run=server: {err}\n{out}");
+    let (ok, out, err) = env.kubectl(&["apply", "-k", dir], "");
+    assert!(ok, "kubectl apply -k deploy: {err}\n{out}");
+    let (ok, out, err) = env.kubectl(
+        &[
+            "get",
+            "deployment,serviceaccount,service",
+            "-n",
+            "kratix-platform-system",
+            "-o",
+            "name",
+        ],
+        "",
+    );
+    assert!(ok, "{err}");
+    for want in [
+        "deployment.apps/kratix-rs-controller",
+        "serviceaccount/kratix-rs-controller",
+        "service/kratix-rs-metrics",
+    ] {
+        assert!(out.contains(want), "{want} missing from\n{out}");
+    }
+}
+
+/// The controllers stay the same only if both executors end a run the same way: the same result
+/// (container, exit code, reason), output and metadata for the same pipeline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "starts a real control plane with kube-testenv; run with --ignored"]
+async fn the_job_executor_ends_runs_as_the_local_one_does() {
+    let cluster = Cluster::start().await;
+    let cases = [
+        (
+            "output, status and selectors",
+            "mkdir -p $KRATIX_OUTPUT_DIR/d && echo a > $KRATIX_OUTPUT_DIR/d/a.yaml && printf 'ready: yes\\n' > $KRATIX_METADATA_DIR/status.yaml && printf -- '- matchLabels:\\n    env: prod\\n  directory: d\\n' > $KRATIX_METADATA_DIR/destination-selectors.yaml && printf 'retryAfter: 5m\\n' > $KRATIX_METADATA_DIR/workflow-control.yaml",
+        ),
+        (
+            "output larger than one ConfigMap holds",
+            "awk 'BEGIN { s = 1; for (i = 0; i < 300000; i++) { s = (s * 1103515245 + 12345) % 2147483648; printf \"%08x\", s } }' > $KRATIX_OUTPUT_DIR/big.txt && seq 1 100000 > $KRATIX_OUTPUT_DIR/lines.txt",
+        ),
+        ("exit code", "exit 7"),
+        ("symbolic link in the output", "ln -s /etc/hosts $KRATIX_OUTPUT_DIR/hosts"),
+        ("status that is not a mapping", "echo '[1, 2]' > $KRATIX_METADATA_DIR/status.yaml"),
+        (
+            "selectors without labels",
+            "printf -- '- directory: x\\n' > $KRATIX_METADATA_DIR/destination-selectors.yaml",
+        ),
+    ];
+    for (i, (case, script)) in cases.into_iter().enumerate() {
+        let name = format!("agree-{i}");
+        let p = pipeline(
+            &name,
+            json!({"containers": [sh("step", script)], "jobOptions": {"backoffLimit": 0}}),
+        );
+        let env = workflow(WorkflowAction::Configure, &name, true);
+        let (local_req, _local_work) =
+            cluster.request(p.clone(), env.clone(), Duration::from_secs(60));
+        let local = kratix::pipeline::Local
+            .run(local_req)
+            .await
+            .expect("local run");
+        let (kube_req, _kube_work) = cluster.request(p, env, Duration::from_secs(120));
+        let kube = cluster.executor.run(kube_req).await.expect("job run");
+        assert_eq!(kube.result, local.result, "{case}\n{}", kube.logs);
+        // Compared by size first: a failure should not print megabytes.
+        let sizes = |o: &Option<kratix::pipeline::Output>| -> Option<Vec<(String, usize)>> {
+            o.as_ref()
+                .map(|o| o.files.iter().map(|(n, b)| (n.clone(), b.len())).collect())
+        };
+        assert_eq!(sizes(&kube.output), sizes(&local.output), "{case}");
+        assert!(
+            kube.output == local.output,
+            "{case}: same sizes, different bytes"
+        );
+        assert_eq!(kube.metadata, local.metadata, "{case}");
+    }
+}
+
+/// The adapters outside a pod: a refused check exits 1 with the check's message before any API
+/// call; anything needing the Job says what is missing.
+#[test]
+fn pipeline_adapter_refuses_before_reaching_the_api() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let output = dir.path().join("output");
+    let metadata = dir.path().join("metadata");
+    std::fs::create_dir_all(&output).expect("output");
+    std::fs::create_dir_all(&metadata).expect("metadata");
+    std::os::unix::fs::symlink("/etc/hosts", output.join("hosts")).expect("symlink");
+    std::fs::write(metadata.join("status.yaml"), "[1]\n").expect("status");
+    let cases = [
+        ("work-writer", "output file hosts is a symbolic link"),
+        ("status-writer", "status.yaml"),
+        ("reader", "KRATIX_JOB_NAME is not set"),
+    ];
+    for (step, want) in cases {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_kratix-rs"))
+            .args(["pipeline-adapter", step])
+            .env_clear()
+            .env("KRATIX_OUTPUT_DIR", &output)
+            .env("KRATIX_METADATA_DIR", &metadata)
+            .env("KRATIX_INPUT_DIR", dir.path())
+            .output()
+            .expect("kratix-rs runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{step}: {stderr}");
+        assert!(stderr.contains(want), "{step}: {stderr}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "starts a real control plane with kube-testenv; run with --ignored"]
+async fn only_the_newest_jobs_of_a_pipeline_stay() {
+    let cluster = Cluster::start().await;
+    let executor = KubeJobs::new(
+        cluster.env.config().await,
+        job::Settings {
+            jobs_to_keep: 2,
+            ..settings()
+        },
+    )
+    .expect("executor");
+    let mut created = Vec::new();
+    for _ in 0..3 {
+        let p = pipeline("again", json!({"containers": [sh("ok", "true")]}));
+        let (req, _work) = cluster.request(
+            p,
+            workflow(WorkflowAction::Configure, "again", true),
+            Duration::from_secs(60),
+        );
+        let outcome = executor.run(req).await.expect("run");
+        assert_eq!(outcome.result, RunResult::Succeeded, "{}", outcome.logs);
+        let mut names: Vec<String> = cluster
+            .jobs("default")
+            .await
+            .into_iter()
+            .filter_map(|j| j.metadata.name)
+            .filter(|n| !created.contains(n))
+            .collect();
+        created.append(&mut names);
+        // Deletion is foreground: the Job goes once its pods have.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let mut left: Vec<String> = cluster
+            .jobs("default")
+            .await
+            .into_iter()
+            .filter(|j| j.metadata.deletion_timestamp.is_none())
+            .filter_map(|j| j.metadata.name)
+            .collect();
+        left.sort();
+        let mut want = created[1..].to_vec();
+        want.sort();
+        if left == want {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "left {left:?}, want {want:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}

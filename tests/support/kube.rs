@@ -1,0 +1,286 @@
+//! A real Kubernetes control plane for tests (`kube-testenv`: etcd, kube-apiserver and
+//! kube-controller-manager on loopback, no kubelet), Kratix's CRDs installed, `kubectl` against
+//! it, and `kratix-rs controller` processes on it.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// The kube-testenv script: `$KUBE_TESTENV`, else `../shared/tools/kube-testenv` next to the
+/// workspace; `None` (with a NOTE printed) when it is not there.
+pub fn kube_testenv() -> Option<PathBuf> {
+    let path = std::env::var_os("KUBE_TESTENV").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/tools/kube-testenv"),
+        PathBuf::from,
+    );
+    if path.exists() {
+        Some(path)
+    } else {
+        eprintln!(
+            "NOTE: {} not found: skipping the tests against a real Kubernetes API server",
+            path.display()
+        );
+        None
+    }
+}
+
+/// A control plane started by kube-testenv with Kratix's CRDs, stopped on drop.
+pub struct TestEnv {
+    testenv: PathBuf,
+    dir: tempfile::TempDir,
+    pub kubeconfig: PathBuf,
+}
+
+impl TestEnv {
+    /// Starts one, or `None` when kube-testenv is not installed.
+    pub fn start() -> Option<Self> {
+        let testenv = kube_testenv()?;
+        let dir = tempfile::tempdir().expect("temp dir");
+        let out = Command::new(&testenv)
+            .arg("start")
+            .arg(dir.path())
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", testenv.display()));
+        assert!(
+            out.status.success(),
+            "kube-testenv start failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let kubeconfig = dir.path().join("kubeconfig");
+        let env = Self {
+            testenv,
+            dir,
+            kubeconfig,
+        };
+        let crds = Command::new(super::binary())
+            .arg("crds")
+            .output()
+            .expect("kratix-rs crds");
+        env.kubectl(
+            &["apply", "-f", "-"],
+            &String::from_utf8_lossy(&crds.stdout),
+        );
+        env.kubectl(
+            &[
+                "wait",
+                "--for",
+                "condition=Established",
+                "crd",
+                "--all",
+                "--timeout=120s",
+            ],
+            "",
+        );
+        Some(env)
+    }
+
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Runs kubectl with `stdin`; its stdout, panicking with stderr on failure.
+    #[track_caller]
+    pub fn kubectl(&self, args: &[&str], stdin: &str) -> String {
+        let out = self.try_kubectl(args, stdin);
+        match out {
+            Ok(stdout) => stdout,
+            Err(stderr) => panic!("kubectl {args:?} failed: {stderr}"),
+        }
+    }
+
+    /// Runs kubectl with `stdin`: its stdout, or its stderr when it fails.
+    pub fn try_kubectl(&self, args: &[&str], stdin: &str) -> Result<String, String> {
+        use std::io::Write as _;
+        let mut child = Command::new("kubectl")
+            .args(args)
+            .env("KUBECONFIG", &self.kubeconfig)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("kubectl is installed");
+        child
+            .stdin
+            .take()
+            .expect("stdin is piped")
+            .write_all(stdin.as_bytes())
+            .expect("write to kubectl");
+        let out = child.wait_with_output().expect("kubectl runs");
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        } else {
+            Err(String::from_utf8_lossy(&out.stderr).into_owned())
+        }
+    }
+
+    /// One object as JSON, `None` when it does not exist.
+    pub fn get_json(&self, kind: &str, name: &str, namespace: Option<&str>) -> Option<Value> {
+        let mut args = vec!["get", kind, name, "-o", "json", "--ignore-not-found"];
+        if let Some(ns) = namespace {
+            args.extend(["-n", ns]);
+        }
+        let out = self.try_kubectl(&args, "").ok()?;
+        if out.trim().is_empty() {
+            return None;
+        }
+        Some(serde_json::from_str(&out).expect("kubectl prints JSON"))
+    }
+
+    /// Objects of `kind` as JSON (`extra`: `-n`, `-A`, `-l`, …).
+    pub fn list_json(&self, kind: &str, extra: &[&str]) -> Vec<Value> {
+        let mut args = vec!["get", kind, "-o", "json"];
+        args.extend_from_slice(extra);
+        let Ok(out) = self.try_kubectl(&args, "") else {
+            return vec![];
+        };
+        let list: Value = serde_json::from_str(&out).expect("kubectl prints JSON");
+        list["items"].as_array().cloned().unwrap_or_default()
+    }
+
+    pub fn apply(&self, yaml: &str) {
+        self.kubectl(&["apply", "-f", "-"], yaml);
+    }
+
+    pub fn create_namespace(&self, name: &str) {
+        self.kubectl(&["create", "namespace", name], "");
+    }
+
+    /// The control plane backend on this API server.
+    pub async fn control_plane(&self) -> kratix::kube::KubeControlPlane {
+        kratix::kube::KubeControlPlane::connect(Some(&self.kubeconfig))
+            .await
+            .expect("connect to the test API server")
+    }
+}
+
+impl Drop for TestEnv {
+    fn drop(&mut self) {
+        let _ = Command::new(&self.testenv)
+            .arg("stop")
+            .arg(self.dir.path())
+            .status();
+    }
+}
+
+/// A free port on loopback (taken, then let go).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// One `kratix-rs controller` process; killed on drop.
+pub struct Controller {
+    child: Option<Child>,
+    pub name: String,
+    pub log: PathBuf,
+    pub health_port: u16,
+    pub metrics_port: u16,
+}
+
+impl Controller {
+    /// Starts a controller on `env` with its work folder under `work`; `extra` arguments
+    /// (e.g. leader election) follow.
+    pub fn start(env: &TestEnv, name: &str, work: &Path, extra: &[&str]) -> Self {
+        let log = env.dir().join(format!("{name}.log"));
+        let log_file = std::fs::File::create(&log).expect("controller log");
+        let health_port = free_port();
+        let metrics_port = free_port();
+        let child = Command::new(super::binary())
+            .arg("controller")
+            .arg("--kubeconfig")
+            .arg(&env.kubeconfig)
+            .arg("--work-dir")
+            .arg(work.join(name))
+            .args(["--identity", name])
+            .args(["--health-addr", &format!("127.0.0.1:{health_port}")])
+            .args(["--metrics-addr", &format!("127.0.0.1:{metrics_port}")])
+            .args(["--log-format", "json"])
+            .args(extra)
+            .env("KRATIX_LOG", "info,kube=warn,hyper=warn,tower=warn")
+            .env_remove("KUBECONFIG")
+            .stdout(Stdio::null())
+            .stderr(log_file)
+            .spawn()
+            .expect("kratix-rs controller starts");
+        Self {
+            child: Some(child),
+            name: name.to_string(),
+            log,
+            health_port,
+            metrics_port,
+        }
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// GET of `path` on the health or metrics address: status code and body.
+    pub fn http_get(&self, port: u16, path: &str) -> Option<(u16, String)> {
+        use std::io::{Read as _, Write as _};
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+        stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+        write!(
+            stream,
+            "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+        )
+        .ok()?;
+        let mut text = String::new();
+        stream.read_to_string(&mut text).ok()?;
+        let code = text.split_whitespace().nth(1)?.parse().ok()?;
+        let body = text.split_once("\r\n\r\n").map(|(_, b)| b.to_string())?;
+        Some((code, body))
+    }
+
+    /// Whether the process is still running.
+    pub fn running(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_some_and(|c| matches!(c.try_wait(), Ok(None)))
+    }
+
+    /// Its exit code once it has exited.
+    pub fn exit_code(&mut self) -> Option<i32> {
+        self.child
+            .as_mut()
+            .and_then(|c| c.try_wait().ok().flatten())
+            .and_then(|s| s.code())
+    }
+
+    /// Kills it abruptly (SIGKILL), as a crashed node would.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Stops it with SIGTERM; its exit code.
+    pub fn terminate(&mut self) -> Option<i32> {
+        let mut child = self.child.take()?;
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(child.id().to_string())
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = child.try_wait() {
+                return status.code();
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        None
+    }
+}
+
+impl Drop for Controller {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
