@@ -15,6 +15,9 @@ use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 use tokio::sync::oneshot;
 
+/// Bytes of decoded objects a write keeps at hand while it builds its trees.
+const WRITE_OBJECT_CACHE: usize = 8 << 20;
+
 /// A write waiting for the next push.
 #[derive(Debug)]
 pub(super) struct Queued {
@@ -147,7 +150,10 @@ impl Inner {
         let mut attempts = 0;
         let mut refusals_on_unmoved_tip = 0;
         loop {
-            let repo = local::open(&self.objects)?;
+            let mut repo = local::open(&self.objects)?;
+            // NB: every changed path is looked up from the root, several times; without a cache
+            // each look-up decodes (and for a packed tree, re-applies the deltas of) its trees.
+            repo.object_cache_size_if_unset(WRITE_OBJECT_CACHE);
             // Re-built on every attempt: on a moved tip, some changes may be no-ops now.
             let chain = build(&repo, base.tip, writes)?;
             // NB: on a tip that may be stale, only a commit is checked by the push; a write that
