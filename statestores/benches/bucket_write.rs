@@ -7,31 +7,22 @@
 //! objects and deleted objects the removed ones: requests are counted by the HTTP client's
 //! connector, objects in batched deletes from the request bodies.
 
-use std::time::{Duration, Instant};
+mod common;
+
+use std::time::Instant;
 
 use bytes::Bytes;
+use common::{info, key, median};
 use object_store::aws::AmazonS3Builder;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
-use statestores::{Bucket, BucketAuth, BucketOptions, Change, Key, StateStore, WriteInfo};
+use statestores::{Bucket, BucketAuth, BucketOptions, Change, StateStore};
 use testkit::garage::{self, Garage};
 use testkit::s3_requests::{Counting, DELETED_OBJECTS};
 
 const NAMED: usize = 100;
 const CHANGED: usize = 10;
 const REMOVED: usize = 5;
-
-fn info() -> WriteInfo {
-    WriteInfo {
-        message: "Update from: bench\n".into(),
-        author_name: "bench".into(),
-        author_email: "bench@example.com".into(),
-    }
-}
-
-fn key(path: &str) -> Key {
-    Key::parse(path).expect("valid key")
-}
 
 fn options(garage: &Garage, bucket: &str) -> BucketOptions {
     BucketOptions {
@@ -84,11 +75,6 @@ fn seed_round(round: usize) -> Vec<Change> {
         .collect()
 }
 
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
-}
-
 #[tokio::main]
 async fn main() {
     let rounds = if std::env::args().any(|a| a == "--quick") {
@@ -107,19 +93,22 @@ async fn main() {
     .expect("garage set-up");
     let counting = Counting::default();
     let store = Bucket::open_with_http_connector(garage_options, counting.clone()).expect("bucket");
-    store.write(&round_changes(0), &info()).await.expect("seed");
+    store
+        .write(&round_changes(0), &info("bench"))
+        .await
+        .expect("seed");
 
     let mut samples = Vec::new();
     let (mut puts, mut deleted, mut heads, mut lists) = (0, 0, 0, 0);
     for round in 1..=rounds {
         store
-            .write(&seed_round(round), &info())
+            .write(&seed_round(round), &info("bench"))
             .await
             .expect("seed");
         counting.take();
         let start = Instant::now();
         let outcome = store
-            .write(&round_changes(round), &info())
+            .write(&round_changes(round), &info("bench"))
             .await
             .expect("write");
         samples.push(start.elapsed());

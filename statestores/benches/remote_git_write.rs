@@ -10,29 +10,20 @@
 //! - Shared pushes: many writers finishing at once, each its own commit; pushes are counted by the
 //!   server's reflog and commits by `rev-list`, not by the writer.
 
+mod common;
+
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use statestores::{Change, Git, GitOptions, Key, StateStore, WriteInfo};
+use common::{info, key, median};
+use statestores::{Change, Git, GitOptions, StateStore};
 use testkit::{git, GitDaemon};
 
 const CHANGED: usize = 10;
 const ROUNDS: usize = 9;
 const CONCURRENT_WRITERS: usize = 32;
-
-fn info(who: &str) -> WriteInfo {
-    WriteInfo {
-        message: format!("Update from: {who}\n"),
-        author_name: "bench".into(),
-        author_email: "bench@example.com".into(),
-    }
-}
-
-fn key(path: &str) -> Key {
-    Key::parse(path).expect("valid key")
-}
 
 /// Where file `i` of a seeded repository lives: 100 files per folder, like a Destination with
 /// many resources of a few files each.
@@ -65,11 +56,6 @@ fn round_files(round: usize, files: usize) -> Vec<(String, String)> {
             (seeded_path(at), format!("round: {round}\nfile: {i}\n"))
         })
         .collect()
-}
-
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
 }
 
 /// Our writer through a warm cache (the first write fills it and is not counted).

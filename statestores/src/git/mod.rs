@@ -260,18 +260,15 @@ impl StateStore for Git {
             return Ok(WriteOutcome::default());
         }
         let (id, answer) = self.inner.enqueue(changes.to_vec(), info.clone());
-        if let Err(err) = self
-            .run(|inner| {
-                inner.write_queued();
-                Ok(())
-            })
-            .await
-        {
-            // Still queued: it never started. Otherwise the operation that took it is still
-            // running past its timeout, and whether it lands is unknown, as for any timeout.
-            self.inner.dequeue(id);
-            return Err(err);
-        }
+        // Takes the write back if it is still queued when this call ends: failed to get its
+        // turn, or was cancelled. Once taken, an operation that outlives its timeout may still
+        // land it, as for any timeout.
+        let _unqueue = write::Unqueue::new(&self.inner, id);
+        self.run(|inner| {
+            inner.write_queued();
+            Ok(())
+        })
+        .await?;
         // Whoever took this write answered it before releasing the lock we then acquired.
         match answer.await {
             Ok(outcome) => outcome.map_err(|e| to_error(&self.inner.label, e)),

@@ -27,6 +27,24 @@ pub(super) struct Queued {
     reply: oneshot::Sender<Result<WriteOutcome, GitError>>,
 }
 
+/// Takes a write back out of the queue when dropped, unless an operation took it already.
+pub(super) struct Unqueue<'a> {
+    inner: &'a Inner,
+    id: u64,
+}
+
+impl<'a> Unqueue<'a> {
+    pub(super) fn new(inner: &'a Inner, id: u64) -> Self {
+        Self { inner, id }
+    }
+}
+
+impl Drop for Unqueue<'_> {
+    fn drop(&mut self) {
+        self.inner.dequeue(self.id);
+    }
+}
+
 /// What one write came to on the tip it was built on: a commit, nothing to change, or its own
 /// failure (which fails no other write of the batch).
 enum Built {
@@ -78,7 +96,7 @@ impl Inner {
     }
 
     /// Takes the write `id` back if no operation has taken it yet.
-    pub(super) fn dequeue(&self, id: u64) {
+    fn dequeue(&self, id: u64) {
         self.queue
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -325,7 +343,7 @@ mod tests {
         ))
         .expect("open");
         let inner = &git.inner;
-        let mut answers = vec![
+        let mut answers = [
             inner.enqueue(vec![put("a/one.yaml", "1")], info("first")).1,
             // `a/one.yaml` is a file: nothing can go below it.
             inner
