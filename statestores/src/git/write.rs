@@ -60,8 +60,7 @@ struct Chain {
 }
 
 impl Chain {
-    /// Whether every write either made a commit or changed nothing and failed in no way, so that
-    /// only the push is left to check against the remote.
+    /// Whether every write made a commit: then the push alone checks them against the remote.
     fn all_committed(&self) -> bool {
         self.built.iter().all(|b| matches!(b, Built::Commit { .. }))
     }
@@ -173,7 +172,7 @@ impl Inner {
             // each look-up decodes (and for a packed tree, re-applies the deltas of) its trees.
             repo.object_cache_size_if_unset(WRITE_OBJECT_CACHE);
             // Re-built on every attempt: on a moved tip, some changes may be no-ops now.
-            let chain = build(&repo, base.tip, writes)?;
+            let chain = build(&repo, base.tip, writes);
             // NB: on a tip that may be stale, only a commit is checked by the push; a write that
             // changes nothing (or fails) there must be judged on the remote's real tip.
             if !base.fresh && !chain.all_committed() {
@@ -233,7 +232,7 @@ fn build(
     repo: &gix::Repository,
     tip: Option<ObjectId>,
     writes: &[(&[Change], &WriteInfo)],
-) -> Result<Chain, GitError> {
+) -> Chain {
     let mut head = tip;
     let mut built = Vec::with_capacity(writes.len());
     for (changes, info) in writes {
@@ -250,7 +249,7 @@ fn build(
         };
         built.push(one);
     }
-    Ok(Chain { head, built })
+    Chain { head, built }
 }
 
 fn outcomes(built: Vec<Built>) -> Vec<Result<WriteOutcome, GitError>> {
