@@ -96,7 +96,12 @@ pub enum Command {
         pipeline: Option<String>,
     },
     /// Run every controller of the home until SIGINT or SIGTERM.
-    Serve,
+    Serve {
+        /// How many pipeline runs of different objects may run at once (default
+        /// `KRATIX_MAX_PARALLEL`, else the number of cores).
+        #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+        max_parallel: Option<u16>,
+    },
     /// Run the controllers against a Kubernetes API server (not available yet in this build).
     Controller,
     /// Print the CustomResourceDefinitions of Kratix's kinds.

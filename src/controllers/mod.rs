@@ -138,6 +138,8 @@ pub struct Runtime {
     pub executor: claims::Executor,
     /// Pipeline runs this instance is carrying out, each in a task of its own.
     running: Arc<Mutex<HashMap<ObjectKey, JoinHandle<()>>>>,
+    /// One permit per pipeline run that may execute at once (`Settings::max_parallel`).
+    pipeline_slots: Arc<tokio::sync::Semaphore>,
     /// The owners each object was last seen with: a deleted object can no longer be read, yet
     /// its owners (a request waiting for its Works to go, a Destination for its placements)
     /// must hear of its deletion.
@@ -148,6 +150,7 @@ pub struct Runtime {
 impl Runtime {
     pub fn new(platform: Platform) -> Self {
         let cp = platform.control_plane();
+        let settings = Settings::from_env();
         Self {
             state_stores: Arc::new(state_stores::Cache::new(
                 platform.cache_dir(),
@@ -159,8 +162,17 @@ impl Runtime {
             executor: claims::Executor::this_process(),
             running: Arc::new(Mutex::new(HashMap::new())),
             owners_seen: Arc::new(Mutex::new(std::collections::HashMap::new())),
-            settings: Settings::from_env(),
+            pipeline_slots: Arc::new(tokio::sync::Semaphore::new(settings.max_parallel)),
+            settings,
         }
+    }
+
+    /// Lets up to `n` (at least 1) pipeline runs execute at once, instead of the setting from
+    /// the environment.
+    pub fn with_max_parallel(mut self, n: usize) -> Self {
+        self.settings.max_parallel = n.max(1);
+        self.pipeline_slots = Arc::new(tokio::sync::Semaphore::new(self.settings.max_parallel));
+        self
     }
 
     /// Runs every controller until `stop` completes, then stops executing pipeline runs (see

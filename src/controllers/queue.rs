@@ -1,50 +1,65 @@
-//! A work queue of object keys, each due at some instant, with per-key failure backoff.
+//! A work queue of object keys, each due at some instant, with per-key failure backoff. Adding,
+//! taking and peeking cost a logarithm of the queue's length, however many keys wait.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
 use crate::api::ObjectKey;
 
 #[derive(Debug, Default)]
 pub struct Queue {
-    due: BTreeMap<ObjectKey, Instant>,
+    /// When each queued key is due.
+    due: HashMap<ObjectKey, Instant>,
+    /// The same entries ordered by when they are due (then by key, so that every entry is
+    /// distinct).
+    order: BTreeSet<(Instant, ObjectKey)>,
     failures: HashMap<ObjectKey, u32>,
 }
 
 impl Queue {
     /// Due now.
     pub fn add(&mut self, key: ObjectKey) {
-        self.due.insert(key, Instant::now());
+        self.add_at(key, Instant::now());
     }
 
     /// Due after `delay`, unless it is already due sooner.
     pub fn add_after(&mut self, key: ObjectKey, delay: Duration) {
-        let at = Instant::now() + delay;
-        let entry = self.due.entry(key).or_insert(at);
-        if at < *entry {
-            *entry = at;
+        self.add_at(key, Instant::now() + delay);
+    }
+
+    /// Due at `at`, unless it is already due sooner.
+    fn add_at(&mut self, key: ObjectKey, at: Instant) {
+        if let Some(queued) = self.due.get(&key) {
+            if *queued <= at {
+                return;
+            }
+            self.order.remove(&(*queued, key.clone()));
         }
+        self.order.insert((at, key.clone()));
+        self.due.insert(key, at);
     }
 
     /// Takes the key that has been due the longest, if any is due.
     pub fn pop_due(&mut self) -> Option<ObjectKey> {
-        let now = Instant::now();
-        let key = self
-            .due
-            .iter()
-            .filter(|(_, at)| **at <= now)
-            .min_by_key(|(_, at)| **at)
-            .map(|(k, _)| k.clone())?;
+        let (at, _) = self.order.first()?;
+        if *at > Instant::now() {
+            return None;
+        }
+        let (_, key) = self.order.pop_first()?;
         self.due.remove(&key);
         Some(key)
     }
 
     pub fn time_to_next(&self) -> Option<Duration> {
-        let now = Instant::now();
-        self.due
-            .values()
-            .min()
-            .map(|at| at.saturating_duration_since(now))
+        self.order
+            .first()
+            .map(|(at, _)| at.saturating_duration_since(Instant::now()))
+    }
+
+    /// How many keys are queued.
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.due.len()
     }
 
     /// Exponential backoff for a key whose reconcile failed: 1 s doubling to 2 min.
@@ -73,11 +88,30 @@ mod tests {
         q.add(key("a"));
         q.add(key("a"));
         q.add_after(key("b"), Duration::from_secs(3600));
+        assert_eq!(q.len(), 2);
         assert_eq!(q.pop_due(), Some(key("a")));
         assert_eq!(q.pop_due(), None);
+        assert_eq!(q.len(), 1);
         assert!(q
             .time_to_next()
             .is_some_and(|d| d > Duration::from_secs(3000)));
+    }
+
+    #[test]
+    fn keys_come_out_in_due_order_and_a_sooner_add_wins() {
+        let mut q = Queue::default();
+        let start = Instant::now();
+        q.add_at(key("late"), start + Duration::from_millis(2));
+        q.add_at(key("early"), start + Duration::from_millis(1));
+        q.add_at(key("moved"), start + Duration::from_secs(3600));
+        // Sooner wins; later is ignored.
+        q.add_at(key("moved"), start);
+        q.add_at(key("early"), start + Duration::from_secs(3600));
+        std::thread::sleep(Duration::from_millis(3));
+        let order: Vec<ObjectKey> = std::iter::from_fn(|| q.pop_due()).collect();
+        assert_eq!(order, vec![key("moved"), key("early"), key("late")]);
+        assert_eq!(q.len(), 0);
+        assert_eq!(q.time_to_next(), None);
     }
 
     #[test]

@@ -140,6 +140,8 @@ async fn claim_and_start(rt: &Runtime, key: &ObjectKey) -> Result<Next, Error> {
     let task_key = key.clone();
     rt.start_executing(key.clone(), move || {
         tokio::spawn(async move {
+            // Waits for a slot: the semaphore is never closed, so this only fails if it were.
+            let _slot = rt2.pipeline_slots.clone().acquire_owned().await;
             let finished = match execute(&rt2, &claimed).await {
                 Ok(finished) => finished,
                 Err(err) => {

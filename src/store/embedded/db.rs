@@ -3,7 +3,7 @@
 
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
-use super::backend;
+use super::{backend, index};
 use crate::api::{KindInfo, Object, ObjectKey};
 use crate::store::{Change, ChangeType, Error, Result};
 
@@ -22,28 +22,44 @@ pub(super) fn read_object(conn: &Connection, key: &ObjectKey) -> Result<Option<O
     json.map(|json| parse_object(&json, key)).transpose()
 }
 
-/// Objects of `kind`, in `namespace` or all, sorted by namespace and name.
+/// Objects of `kind`, in `namespace` or all, sorted by namespace and name; only those labelled
+/// `label = value` when `through` names one (read through the label index).
 pub(super) fn list_objects(
     conn: &Connection,
     kind: &KindInfo,
     namespace: Option<&str>,
+    through: Option<&(String, String)>,
 ) -> Result<Vec<Object>> {
     let what = format!("list {}", kind.plural);
-    let mut statement = conn
-        .prepare_cached(
-            r#"SELECT namespace, name, json FROM objects
-               WHERE "group" = ?1 AND kind = ?2 AND (?3 IS NULL OR namespace = ?3)
-               ORDER BY namespace, name"#,
-        )
-        .map_err(backend(what.clone()))?;
+    let (label, value) = match through {
+        Some((label, value)) => (Some(label.as_str()), Some(value.as_str())),
+        None => (None, None),
+    };
+    let sql = if through.is_some() {
+        r#"SELECT o.namespace, o.name, o.json FROM labels l JOIN objects o
+             ON o."group" = l."group" AND o.kind = l.kind AND o.namespace = l.namespace
+                AND o.name = l.name
+           WHERE l."group" = ?1 AND l.kind = ?2 AND (?3 IS NULL OR l.namespace = ?3)
+             AND l.key = ?4 AND l.value = ?5
+           ORDER BY l.namespace, l.name"#
+    } else {
+        r#"SELECT namespace, name, json FROM objects
+           WHERE "group" = ?1 AND kind = ?2 AND (?3 IS NULL OR namespace = ?3)
+             AND ?4 IS NULL AND ?5 IS NULL
+           ORDER BY namespace, name"#
+    };
+    let mut statement = conn.prepare_cached(sql).map_err(backend(what.clone()))?;
     let rows = statement
-        .query_map(params![kind.group, kind.kind, namespace], |row| {
-            Ok((
-                row.get::<_, String>(0)?,
-                row.get::<_, String>(1)?,
-                row.get::<_, String>(2)?,
-            ))
-        })
+        .query_map(
+            params![kind.group, kind.kind, namespace, label, value],
+            |row| {
+                Ok((
+                    row.get::<_, String>(0)?,
+                    row.get::<_, String>(1)?,
+                    row.get::<_, String>(2)?,
+                ))
+            },
+        )
         .map_err(backend(what.clone()))?;
     let mut objects = Vec::new();
     for row in rows {
@@ -84,7 +100,7 @@ pub(super) fn write_object(
         ],
     )
     .map_err(backend(format!("write {key}")))?;
-    Ok(())
+    index::write_labels(conn, key, obj)
 }
 
 pub(super) fn remove_object(conn: &Connection, key: &ObjectKey) -> Result<()> {
@@ -93,7 +109,7 @@ pub(super) fn remove_object(conn: &Connection, key: &ObjectKey) -> Result<()> {
         params![key.group, key.kind, namespace_column(key), key.name],
     )
     .map_err(backend(format!("remove {key}")))?;
-    Ok(())
+    index::remove_labels(conn, key)
 }
 
 /// Appends a change and returns its position. Every `prune_every` positions, drops changes older
@@ -210,7 +226,7 @@ fn parse_object(json: &str, key: &ObjectKey) -> Result<Object> {
 }
 
 /// Cluster-scoped objects are stored under the empty namespace so the primary key has no NULLs.
-fn namespace_column(key: &ObjectKey) -> &str {
+pub(super) fn namespace_column(key: &ObjectKey) -> &str {
     key.namespace.as_deref().unwrap_or_default()
 }
 

@@ -14,6 +14,7 @@
 //! marking an object as being deleted bumps its generation.
 
 mod db;
+mod index;
 mod lock;
 mod rules;
 mod schema;
@@ -188,7 +189,9 @@ impl ControlPlane for EmbeddedStore {
         let namespace = rules::list_scope(kind, namespace)?;
         let (kind, selector) = (kind.clone(), selector.clone());
         self.run(move |conn| {
-            let objects = db::list_objects(conn, &kind, namespace.as_deref())?;
+            let equalities = selector.equalities();
+            let through = index::narrowest(conn, &kind, namespace.as_deref(), &equalities)?;
+            let objects = db::list_objects(conn, &kind, namespace.as_deref(), through)?;
             Ok(objects
                 .into_iter()
                 .filter(|obj| selector.matches(&labels(obj)))
