@@ -30,7 +30,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use tokio::task::JoinHandle;
 use tracing::{debug, warn};
 
@@ -241,27 +241,46 @@ impl Runtime {
             }
             tokio::select! {
                 _ = &mut stop => break,
-                change = changes.next() => match change {
-                    Some(Ok(change)) => match self.affected_by(&change.key).await {
-                        Ok(keys) => {
-                            for key in keys {
-                                queue.add(key);
+                change = changes.next() => {
+                    // Take every change already read with it: an object changed several times
+                    // (or several of whose parts changed) is then looked at once, not once each.
+                    let mut batch = ChangeBatch::default();
+                    let mut next = change;
+                    loop {
+                        match next {
+                            Some(Ok(change)) => batch.add(change.key),
+                            Some(Err(err)) => {
+                                // The feed was lost (e.g. pruned): look at everything again.
+                                warn!(error = %ErrorChain(&err), "change feed interrupted; resyncing");
+                                resync_due = Some(tokio::time::Instant::now());
+                                break;
+                            }
+                            None => {
+                                resync_due = Some(tokio::time::Instant::now());
+                                break;
                             }
                         }
-                        Err(err) => {
-                            // Its dependants are unknown for now: look at everything soon.
-                            warn!(object = %change.key, error = %ErrorChain(&err), "finding what a change affects failed; looking at everything again");
-                            queue.add(change.key.clone());
-                            resync_due.get_or_insert_with(|| tokio::time::Instant::now() + backoff.next());
+                        match changes.next().now_or_never() {
+                            Some(more) => next = more,
+                            None => break,
                         }
-                    },
-                    Some(Err(err)) => {
-                        // The feed was lost (e.g. pruned): look at everything again.
-                        warn!(error = %ErrorChain(&err), "change feed interrupted; resyncing");
-                        resync_due = Some(tokio::time::Instant::now());
                     }
-                    None => resync_due = Some(tokio::time::Instant::now()),
-                },
+                    for changed in batch.keys {
+                        match self.affected_by(&changed).await {
+                            Ok(keys) => {
+                                for key in keys {
+                                    queue.add(key);
+                                }
+                            }
+                            Err(err) => {
+                                // Its dependants are unknown for now: look at everything soon.
+                                warn!(object = %changed, error = %ErrorChain(&err), "finding what a change affects failed; looking at everything again");
+                                queue.add(changed.clone());
+                                resync_due.get_or_insert_with(|| tokio::time::Instant::now() + backoff.next());
+                            }
+                        }
+                    }
+                }
                 _ = resync.tick() => resync_due = Some(tokio::time::Instant::now()),
                 _ = tokio::time::sleep(sleep) => {}
             }
@@ -388,6 +407,21 @@ impl Runtime {
     /// The kind info of a built-in kind.
     pub fn kind(&self, kind: crate::api::Builtin) -> KindInfo {
         builtin(kind)
+    }
+}
+
+/// The objects changed in a run of changes read together, each once, in the order first seen.
+#[derive(Debug, Default)]
+struct ChangeBatch {
+    keys: Vec<ObjectKey>,
+    seen: std::collections::HashSet<ObjectKey>,
+}
+
+impl ChangeBatch {
+    fn add(&mut self, key: ObjectKey) {
+        if self.seen.insert(key.clone()) {
+            self.keys.push(key);
+        }
     }
 }
 
