@@ -93,11 +93,55 @@ async fn settle_running(rt: &Runtime, run: &Object) -> Result<Next, Error> {
 /// How often a run claimed by another live executor is looked at again.
 const CLAIM_RECHECK: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// Claims a `Pending` run for this executor and starts carrying it out in a task of its own.
+/// Starts carrying out a `Pending` run in a task of its own. The task waits for one of the
+/// pipeline slots, then claims the run for this executor: a run is `Running` (and its start
+/// time set) only once it really runs, and other executors may take it until then.
 async fn claim_and_start(rt: &Runtime, key: &ObjectKey) -> Result<Next, Error> {
     if rt.is_executing(key) {
         return Ok(Next::Done);
     }
+    let rt2 = rt.clone();
+    let task_key = key.clone();
+    rt.start_executing(key.clone(), move || {
+        tokio::spawn(async move {
+            // The semaphore is never closed, so this only fails if it were.
+            let _slot = rt2.pipeline_slots.clone().acquire_owned().await;
+            if let Some(claimed) = claim_retrying(&rt2, &task_key).await {
+                let finished = match execute(&rt2, &claimed).await {
+                    Ok(finished) => finished,
+                    Err(err) => {
+                        warn!(run = %task_key, error = %ErrorChain(&err), "pipeline run could not be carried out");
+                        Finished::failed(ErrorChain(&err).to_string())
+                    }
+                };
+                statestores::crash::crash_point("run-before-finish");
+                record_outcome(&rt2, &task_key, &finished).await;
+            }
+            rt2.done_executing(&task_key);
+        })
+    });
+    Ok(Next::Done)
+}
+
+/// [`claim`], retried until the control plane answers: the run is not looked at again while
+/// this executor holds it as its own.
+async fn claim_retrying(rt: &Runtime, key: &ObjectKey) -> Option<Object> {
+    let mut delay = std::time::Duration::from_millis(100);
+    loop {
+        match claim(rt, key).await {
+            Ok(claimed) => return claimed,
+            Err(err) => {
+                warn!(run = %key, error = %ErrorChain(&err), "claiming the run failed; retrying in {delay:?}");
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(std::time::Duration::from_secs(10));
+            }
+        }
+    }
+}
+
+/// Claims a `Pending` run for this executor; `None` when it is no longer pending or someone
+/// else claimed it first.
+async fn claim(rt: &Runtime, key: &ObjectKey) -> Result<Option<Object>, Error> {
     let started = now_rfc3339();
     let me = rt.executor.clone();
     let claim = serde_json::to_value(&me).map_err(|source| {
@@ -129,32 +173,11 @@ async fn claim_and_start(rt: &Runtime, key: &ObjectKey) -> Result<Next, Error> {
         },
     )
     .await?;
-    let Some(claimed) = stored.filter(|run| {
+    Ok(stored.filter(|run| {
         phase(run) == "Running"
             && executor_of(run).as_ref() == Some(&me)
             && run.data.pointer("/status/startTime") == Some(&json!(started))
-    }) else {
-        return Ok(Next::Done);
-    };
-    let rt2 = rt.clone();
-    let task_key = key.clone();
-    rt.start_executing(key.clone(), move || {
-        tokio::spawn(async move {
-            // Waits for a slot: the semaphore is never closed, so this only fails if it were.
-            let _slot = rt2.pipeline_slots.clone().acquire_owned().await;
-            let finished = match execute(&rt2, &claimed).await {
-                Ok(finished) => finished,
-                Err(err) => {
-                    warn!(run = %task_key, error = %ErrorChain(&err), "pipeline run could not be carried out");
-                    Finished::failed(ErrorChain(&err).to_string())
-                }
-            };
-            statestores::crash::crash_point("run-before-finish");
-            record_outcome(&rt2, &task_key, &finished).await;
-            rt2.done_executing(&task_key);
-        })
-    });
-    Ok(Next::Done)
+    }))
 }
 
 /// Kills what is left of an interrupted run's containers: plain processes (no sandbox to die
