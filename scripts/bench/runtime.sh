@@ -183,12 +183,24 @@ echo "Re-apply of the $last_n identical requests: $((after - before)) new commit
 
 # One request applied beside a running `serve`, into an empty home and into a home of settled
 # requests: what every object in the home adds to a later change.
-# Starts `serve` and lets it look at everything the home holds once, before anything is timed.
+# Starts `serve` and lets it look at everything the home holds once, before anything is timed:
+# waits until its CPU time stops growing.
 start_serve() {
+    local pid before after
     /usr/bin/time -f '%M' -o "$1.serve.rss" "$bin" --home "$1" serve >/dev/null 2>"$1.serve.log" &
     serve_pid=$!
-    sleep "$(awk -v n="$2" 'BEGIN { s = n / 500; if (s < 2) s = 2; print s }')"
+    sleep 1
+    pid=$(pgrep -P "$serve_pid")
+    after=$(cpu_ticks "$pid")
+    while :; do
+        before=$after
+        sleep 1
+        after=$(cpu_ticks "$pid")
+        # Idle polling of the change feed costs a few ticks a second.
+        [ $((after - before)) -le 5 ] && break
+    done
 }
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 # GNU time ignores SIGINT while it waits: stop `serve` itself, as a user would.
 stop_serve() {
     kill -INT "$(pgrep -P "$serve_pid")" 2>/dev/null || true
@@ -203,10 +215,10 @@ full=$(new_home full)
 requests "$home_size" >"$work/full.yaml"
 "$bin" --home "$full" apply -f "$work/full.yaml" --timeout 3600 >/dev/null
 requests 1 90000 >"$work/one.yaml"
-start_serve "$empty" 0
+start_serve "$empty"
 read -r t_empty _ < <(timed_apply "$empty" "$work/one.yaml")
 stop_serve
-start_serve "$full" "$home_size"
+start_serve "$full"
 read -r t_full _ < <(timed_apply "$full" "$work/one.yaml")
 stop_serve
 floor1=$(spawn_floor 1)
@@ -236,7 +248,7 @@ t_get=$(secs "$start" "$(now)")
 start=$(now)
 "$bin" --home "$big" get things -A -o json >/dev/null
 t_get_json=$(secs "$start" "$(now)")
-start_serve "$big" "$get_size"
+start_serve "$big"
 stop_serve
 serve_rss=$(tail -n1 "$big.serve.rss" | awk '{ printf "%.0f", $1 / 1024 }')
 echo "| measure | value |"

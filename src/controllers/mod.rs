@@ -117,6 +117,10 @@ impl Error {
     }
 }
 
+/// How many background keys (see [`Queue::add_background`]) are looked at between two looks at
+/// the change feed.
+const BACKGROUND_BATCH: usize = 16;
+
 /// What a reconcile asks for next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Next {
@@ -208,17 +212,14 @@ impl Runtime {
         let mut resync_due: Option<tokio::time::Instant> = None;
         loop {
             while let Some(key) = queue.pop_due() {
-                match self.reconcile(&key).await {
-                    Ok(Next::Done) => {}
-                    Ok(Next::After(delay)) => queue.add_after(key.clone(), delay),
-                    Err(err) => {
-                        let delay = queue.failure_backoff(&key);
-                        warn!(object = %key, error = %ErrorChain(&err), "reconcile failed; retrying in {delay:?}");
-                        queue.add_after(key.clone(), delay);
-                        continue;
-                    }
-                }
-                queue.forget_failures(&key);
+                self.reconcile_queued(&mut queue, key).await;
+            }
+            // A few of the background keys, then look for changes again.
+            for _ in 0..BACKGROUND_BATCH {
+                let Some(key) = queue.pop_background() else {
+                    break;
+                };
+                self.reconcile_queued(&mut queue, key).await;
             }
             if resync_due.is_some_and(|due| due <= tokio::time::Instant::now()) {
                 resync_due = match self.resync(&mut queue).await {
@@ -286,6 +287,21 @@ impl Runtime {
             }
         }
         self.stop_executing().await;
+    }
+
+    /// Reconciles a key taken from the queue and queues it again when it asks to be, or failed.
+    async fn reconcile_queued(&self, queue: &mut Queue, key: ObjectKey) {
+        match self.reconcile(&key).await {
+            Ok(Next::Done) => {}
+            Ok(Next::After(delay)) => queue.add_after(key.clone(), delay),
+            Err(err) => {
+                let delay = queue.failure_backoff(&key);
+                warn!(object = %key, error = %ErrorChain(&err), "reconcile failed; retrying in {delay:?}");
+                queue.add_after(key, delay);
+                return;
+            }
+        }
+        queue.forget_failures(&key);
     }
 
     /// Recovers interrupted runs, queues everything, and opens the change feed.
@@ -356,7 +372,10 @@ impl Runtime {
             task.abort();
             let _ = task.await;
             match runs::release(self, &run).await {
-                Ok(()) => warn!(run = %run, "stopped before the run finished; it runs again later"),
+                Ok(true) => {
+                    warn!(run = %run, "stopped before the run finished; it runs again later")
+                }
+                Ok(false) => {}
                 Err(err) => {
                     warn!(run = %run, error = %ErrorChain(&err), "could not give the run back; the next controllers take it over")
                 }
@@ -372,7 +391,7 @@ impl Runtime {
             for obj in self.cp.list(&kind, None, &Selector::everything()).await? {
                 let owners = self.owners(&obj).await?;
                 self.remember_owners(ObjectKey::of(&obj), owners);
-                queue.add(ObjectKey::of(&obj));
+                queue.add_background(ObjectKey::of(&obj));
             }
         }
         Ok(())

@@ -1,7 +1,7 @@
 //! A work queue of object keys, each due at some instant, with per-key failure backoff. Adding,
 //! taking and peeking cost a logarithm of the queue's length, however many keys wait.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
 
 use crate::api::ObjectKey;
@@ -13,6 +13,10 @@ pub struct Queue {
     /// The same entries ordered by when they are due (then by key, so that every entry is
     /// distinct).
     order: BTreeSet<(Instant, ObjectKey)>,
+    /// Keys looked at only when nothing else is due (everything, at start-up and on each
+    /// resync), so that a change made meanwhile is not queued behind the whole home.
+    background: VecDeque<ObjectKey>,
+    in_background: HashSet<ObjectKey>,
     failures: HashMap<ObjectKey, u32>,
 }
 
@@ -20,6 +24,13 @@ impl Queue {
     /// Due now.
     pub fn add(&mut self, key: ObjectKey) {
         self.add_at(key, Instant::now());
+    }
+
+    /// Due once nothing else is.
+    pub fn add_background(&mut self, key: ObjectKey) {
+        if self.in_background.insert(key.clone()) {
+            self.background.push_back(key);
+        }
     }
 
     /// Due after `delay`, unless it is already due sooner.
@@ -39,7 +50,7 @@ impl Queue {
         self.due.insert(key, at);
     }
 
-    /// Takes the key that has been due the longest, if any is due.
+    /// Takes the key that has been due the longest, if any is due (background keys aside).
     pub fn pop_due(&mut self) -> Option<ObjectKey> {
         let (at, _) = self.order.first()?;
         if *at > Instant::now() {
@@ -47,10 +58,25 @@ impl Queue {
         }
         let (_, key) = self.order.pop_first()?;
         self.due.remove(&key);
+        self.in_background.remove(&key);
         Some(key)
     }
 
+    /// Takes the oldest background key, if any.
+    pub fn pop_background(&mut self) -> Option<ObjectKey> {
+        while let Some(key) = self.background.pop_front() {
+            // Skipped if it was taken in the foreground since.
+            if self.in_background.remove(&key) {
+                return Some(key);
+            }
+        }
+        None
+    }
+
     pub fn time_to_next(&self) -> Option<Duration> {
+        if !self.in_background.is_empty() {
+            return Some(Duration::ZERO);
+        }
         self.order
             .first()
             .map(|(at, _)| at.saturating_duration_since(Instant::now()))
@@ -59,7 +85,7 @@ impl Queue {
     /// How many keys are queued.
     #[cfg(test)]
     fn len(&self) -> usize {
-        self.due.len()
+        self.due.len() + self.in_background.len()
     }
 
     /// Exponential backoff for a key whose reconcile failed: 1 s doubling to 2 min.
@@ -112,6 +138,25 @@ mod tests {
         assert_eq!(order, vec![key("moved"), key("early"), key("late")]);
         assert_eq!(q.len(), 0);
         assert_eq!(q.time_to_next(), None);
+    }
+
+    #[test]
+    fn background_keys_wait_for_due_ones_and_come_out_once() {
+        let mut q = Queue::default();
+        q.add_background(key("old-1"));
+        q.add_background(key("old-2"));
+        q.add_background(key("old-1"));
+        q.add(key("new"));
+        q.add_after(key("later"), Duration::from_secs(3600));
+        assert_eq!(q.time_to_next(), Some(Duration::ZERO));
+        assert_eq!(q.pop_due(), Some(key("new")));
+        assert_eq!(q.pop_due(), None);
+        assert_eq!(q.pop_background(), Some(key("old-1")));
+        // Taken in the foreground: not again in the background.
+        q.add(key("old-2"));
+        assert_eq!(q.pop_due(), Some(key("old-2")));
+        assert_eq!(q.pop_background(), None);
+        assert_eq!(q.len(), 1);
     }
 
     #[test]

@@ -63,6 +63,19 @@ async fn settle_running(rt: &Runtime, run: &Object) -> Result<Next, Error> {
         // Look again later: if that executor dies, the run is taken over then.
         Verdict::ClaimedElsewhere => Ok(Next::After(CLAIM_RECHECK)),
         Verdict::Abandoned => {
+            // The run may have finished here between reading it and asking whether it runs
+            // here (its outcome is stored before it stops counting as executing): read it again.
+            let fresh = rt
+                .cp
+                .get(
+                    &rt.kind(crate::api::Builtin::PipelineRun),
+                    key.namespace.as_deref(),
+                    &key.name,
+                )
+                .await?;
+            if !fresh.is_some_and(|run| phase(&run) == "Running" && executor_of(&run) == claim) {
+                return Ok(Next::Done);
+            }
             let claimant = claim
                 .as_ref()
                 .map(|c| format!("process {}", c.pid))
@@ -260,14 +273,17 @@ async fn finish(rt: &Runtime, key: &ObjectKey, finished: &Finished) -> Result<()
 
 /// Gives back the claim of a run that this executor stops carrying out before it finished (the
 /// process is stopping): it runs again from the start, here or in the next process.
-pub(super) async fn release(rt: &Runtime, key: &ObjectKey) -> Result<(), Error> {
+/// Whether it was this executor's to give back (a run still waiting for a slot is not claimed).
+pub(super) async fn release(rt: &Runtime, key: &ObjectKey) -> Result<bool, Error> {
     let me = &rt.executor;
+    let mut ours = false;
     status::update_status(
         rt.cp.as_ref(),
         &rt.kind(crate::api::Builtin::PipelineRun),
         key,
         |obj, s| {
-            if phase(obj) == "Running" && executor_of(obj).as_ref() == Some(me) {
+            ours = phase(obj) == "Running" && executor_of(obj).as_ref() == Some(me);
+            if ours {
                 status::set_field(s, "phase", json!("Pending"));
                 status::set_field(
                     s,
@@ -281,7 +297,7 @@ pub(super) async fn release(rt: &Runtime, key: &ObjectKey) -> Result<(), Error> 
         },
     )
     .await?;
-    Ok(())
+    Ok(ours)
 }
 
 async fn execute(rt: &Runtime, run: &Object) -> Result<Finished, Error> {

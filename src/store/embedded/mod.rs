@@ -73,6 +73,8 @@ struct Inner {
     /// One connection per handle: SQLite statements are short, and a single writer per process
     /// is what SQLite allows anyway.
     conn: Mutex<Connection>,
+    /// Told of every write through this handle, so that its watches look at once.
+    written: tokio::sync::watch::Sender<()>,
 }
 
 impl fmt::Debug for EmbeddedStore {
@@ -106,6 +108,7 @@ impl EmbeddedStore {
                 home: home.to_path_buf(),
                 options,
                 conn: Mutex::new(conn),
+                written: tokio::sync::watch::Sender::new(()),
             }),
         })
     }
@@ -126,7 +129,7 @@ impl EmbeddedStore {
         let key = rules::key_of(kind, obj)?;
         let (kind, obj) = (kind.clone(), obj.clone());
         let retain = self.inner.options.retain_changes;
-        self.run(move |conn| {
+        self.run_write(move |conn| {
             write(conn, &format!("{what} {key}"), |tx| {
                 let stored = db::read_object(tx, &key)?.ok_or_else(|| not_found(&key))?;
                 let outcome = rule(&kind, &stored, &obj)?;
@@ -134,6 +137,17 @@ impl EmbeddedStore {
             })
         })
         .await
+    }
+
+    /// [`EmbeddedStore::run`] for work that writes: wakes this handle's watches once it is done.
+    async fn run_write<T, F>(&self, work: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<T> + Send + 'static,
+    {
+        let result = self.run(work).await;
+        self.inner.written.send_replace(());
+        result
     }
 
     /// Runs blocking database work off the async threads.
@@ -209,7 +223,7 @@ impl ControlPlane for EmbeddedStore {
         let mut obj = rules::prepare_create(kind, obj, &fresh)?;
         let key = rules::key_of(kind, &obj)?;
         let retain = self.inner.options.retain_changes;
-        self.run(move |conn| {
+        self.run_write(move |conn| {
             write(conn, &format!("create {key}"), |tx| {
                 if db::read_object(tx, &key)?.is_some() {
                     return Err(Error::AlreadyExists { key: key.clone() });
@@ -241,7 +255,7 @@ impl ControlPlane for EmbeddedStore {
         let key = rules::address(kind, namespace, name)?;
         let now = now();
         let retain = self.inner.options.retain_changes;
-        self.run(move |conn| {
+        self.run_write(move |conn| {
             write(conn, &format!("delete {key}"), |tx| {
                 let stored = db::read_object(tx, &key)?.ok_or_else(|| not_found(&key))?;
                 Ok(

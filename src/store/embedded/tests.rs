@@ -230,7 +230,8 @@ async fn label_selection_follows_relabelling_removal_and_migration() {
 
     // The same objects in a database of the first schema version, without the index.
     drop(store);
-    let conn = rusqlite::Connection::open(home.path().join("home").join(DATABASE_FILE)).expect("open");
+    let conn =
+        rusqlite::Connection::open(home.path().join("home").join(DATABASE_FILE)).expect("open");
     conn.execute_batch("DROP TABLE labels; UPDATE schema_version SET version = 1;")
         .expect("downgrade");
     drop(conn);
