@@ -3,6 +3,7 @@
 //! holder of the home lock); everything they need to resume after a crash is stored.
 
 mod backoff;
+mod change_batch;
 mod claims;
 mod commit_message;
 pub mod destinations;
@@ -30,7 +31,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use futures::{FutureExt, StreamExt};
+use futures::StreamExt;
 use tokio::task::JoinHandle;
 use tracing::{debug, warn};
 
@@ -40,6 +41,7 @@ use crate::store::embedded::HomeLock;
 use crate::store::{self, ControlPlane, Selector};
 
 use backoff::Backoff;
+use change_batch::ChangeBatch;
 pub use kube_time::{now_ms, now_rfc3339};
 use queue::Queue;
 pub use settings::Settings;
@@ -245,26 +247,9 @@ impl Runtime {
                 change = changes.next() => {
                     // Take every change already read with it: an object changed several times
                     // (or several of whose parts changed) is then looked at once, not once each.
-                    let mut batch = ChangeBatch::default();
-                    let mut next = change;
-                    loop {
-                        match next {
-                            Some(Ok(change)) => batch.add(change.key),
-                            Some(Err(err)) => {
-                                // The feed was lost (e.g. pruned): look at everything again.
-                                warn!(error = %ErrorChain(&err), "change feed interrupted; resyncing");
-                                resync_due = Some(tokio::time::Instant::now());
-                                break;
-                            }
-                            None => {
-                                resync_due = Some(tokio::time::Instant::now());
-                                break;
-                            }
-                        }
-                        match changes.next().now_or_never() {
-                            Some(more) => next = more,
-                            None => break,
-                        }
+                    let batch = ChangeBatch::take(change, &mut changes);
+                    if batch.feed_lost {
+                        resync_due = Some(tokio::time::Instant::now());
                     }
                     for changed in batch.keys {
                         match self.affected_by(&changed).await {
@@ -426,21 +411,6 @@ impl Runtime {
     /// The kind info of a built-in kind.
     pub fn kind(&self, kind: crate::api::Builtin) -> KindInfo {
         builtin(kind)
-    }
-}
-
-/// The objects changed in a run of changes read together, each once, in the order first seen.
-#[derive(Debug, Default)]
-struct ChangeBatch {
-    keys: Vec<ObjectKey>,
-    seen: std::collections::HashSet<ObjectKey>,
-}
-
-impl ChangeBatch {
-    fn add(&mut self, key: ObjectKey) {
-        if self.seen.insert(key.clone()) {
-            self.keys.push(key);
-        }
     }
 }
 

@@ -1,8 +1,9 @@
 //! The SQL: reading and writing object rows, the change feed, and named counters. Callers hold
 //! the transaction; nothing here decides what to write.
 
-use rusqlite::{params, Connection, OptionalExtension, Row};
+use rusqlite::{params, Connection, OptionalExtension, Row, ToSql};
 
+use super::columns::{namespace_column, namespace_key};
 use super::{backend, index};
 use crate::api::{KindInfo, Object, ObjectKey};
 use crate::store::{Change, ChangeType, Error, Result};
@@ -31,10 +32,6 @@ pub(super) fn list_objects(
     through: Option<&(String, String)>,
 ) -> Result<Vec<Object>> {
     let what = format!("list {}", kind.plural);
-    let (label, value) = match through {
-        Some((label, value)) => (Some(label.as_str()), Some(value.as_str())),
-        None => (None, None),
-    };
     let sql = if through.is_some() {
         r#"SELECT o.namespace, o.name, o.json FROM labels l JOIN objects o
              ON o."group" = l."group" AND o.kind = l.kind AND o.namespace = l.namespace
@@ -45,21 +42,21 @@ pub(super) fn list_objects(
     } else {
         r#"SELECT namespace, name, json FROM objects
            WHERE "group" = ?1 AND kind = ?2 AND (?3 IS NULL OR namespace = ?3)
-             AND ?4 IS NULL AND ?5 IS NULL
            ORDER BY namespace, name"#
     };
+    let mut args: Vec<&dyn ToSql> = vec![&kind.group, &kind.kind, &namespace];
+    if let Some((label, value)) = through {
+        args.extend([label as &dyn ToSql, value]);
+    }
     let mut statement = conn.prepare_cached(sql).map_err(backend(what.clone()))?;
     let rows = statement
-        .query_map(
-            params![kind.group, kind.kind, namespace, label, value],
-            |row| {
-                Ok((
-                    row.get::<_, String>(0)?,
-                    row.get::<_, String>(1)?,
-                    row.get::<_, String>(2)?,
-                ))
-            },
-        )
+        .query_map(args.as_slice(), |row| {
+            Ok((
+                row.get::<_, String>(0)?,
+                row.get::<_, String>(1)?,
+                row.get::<_, String>(2)?,
+            ))
+        })
         .map_err(backend(what.clone()))?;
     let mut objects = Vec::new();
     for row in rows {
@@ -223,15 +220,6 @@ fn parse_object(json: &str, key: &ObjectKey) -> Result<Object> {
         context: format!("decode stored {key}"),
         source: Box::new(source),
     })
-}
-
-/// Cluster-scoped objects are stored under the empty namespace so the primary key has no NULLs.
-pub(super) fn namespace_column(key: &ObjectKey) -> &str {
-    key.namespace.as_deref().unwrap_or_default()
-}
-
-fn namespace_key(column: &str) -> Option<&str> {
-    (!column.is_empty()).then_some(column)
 }
 
 fn change_type_name(change_type: ChangeType) -> &'static str {

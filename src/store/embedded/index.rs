@@ -4,6 +4,7 @@
 use rusqlite::{params, Connection};
 
 use super::backend;
+use super::columns::namespace_column;
 use crate::api::{KindInfo, Object, ObjectKey};
 use crate::store::Result;
 
@@ -28,7 +29,7 @@ pub(super) fn write_labels(conn: &Connection, key: &ObjectKey, obj: &Object) -> 
             .execute(params![
                 key.group,
                 key.kind,
-                super::db::namespace_column(key),
+                namespace_column(key),
                 key.name,
                 label,
                 value
@@ -46,7 +47,7 @@ pub(super) fn remove_labels(conn: &Connection, key: &ObjectKey) -> Result<()> {
         statement.execute(params![
             key.group,
             key.kind,
-            super::db::namespace_column(key),
+            namespace_column(key),
             key.name
         ])
     })

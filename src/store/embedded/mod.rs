@@ -13,6 +13,7 @@
 //! and emitting no change, so a controller rewriting an identical status does not wake itself;
 //! marking an object as being deleted bumps its generation.
 
+mod columns;
 mod db;
 mod index;
 mod lock;
