@@ -116,7 +116,10 @@ fn workflow_settlement(obj: &Object) -> Settlement {
     }
 }
 
-/// Runs `check` every few hundred milliseconds until it returns `Some`. Meanwhile the controllers
+/// How often a wait looks again. Cheap: [`settle`] reads only what is still pending.
+const CHECK_INTERVAL: Duration = Duration::from_millis(50);
+
+/// Runs `check` every [`CHECK_INTERVAL`] until it returns `Some`. Meanwhile the controllers
 /// run in this process whenever no other process runs them (see [`Driver`]).
 pub async fn drive_until<T, F, Fut>(
     driver: &Driver,
@@ -140,7 +143,7 @@ where
                 what: what.to_string(),
             });
         }
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        tokio::time::sleep(CHECK_INTERVAL).await;
     }
 }
 

@@ -49,7 +49,8 @@ pub const DATABASE_FILE: &str = "state.db";
 pub struct Options {
     /// How many of the newest changes the feed keeps; older watch positions expire.
     pub retain_changes: i64,
-    /// How often a watch reads the feed.
+    /// How often a watch reads the feed for other processes' writes (this handle's own wake its
+    /// watches at once). A read of an idle feed is one indexed query.
     pub poll_interval: Duration,
 }
 
@@ -57,7 +58,7 @@ impl Default for Options {
     fn default() -> Self {
         Self {
             retain_changes: 100_000,
-            poll_interval: Duration::from_millis(100),
+            poll_interval: Duration::from_millis(50),
         }
     }
 }
