@@ -46,7 +46,7 @@ pub(crate) enum GitError {
     Join(#[source] tokio::task::JoinError),
     #[error("the server did not answer within {timeout:?}")]
     TimedOut { timeout: std::time::Duration },
-    #[error("an earlier operation is still waiting for the server, which has not answered it within {timeout:?}")]
+    #[error("an earlier operation is still waiting for the server, which did not answer it within {timeout:?}")]
     Overdue { timeout: std::time::Duration },
 }
 
