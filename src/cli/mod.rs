@@ -103,7 +103,12 @@ pub enum Command {
     /// Add, change (`--overwrite`) or remove (`key-`) annotations of an object; metadata only.
     Annotate(MetadataArgs),
     /// Run every controller of the home until SIGINT or SIGTERM.
-    Serve,
+    Serve {
+        /// How many pipeline runs of different objects may run at once (default
+        /// `KRATIX_MAX_PARALLEL`, else the number of cores).
+        #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+        max_parallel: Option<u16>,
+    },
     /// Run every controller against a Kubernetes API server (Promises' APIs become CRDs), with
     /// optional leader election, health and metrics endpoints; until SIGTERM.
     Controller(controller::ControllerArgs),

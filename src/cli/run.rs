@@ -260,14 +260,17 @@ async fn dispatch(command: Command, platform: &Platform, driver: &Driver) -> Res
         }
         Command::Label(args) => change_metadata(&platform, Which::Labels, args).await,
         Command::Annotate(args) => change_metadata(&platform, Which::Annotations, args).await,
-        Command::Serve => {
+        Command::Serve { max_parallel } => {
             let lock = HomeLock::try_acquire(&platform.home)
                 .map_err(|e| Error::Controllers(controllers::Error::Store(e)))?
                 .ok_or_else(|| Error::AlreadyServing {
                     home: platform.home.display().to_string(),
                 })?;
             eprintln!("serving {}", platform.home.display());
-            let runtime = controllers::Runtime::new(platform.clone());
+            let mut runtime = controllers::Runtime::new(platform.clone());
+            if let Some(n) = max_parallel {
+                runtime = runtime.with_max_parallel(usize::from(n));
+            }
             runtime
                 .run(lock, async {
                     super::signal::shutdown().await;

@@ -51,7 +51,7 @@ pub(crate) enum GitError {
     /// A failure of a push that several writes shared, reported to each of them.
     #[error(transparent)]
     Shared(std::sync::Arc<GitError>),
-    #[error("an earlier operation is still waiting for the server, which has not answered it within {timeout:?}")]
+    #[error("an earlier operation is still waiting for the server, which did not answer it within {timeout:?}")]
     Overdue { timeout: std::time::Duration },
 }
 
