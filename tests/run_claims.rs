@@ -180,3 +180,64 @@ fn a_stopping_serve_gives_its_runs_back() {
     assert!(log.contains("stopped before the run finished"), "{log}");
     assert!(!log.contains("interrupted"), "{log}");
 }
+
+/// Many requests in one `apply`, with three pipelines each that take a moment: runs of different
+/// requests run at once, never more than `KRATIX_MAX_PARALLEL`, and the runs of one request
+/// still one after another.
+#[test]
+fn many_objects_run_concurrently_up_to_the_limit_and_each_in_sequence() {
+    const LIMIT: usize = 3;
+    let k = Kratix::new().with_env("KRATIX_MAX_PARALLEL", &LIMIT.to_string());
+    k.apply_yaml(
+        &git_destination_yaml("state-store.git", "worker-1", "{env: dev}"),
+        &["--timeout", "60"],
+    )
+    .assert_ok();
+    let slow = format!("sleep 0.2; exec {}", things::step_command().join(" "));
+    let command = vec!["sh".to_string(), "-c".to_string(), slow];
+    let promise = things::promise_with(&[
+        ("a", command.clone()),
+        ("b", command.clone()),
+        ("c", command),
+    ]);
+    k.apply_yaml(&promise, &["--timeout", "60"]).assert_ok();
+    let names: Vec<String> = (0..12).map(|i| format!("r{i}")).collect();
+    let requests: Vec<String> = names.iter().map(|name| things::request(name, 1)).collect();
+    k.apply_yaml(&requests.join("\n---\n"), &["--timeout", "300"])
+        .assert_ok();
+
+    let mut all = Vec::new();
+    for name in &names {
+        assert!(reconciled(&k, name).is_some(), "{name} settled");
+        let runs = runs(&k, name);
+        assert_eq!(runs.len(), 3, "{name} ran each pipeline once: {runs:#?}");
+        assert_never_overlapped(&runs);
+        all.extend(runs);
+    }
+    let most = most_at_once(&all);
+    assert!(
+        (2..=LIMIT).contains(&most),
+        "between 2 and {LIMIT} runs at once, not {most}: {all:#?}"
+    );
+}
+
+/// The most runs that were running at one instant (a run ending as another starts does not
+/// count as both).
+fn most_at_once(runs: &[things::RunInfo]) -> usize {
+    let mut events: Vec<(jiff::Timestamp, i32)> = Vec::new();
+    for run in runs {
+        let (Some(start), Some(end)) = (run.start, run.completion) else {
+            continue;
+        };
+        events.push((start, 1));
+        events.push((end, -1));
+    }
+    // Ends before starts at the same instant.
+    events.sort();
+    let (mut now, mut most) = (0i32, 0i32);
+    for (_, step) in events {
+        now += step;
+        most = most.max(now);
+    }
+    usize::try_from(most).unwrap_or(0)
+}

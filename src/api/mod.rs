@@ -32,7 +32,7 @@ pub use pipeline::Pipeline;
 pub use pipeline_run::{
     PipelineRun, PipelineRunPhase, PipelineRunSpec, PipelineRunStatus, RunExecutor, WorkflowControl,
 };
-pub use promise::{Promise, PromiseSpec};
+pub use promise::{Promise, PromiseSpec, PromiseStatus};
 pub use secret::Secret;
 pub use state_store::{BucketStateStore, GitStateStore};
 pub use work::{Work, WorkSpec, WorkStatus, Workload, WorkloadGroup};

@@ -36,9 +36,33 @@ pub struct PromiseSpec {
     pub dependencies: Vec<Value>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub destination_selectors: Vec<DestinationSelector>,
+    /// Promises that must be installed (at a version) and available before this one is.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(schema_with = "super::schema::list_of_objects")]
-    pub required_promises: Vec<Value>,
+    pub required_promises: Vec<RequiredPromise>,
+}
+
+/// One entry of `spec.requiredPromises`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct RequiredPromise {
+    /// Name of the required Promise.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    /// Its `kratix.io/promise-version` label; empty accepts any version.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub version: String,
+}
+
+/// One entry of `status.requiredPromises`: a requirement and its state.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct RequiredPromiseStatus {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub version: String,
+    /// `Requirement installed`, `Requirement not installed`, `Requirement not installed at the
+    /// specified version` or `Requirement not available`, as Kratix words them.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub state: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -91,6 +115,8 @@ pub struct PromiseStatus {
     pub version: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub required_promises: Vec<RequiredPromiseStatus>,
     /// Everything else the controllers or pipelines record.
     #[serde(flatten)]
     #[schemars(skip)]

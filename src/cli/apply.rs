@@ -19,8 +19,10 @@ use checks::{
 };
 
 mod checks;
+mod warnings;
 use crate::platform::Platform;
 use crate::store::{self, ControlPlane, Selector};
+pub use warnings::requirement_warnings;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

@@ -6,6 +6,7 @@ pub mod documents;
 mod driver;
 pub mod get;
 pub mod logs;
+pub mod metadata;
 pub mod output;
 pub mod run;
 mod signal;
@@ -97,8 +98,17 @@ pub enum Command {
         #[arg(long)]
         pipeline: Option<String>,
     },
+    /// Add, change (`--overwrite`) or remove (`key-`) labels of an object; metadata only.
+    Label(MetadataArgs),
+    /// Add, change (`--overwrite`) or remove (`key-`) annotations of an object; metadata only.
+    Annotate(MetadataArgs),
     /// Run every controller of the home until SIGINT or SIGTERM.
-    Serve,
+    Serve {
+        /// How many pipeline runs of different objects may run at once (default
+        /// `KRATIX_MAX_PARALLEL`, else the number of cores).
+        #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+        max_parallel: Option<u16>,
+    },
     /// Run every controller against a Kubernetes API server (Promises' APIs become CRDs), with
     /// optional leader election, health and metrics endpoints; until SIGTERM.
     Controller(controller::ControllerArgs),
@@ -125,6 +135,21 @@ impl WaitArgs {
     pub fn timeout(&self) -> Duration {
         Duration::from_secs(self.timeout)
     }
+}
+
+/// `KIND NAME key=value … key- …` of `label` and `annotate`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct MetadataArgs {
+    pub kind: String,
+    pub name: String,
+    /// `key=value` to set, `key-` to remove.
+    #[arg(required = true)]
+    pub changes: Vec<String>,
+    /// Allow changing a value that is already set.
+    #[arg(long)]
+    pub overwrite: bool,
+    #[arg(short = 'n', long)]
+    pub namespace: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

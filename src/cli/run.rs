@@ -9,7 +9,8 @@ use crate::store::embedded::HomeLock;
 use crate::store::{self, ControlPlane};
 
 use super::driver::Driver;
-use super::{apply, documents, get, logs, wait, Cli, Command};
+use super::metadata::{self, Which};
+use super::{apply, documents, get, logs, wait, Cli, Command, MetadataArgs};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -27,6 +28,8 @@ pub enum Error {
     Wait(#[from] wait::Error),
     #[error(transparent)]
     Controllers(#[from] controllers::Error),
+    #[error(transparent)]
+    Metadata(#[from] metadata::Error),
     #[error(transparent)]
     Adapter(#[from] crate::jobs::adapter::Error),
     /// A command's arguments don't fit together.
@@ -78,6 +81,9 @@ async fn dispatch(command: Command, platform: &Platform, driver: &Driver) -> Res
                 for field in &p.pruned {
                     eprintln!("warning: {}: unknown field {field} dropped", p.document);
                 }
+            }
+            for (document, warning) in apply::requirement_warnings(&prepared, &known.promises) {
+                eprintln!("warning: {document}: {warning}");
             }
             let cp = platform.control_plane();
             let before = snapshot(cp.as_ref(), &prepared).await;
@@ -252,14 +258,19 @@ async fn dispatch(command: Command, platform: &Platform, driver: &Driver) -> Res
             print!("{text}");
             Ok(())
         }
-        Command::Serve => {
+        Command::Label(args) => change_metadata(&platform, Which::Labels, args).await,
+        Command::Annotate(args) => change_metadata(&platform, Which::Annotations, args).await,
+        Command::Serve { max_parallel } => {
             let lock = HomeLock::try_acquire(&platform.home)
                 .map_err(|e| Error::Controllers(controllers::Error::Store(e)))?
                 .ok_or_else(|| Error::AlreadyServing {
                     home: platform.home.display().to_string(),
                 })?;
             eprintln!("serving {}", platform.home.display());
-            let runtime = controllers::Runtime::new(platform.clone());
+            let mut runtime = controllers::Runtime::new(platform.clone());
+            if let Some(n) = max_parallel {
+                runtime = runtime.with_max_parallel(usize::from(n));
+            }
             runtime
                 .run(lock, async {
                     super::signal::shutdown().await;
@@ -362,37 +373,43 @@ async fn request_manual_reconciliation(
     kind: &KindInfo,
     key: &ObjectKey,
 ) -> Result<(), Error> {
-    for _ in 0..20 {
-        let mut obj = cp
-            .get(kind, key.namespace.as_deref(), &key.name)
-            .await
-            .map_err(|source| Error::Store {
-                key: key.clone(),
-                source,
-            })?
-            .ok_or_else(|| Error::NotFound { key: key.clone() })?;
+    metadata::update_with_retries(cp, kind, key, |obj| {
         obj.metadata
             .labels
             .get_or_insert_with(Default::default)
             .insert(labels::MANUAL_RECONCILIATION.into(), "true".into());
-        match cp.update(kind, &obj).await {
-            Ok(_) => return Ok(()),
-            Err(store::Error::Conflict { .. }) => continue,
-            Err(source) => {
-                return Err(Error::Store {
-                    key: key.clone(),
-                    source,
-                })
-            }
-        }
-    }
-    Err(Error::Store {
-        key: key.clone(),
-        source: store::Error::Conflict {
-            key: key.clone(),
-            expected: "latest".into(),
-        },
+        Ok(metadata::Outcome::Changed)
     })
+    .await?;
+    Ok(())
+}
+
+/// `label` and `annotate`: checks every argument before reading the object, then changes
+/// only its metadata.
+async fn change_metadata(
+    platform: &Platform,
+    which: Which,
+    args: MetadataArgs,
+) -> Result<(), Error> {
+    let changes = metadata::parse(which, &args.changes)?;
+    let kind = platform.resolve_kind(&args.kind).await?;
+    let key = key_for(&kind, &args.name, args.namespace.as_deref());
+    let outcome = metadata::apply(
+        platform.control_plane().as_ref(),
+        &kind,
+        &key,
+        which,
+        &changes,
+        args.overwrite,
+    )
+    .await?;
+    println!(
+        "{}/{} {}",
+        kind.kind.to_ascii_lowercase(),
+        key.name,
+        metadata::verb(which, outcome)
+    );
+    Ok(())
 }
 
 /// After a successful apply, says where local Git state stores are and how to look at them.

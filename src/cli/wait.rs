@@ -1,6 +1,7 @@
 //! Waiting for objects to settle. When no other process runs the home's controllers, the waiting
 //! command runs them itself meanwhile (see [`Driver`]); otherwise it only watches.
 
+use std::collections::HashSet;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
@@ -101,6 +102,15 @@ fn workflow_settlement(obj: &Object) -> Settlement {
     {
         return Settlement::Failed(cond_str(configure, "message"));
     }
+    // A Promise waiting for its required Promises says which condition holds it.
+    let requirements = condition(obj, "RequirementsFulfilled");
+    if cond_str(requirements, "status") == "False" {
+        return Settlement::Pending(format!(
+            "RequirementsFulfilled: {} ({})",
+            cond_str(requirements, "message"),
+            cond_str(requirements, "reason")
+        ));
+    }
     let reconciled = condition(obj, "Reconciled");
     match cond_str(reconciled, "status").as_str() {
         "True" => Settlement::Settled,
@@ -115,7 +125,10 @@ fn workflow_settlement(obj: &Object) -> Settlement {
     }
 }
 
-/// Runs `check` every few hundred milliseconds until it returns `Some`. Meanwhile the controllers
+/// How often a wait looks again. Cheap: [`settle`] reads only what is still pending.
+const CHECK_INTERVAL: Duration = Duration::from_millis(50);
+
+/// Runs `check` every [`CHECK_INTERVAL`] until it returns `Some`. Meanwhile the controllers
 /// run in this process whenever no other process runs them (see [`Driver`]).
 pub async fn drive_until<T, F, Fut>(
     driver: &Driver,
@@ -139,12 +152,13 @@ where
                 what: what.to_string(),
             });
         }
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        tokio::time::sleep(CHECK_INTERVAL).await;
     }
 }
 
 /// Waits until every object has settled; fails as soon as one has failed. A Promise has settled
-/// once its requests have too (a Promise change re-runs their workflows).
+/// once its requests have too (a Promise change re-runs their workflows). An object seen settled
+/// is not read again, so each look reads only what is still pending, not everything applied.
 pub async fn settle(
     driver: &Driver,
     platform: &Platform,
@@ -153,11 +167,22 @@ pub async fn settle(
 ) -> Result<(), Error> {
     let cp = platform.control_plane();
     let last_pending = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let settled = std::sync::Arc::new(std::sync::Mutex::new(HashSet::<ObjectKey>::new()));
     let result = drive_until(driver, timeout, "objects to settle", || {
         let cp = cp.clone();
         let last = last_pending.clone();
+        let settled = settled.clone();
         async move {
+            let is_settled = |key: &ObjectKey| {
+                settled
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .contains(key)
+            };
             for (kind, key) in objects {
+                if is_settled(key) {
+                    continue;
+                }
                 let Some(obj) = get(cp.as_ref(), kind, key).await? else {
                     continue;
                 };
@@ -178,6 +203,10 @@ pub async fn settle(
                         }
                     }
                 }
+                settled
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .insert(key.clone());
             }
             Ok(Some(()))
         }

@@ -1,7 +1,7 @@
 //! Promise lookups shared by the controllers: the Promise of a name, the request kind it
-//! defines, and its requests.
+//! defines, its requests, and the Promises that require it.
 
-use crate::api::{promise_api, KindInfo, Object, ObjectKey};
+use crate::api::{promise_api, KindInfo, Object, ObjectKey, Promise};
 use crate::store::Selector;
 
 use super::{Error, Runtime};
@@ -33,6 +33,27 @@ pub async fn request_keys(rt: &Runtime, promise_name: &str) -> Result<Vec<Object
         .list(&kind, None, &Selector::everything())
         .await?
         .iter()
+        .map(ObjectKey::of)
+        .collect())
+}
+
+/// Keys of the Promises whose `spec.requiredPromises` name `promise_name`: whether they are
+/// available depends on it.
+pub async fn promises_requiring(rt: &Runtime, promise_name: &str) -> Result<Vec<ObjectKey>, Error> {
+    Ok(rt
+        .platform
+        .promises()
+        .await?
+        .iter()
+        .filter(|p| {
+            crate::api::object::to_typed::<Promise>(p).is_ok_and(|typed| {
+                typed
+                    .spec
+                    .required_promises
+                    .iter()
+                    .any(|r| r.name == promise_name)
+            })
+        })
         .map(ObjectKey::of)
         .collect())
 }

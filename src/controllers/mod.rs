@@ -3,6 +3,7 @@
 //! holder of the home lock); everything they need to resume after a crash is stored.
 
 mod backoff;
+mod change_batch;
 mod claims;
 mod commit_message;
 pub mod destinations;
@@ -11,12 +12,14 @@ mod lifecycle;
 mod lookups;
 pub mod metrics;
 mod owners;
+pub mod pausing;
 mod placement_conditions;
 pub mod placements;
 pub mod promises;
 mod queue;
 mod readiness;
 pub mod requests;
+pub mod requirements;
 mod run_failure;
 mod run_outcome;
 mod run_record;
@@ -43,6 +46,7 @@ use crate::platform::{builtin, Platform};
 use crate::store::{self, ControlPlane, Selector};
 
 use backoff::Backoff;
+use change_batch::ChangeBatch;
 pub use kube_time::{now_ms, now_rfc3339};
 use queue::Queue;
 pub use settings::Settings;
@@ -123,6 +127,10 @@ impl Error {
     }
 }
 
+/// How many background keys (see [`Queue::add_background`]) are looked at between two looks at
+/// the change feed.
+const BACKGROUND_BATCH: usize = 16;
+
 /// What a reconcile asks for next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Next {
@@ -144,6 +152,8 @@ pub struct Runtime {
     pub executor: claims::Executor,
     /// Pipeline runs this instance is carrying out, each in a task of its own.
     running: Arc<Mutex<HashMap<ObjectKey, JoinHandle<()>>>>,
+    /// One permit per pipeline run that may execute at once (`Settings::max_parallel`).
+    pipeline_slots: Arc<tokio::sync::Semaphore>,
     /// The owners each object was last seen with: a deleted object can no longer be read, yet
     /// its owners (a request waiting for its Works to go, a Destination for its placements)
     /// must hear of its deletion.
@@ -156,6 +166,7 @@ pub struct Runtime {
 impl Runtime {
     pub fn new(platform: Platform) -> Self {
         let cp = platform.control_plane();
+        let settings = Settings::from_env();
         Self {
             state_stores: Arc::new(state_stores::Cache::new(
                 platform.cache_dir(),
@@ -167,9 +178,18 @@ impl Runtime {
             executor: claims::Executor::this_process(),
             running: Arc::new(Mutex::new(HashMap::new())),
             owners_seen: Arc::new(Mutex::new(std::collections::HashMap::new())),
-            settings: Settings::from_env(),
+            pipeline_slots: Arc::new(tokio::sync::Semaphore::new(settings.max_parallel)),
+            settings,
             metrics: Arc::default(),
         }
+    }
+
+    /// Lets up to `n` (at least 1) pipeline runs execute at once, instead of the setting from
+    /// the environment.
+    pub fn with_max_parallel(mut self, n: usize) -> Self {
+        self.settings.max_parallel = n.max(1);
+        self.pipeline_slots = Arc::new(tokio::sync::Semaphore::new(self.settings.max_parallel));
+        self
     }
 
     /// Runs every controller until `stop` completes, then stops executing pipeline runs (see
@@ -206,19 +226,14 @@ impl Runtime {
         let mut resync_due: Option<tokio::time::Instant> = None;
         loop {
             while let Some(key) = queue.pop_due() {
-                let outcome = self.reconcile(&key).await;
-                self.metrics.record(&key.group, &key.kind, outcome.is_ok());
-                match outcome {
-                    Ok(Next::Done) => {}
-                    Ok(Next::After(delay)) => queue.add_after(key.clone(), delay),
-                    Err(err) => {
-                        let delay = queue.failure_backoff(&key);
-                        warn!(object = %key, error = %ErrorChain(&err), "reconcile failed; retrying in {delay:?}");
-                        queue.add_after(key.clone(), delay);
-                        continue;
-                    }
-                }
-                queue.forget_failures(&key);
+                self.reconcile_queued(&mut queue, key).await;
+            }
+            // A few of the background keys, then look for changes again.
+            for _ in 0..BACKGROUND_BATCH {
+                let Some(key) = queue.pop_background() else {
+                    break;
+                };
+                self.reconcile_queued(&mut queue, key).await;
             }
             if resync_due.is_some_and(|due| due <= tokio::time::Instant::now()) {
                 resync_due = match self.resync(&mut queue).await {
@@ -241,32 +256,51 @@ impl Runtime {
             }
             tokio::select! {
                 _ = &mut stop => break,
-                change = changes.next() => match change {
-                    Some(Ok(change)) => match self.affected_by(&change.key).await {
-                        Ok(keys) => {
-                            for key in keys {
-                                queue.add(key);
-                            }
-                        }
-                        Err(err) => {
-                            // Its dependants are unknown for now: look at everything soon.
-                            warn!(object = %change.key, error = %ErrorChain(&err), "finding what a change affects failed; looking at everything again");
-                            queue.add(change.key.clone());
-                            resync_due.get_or_insert_with(|| tokio::time::Instant::now() + backoff.next());
-                        }
-                    },
-                    Some(Err(err)) => {
-                        // The feed was lost (e.g. pruned): look at everything again.
-                        warn!(error = %ErrorChain(&err), "change feed interrupted; resyncing");
+                change = changes.next() => {
+                    // Take every change already read with it: an object changed several times
+                    // (or several of whose parts changed) is then looked at once, not once each.
+                    let batch = ChangeBatch::take(change, &mut changes);
+                    if batch.feed_lost {
                         resync_due = Some(tokio::time::Instant::now());
                     }
-                    None => resync_due = Some(tokio::time::Instant::now()),
-                },
+                    for changed in batch.keys {
+                        match self.affected_by(&changed).await {
+                            Ok(keys) => {
+                                for key in keys {
+                                    queue.add(key);
+                                }
+                            }
+                            Err(err) => {
+                                // Its dependants are unknown for now: look at everything soon.
+                                warn!(object = %changed, error = %ErrorChain(&err), "finding what a change affects failed; looking at everything again");
+                                queue.add(changed.clone());
+                                resync_due.get_or_insert_with(|| tokio::time::Instant::now() + backoff.next());
+                            }
+                        }
+                    }
+                }
                 _ = resync.tick() => resync_due = Some(tokio::time::Instant::now()),
                 _ = tokio::time::sleep(sleep) => {}
             }
         }
         self.stop_executing().await;
+    }
+
+    /// Reconciles a key taken from the queue and queues it again when it asks to be, or failed.
+    async fn reconcile_queued(&self, queue: &mut Queue, key: ObjectKey) {
+        let outcome = self.reconcile(&key).await;
+        self.metrics.record(&key.group, &key.kind, outcome.is_ok());
+        match outcome {
+            Ok(Next::Done) => {}
+            Ok(Next::After(delay)) => queue.add_after(key.clone(), delay),
+            Err(err) => {
+                let delay = queue.failure_backoff(&key);
+                warn!(object = %key, error = %ErrorChain(&err), "reconcile failed; retrying in {delay:?}");
+                queue.add_after(key, delay);
+                return;
+            }
+        }
+        queue.forget_failures(&key);
     }
 
     /// Recovers interrupted runs, queues everything, and opens the change feed.
@@ -337,7 +371,10 @@ impl Runtime {
             task.abort();
             let _ = task.await;
             match runs::release(self, &run).await {
-                Ok(()) => warn!(run = %run, "stopped before the run finished; it runs again later"),
+                Ok(true) => {
+                    warn!(run = %run, "stopped before the run finished; it runs again later")
+                }
+                Ok(false) => {}
                 Err(err) => {
                     warn!(run = %run, error = %ErrorChain(&err), "could not give the run back; the next controllers take it over")
                 }
@@ -353,7 +390,7 @@ impl Runtime {
             for obj in self.cp.list(&kind, None, &Selector::everything()).await? {
                 let owners = self.owners(&obj).await?;
                 self.remember_owners(ObjectKey::of(&obj), owners);
-                queue.add(ObjectKey::of(&obj));
+                queue.add_background(ObjectKey::of(&obj));
             }
         }
         Ok(())

@@ -56,6 +56,7 @@ impl Runtime {
             }
             "Promise" => {
                 out.extend(lookups::request_keys(self, &key.name).await?);
+                out.extend(lookups::promises_requiring(self, &key.name).await?);
             }
             _ => {}
         }

@@ -6,14 +6,16 @@ use serde_json::{json, Value};
 use crate::api::hash::spec_hash;
 use crate::api::pipeline::Pipeline;
 use crate::api::{
-    finalizers, labels, promise_api, Condition, ConditionStatus, Object, ObjectKey, Promise, GROUP,
+    finalizers, labels, promise_api, Condition, ConditionStatus, Object, ObjectKey, Promise,
+    PromiseStatus, GROUP,
 };
 use crate::store::Selector;
 use crate::workflow::{Action, Step, WorkflowType};
 
 use super::lifecycle::{self, Configured};
+use super::requirements::{self, Installed, Requirements};
 use super::subject::Subject;
-use super::{status, workflows, works, Error, Next, Runtime};
+use super::{lookups, pausing, status, workflows, works, Error, Next, Runtime};
 
 fn typed(obj: &Object) -> Result<Promise, Error> {
     crate::api::object::to_typed(obj).map_err(|source| Error::malformed(obj, "Promise", source))
@@ -62,6 +64,10 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
         hash: spec_hash(&obj.data),
         object: obj.clone(),
     };
+    // Paused before anything else, deletion included, as in Kratix.
+    if let Some(next) = pausing::act(rt, &subject, pausing::decision_for(&obj, None)).await? {
+        return Ok(next);
+    }
     if obj.metadata.deletion_timestamp.is_some() {
         return teardown(rt, &subject, &promise).await;
     }
@@ -75,10 +81,31 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
         ..subject
     };
 
-    // Requests of the Promise's kind can be stored once the control plane knows the kind.
+    // Requests of the Promise's kind can be stored once the control plane knows the kind, even
+    // while the Promise waits for its requirements (they wait with it), as in Kratix.
     if let (Some(api), Ok(Some(_))) = (&promise.spec.api, promise_api::request_kind(&promise)) {
         rt.cp.register_kind(&name, api).await?;
     }
+
+    let version = crate::api::object::label(&obj, labels::PROMISE_VERSION)
+        .unwrap_or("not-set")
+        .to_string();
+    let requirements = requirements_of(rt, &promise, &obj).await?;
+    if !requirements.fulfilled() {
+        // Nothing is installed and no workflow runs until every required Promise is there;
+        // a change to any Promise wakes the Promises that require it.
+        let generation = obj.metadata.generation;
+        status::update_status(rt.cp.as_ref(), &kind, &subject.key(), |_, s| {
+            set_requirements(s, &requirements);
+            status::set_conditions(s, requirements::waiting_conditions());
+            status::set_field(s, "observedGeneration", json!(generation));
+            status::set_field(s, "status", json!("Unavailable"));
+            status::set_field(s, "version", json!(version));
+        })
+        .await?;
+        return Ok(Next::Done);
+    }
+
     works::sync_static_dependencies(rt, &promise).await?;
 
     let configure = pipelines(&promise, WorkflowType::Promise, Action::Configure)?;
@@ -101,10 +128,8 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
         &subject.hash,
     ))
     .map_err(|source| Error::malformed(&obj, "Promise", source))?;
-    let version = crate::api::object::label(&obj, labels::PROMISE_VERSION)
-        .unwrap_or("not-set")
-        .to_string();
     status::update_status(rt.cp.as_ref(), &kind, &subject.key(), |_, s| {
+        set_requirements(s, &requirements);
         status::set_conditions(s, conditions.clone());
         status::set_field(s, "observedGeneration", json!(generation));
         status::set_field(
@@ -133,6 +158,63 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
     })
     .await?;
     Ok(workflows::wake_after(&step).map_or(Next::Done, Next::After))
+}
+
+/// Where each of the Promise's required Promises stands.
+async fn requirements_of(
+    rt: &Runtime,
+    promise: &Promise,
+    obj: &Object,
+) -> Result<Requirements, Error> {
+    let mut found = Vec::new();
+    for required in &promise.spec.required_promises {
+        if let Some(p) = lookups::promise(rt, &required.name).await? {
+            found.push(p);
+        }
+    }
+    let current: PromiseStatus = status::status_or_default(obj);
+    let had_requirements = !current.required_promises.is_empty()
+        || current
+            .conditions
+            .iter()
+            .any(|c| c.type_ == requirements::REQUIREMENTS_FULFILLED);
+    let installed = |name: &str| {
+        found
+            .iter()
+            .find(|p| p.metadata.name.as_deref() == Some(name))
+            .map(|p| Installed {
+                version: crate::api::object::label(p, labels::PROMISE_VERSION),
+                available: p.metadata.deletion_timestamp.is_none()
+                    && status::status_or_default::<PromiseStatus>(p)
+                        .status
+                        .as_deref()
+                        == Some("Available"),
+            })
+    };
+    Ok(requirements::evaluate(
+        &promise.spec.required_promises,
+        installed,
+        had_requirements,
+    ))
+}
+
+/// Writes `status.requiredPromises` and the `RequirementsFulfilled` condition, if any.
+fn set_requirements(status: &mut Value, requirements: &Requirements) {
+    if let Some(condition) = &requirements.condition {
+        status::set_conditions(status, [condition.clone()]);
+    }
+    match (
+        status.as_object_mut(),
+        serde_json::to_value(&requirements.statuses),
+    ) {
+        (Some(map), Ok(list)) if !requirements.statuses.is_empty() => {
+            map.insert("requiredPromises".into(), list);
+        }
+        (Some(map), _) => {
+            map.remove("requiredPromises");
+        }
+        (None, _) => {}
+    }
 }
 
 /// `Available` once the promise configure workflow has nothing left to run.

@@ -1,50 +1,91 @@
-//! A work queue of object keys, each due at some instant, with per-key failure backoff.
+//! A work queue of object keys, each due at some instant, with per-key failure backoff. Adding,
+//! taking and peeking cost a logarithm of the queue's length, however many keys wait.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
 
 use crate::api::ObjectKey;
 
 #[derive(Debug, Default)]
 pub struct Queue {
-    due: BTreeMap<ObjectKey, Instant>,
+    /// When each queued key is due.
+    due: HashMap<ObjectKey, Instant>,
+    /// The same entries ordered by when they are due (then by key, so that every entry is
+    /// distinct).
+    order: BTreeSet<(Instant, ObjectKey)>,
+    /// Keys looked at only when nothing else is due (everything, at start-up and on each
+    /// resync), so that a change made meanwhile is not queued behind the whole home.
+    background: VecDeque<ObjectKey>,
+    in_background: HashSet<ObjectKey>,
     failures: HashMap<ObjectKey, u32>,
 }
 
 impl Queue {
     /// Due now.
     pub fn add(&mut self, key: ObjectKey) {
-        self.due.insert(key, Instant::now());
+        self.add_at(key, Instant::now());
+    }
+
+    /// Due once nothing else is.
+    pub fn add_background(&mut self, key: ObjectKey) {
+        if self.in_background.insert(key.clone()) {
+            self.background.push_back(key);
+        }
     }
 
     /// Due after `delay`, unless it is already due sooner.
     pub fn add_after(&mut self, key: ObjectKey, delay: Duration) {
-        let at = Instant::now() + delay;
-        let entry = self.due.entry(key).or_insert(at);
-        if at < *entry {
-            *entry = at;
-        }
+        self.add_at(key, Instant::now() + delay);
     }
 
-    /// Takes the key that has been due the longest, if any is due.
+    /// Due at `at`, unless it is already due sooner.
+    fn add_at(&mut self, key: ObjectKey, at: Instant) {
+        if let Some(queued) = self.due.get(&key) {
+            if *queued <= at {
+                return;
+            }
+            self.order.remove(&(*queued, key.clone()));
+        }
+        self.order.insert((at, key.clone()));
+        self.due.insert(key, at);
+    }
+
+    /// Takes the key that has been due the longest, if any is due (background keys aside).
     pub fn pop_due(&mut self) -> Option<ObjectKey> {
-        let now = Instant::now();
-        let key = self
-            .due
-            .iter()
-            .filter(|(_, at)| **at <= now)
-            .min_by_key(|(_, at)| **at)
-            .map(|(k, _)| k.clone())?;
+        let (at, _) = self.order.first()?;
+        if *at > Instant::now() {
+            return None;
+        }
+        let (_, key) = self.order.pop_first()?;
         self.due.remove(&key);
+        self.in_background.remove(&key);
         Some(key)
     }
 
+    /// Takes the oldest background key, if any.
+    pub fn pop_background(&mut self) -> Option<ObjectKey> {
+        while let Some(key) = self.background.pop_front() {
+            // Skipped if it was taken in the foreground since.
+            if self.in_background.remove(&key) {
+                return Some(key);
+            }
+        }
+        None
+    }
+
     pub fn time_to_next(&self) -> Option<Duration> {
-        let now = Instant::now();
-        self.due
-            .values()
-            .min()
-            .map(|at| at.saturating_duration_since(now))
+        if !self.in_background.is_empty() {
+            return Some(Duration::ZERO);
+        }
+        self.order
+            .first()
+            .map(|(at, _)| at.saturating_duration_since(Instant::now()))
+    }
+
+    /// How many keys are queued.
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.due.len() + self.in_background.len()
     }
 
     /// Exponential backoff for a key whose reconcile failed: 1 s doubling to 2 min.
@@ -73,11 +114,49 @@ mod tests {
         q.add(key("a"));
         q.add(key("a"));
         q.add_after(key("b"), Duration::from_secs(3600));
+        assert_eq!(q.len(), 2);
         assert_eq!(q.pop_due(), Some(key("a")));
         assert_eq!(q.pop_due(), None);
+        assert_eq!(q.len(), 1);
         assert!(q
             .time_to_next()
             .is_some_and(|d| d > Duration::from_secs(3000)));
+    }
+
+    #[test]
+    fn keys_come_out_in_due_order_and_a_sooner_add_wins() {
+        let mut q = Queue::default();
+        let start = Instant::now();
+        q.add_at(key("late"), start + Duration::from_millis(2));
+        q.add_at(key("early"), start + Duration::from_millis(1));
+        q.add_at(key("moved"), start + Duration::from_secs(3600));
+        // Sooner wins; later is ignored.
+        q.add_at(key("moved"), start);
+        q.add_at(key("early"), start + Duration::from_secs(3600));
+        std::thread::sleep(Duration::from_millis(3));
+        let order: Vec<ObjectKey> = std::iter::from_fn(|| q.pop_due()).collect();
+        assert_eq!(order, vec![key("moved"), key("early"), key("late")]);
+        assert_eq!(q.len(), 0);
+        assert_eq!(q.time_to_next(), None);
+    }
+
+    #[test]
+    fn background_keys_wait_for_due_ones_and_come_out_once() {
+        let mut q = Queue::default();
+        q.add_background(key("old-1"));
+        q.add_background(key("old-2"));
+        q.add_background(key("old-1"));
+        q.add(key("new"));
+        q.add_after(key("later"), Duration::from_secs(3600));
+        assert_eq!(q.time_to_next(), Some(Duration::ZERO));
+        assert_eq!(q.pop_due(), Some(key("new")));
+        assert_eq!(q.pop_due(), None);
+        assert_eq!(q.pop_background(), Some(key("old-1")));
+        // Taken in the foreground: not again in the background.
+        q.add(key("old-2"));
+        assert_eq!(q.pop_due(), Some(key("old-2")));
+        assert_eq!(q.pop_background(), None);
+        assert_eq!(q.len(), 1);
     }
 
     #[test]

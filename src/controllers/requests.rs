@@ -14,7 +14,7 @@ use crate::workflow::{Action, Step, WorkflowType};
 
 use super::lifecycle::{self, Configured};
 use super::subject::Subject;
-use super::{lookups, promises, status, workflows, works, Error, Next, Runtime};
+use super::{lookups, pausing, promises, status, workflows, works, Error, Next, Runtime};
 
 /// The Promise that defines a request kind.
 async fn promise_for(rt: &Runtime, kind: &KindInfo, obj: &Object) -> Result<Option<Object>, Error> {
@@ -54,6 +54,11 @@ pub async fn reconcile(rt: &Runtime, kind: &KindInfo, obj: Object) -> Result<Nex
         hash: resource_hash(&spec_hash(&promise_obj.data), &spec_hash(&obj.data)),
         object: obj.clone(),
     };
+    // Paused (by its own label or its Promise's) before anything else, deletion included.
+    let pause = pausing::decision_for(&obj, Some(&promise_obj));
+    if let Some(next) = pausing::act(rt, &subject, pause).await? {
+        return Ok(next);
+    }
     if obj.metadata.deletion_timestamp.is_some() {
         return teardown(rt, &subject, &promise).await;
     }

@@ -76,6 +76,21 @@ async fn settle_running(rt: &Runtime, run: &Object) -> Result<Next, Error> {
         // Look again later: if that executor dies, the run is taken over then.
         Verdict::ClaimedElsewhere => Ok(Next::After(CLAIM_RECHECK)),
         Verdict::Abandoned => {
+            // The run may have finished here between reading it and asking whether it runs
+            // here (its outcome is stored before it stops counting as executing): read it again.
+            let fresh = rt
+                .cp
+                .get(
+                    &rt.kind(crate::api::Builtin::PipelineRun),
+                    key.namespace.as_deref(),
+                    &key.name,
+                )
+                .await?;
+            if !fresh.is_some_and(|run| {
+                phase(&run) == Some(PipelineRunPhase::Running) && executor_of(&run) == claim
+            }) {
+                return Ok(Next::Done);
+            }
             let claimant = claim
                 .as_ref()
                 .map(|c| format!("process {}", c.pid))
@@ -99,11 +114,55 @@ async fn settle_running(rt: &Runtime, run: &Object) -> Result<Next, Error> {
 /// How often a run claimed by another live executor is looked at again.
 const CLAIM_RECHECK: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// Claims a `Pending` run for this executor and starts carrying it out in a task of its own.
+/// Starts carrying out a `Pending` run in a task of its own. The task waits for one of the
+/// pipeline slots, then claims the run for this executor: a run is `Running` (and its start
+/// time set) only once it really runs, and other executors may take it until then.
 async fn claim_and_start(rt: &Runtime, key: &ObjectKey) -> Result<Next, Error> {
     if rt.is_executing(key) {
         return Ok(Next::Done);
     }
+    let rt2 = rt.clone();
+    let task_key = key.clone();
+    rt.start_executing(key.clone(), move || {
+        tokio::spawn(async move {
+            // The semaphore is never closed, so this only fails if it were.
+            let _slot = rt2.pipeline_slots.clone().acquire_owned().await;
+            if let Some(claimed) = claim_retrying(&rt2, &task_key).await {
+                let finished = match execute(&rt2, &claimed).await {
+                    Ok(finished) => finished,
+                    Err(err) => {
+                        warn!(run = %task_key, error = %ErrorChain(&err), "pipeline run could not be carried out");
+                        Finished::failed(ErrorChain(&err).to_string())
+                    }
+                };
+                statestores::crash::crash_point("run-before-finish");
+                record_outcome(&rt2, &task_key, &finished).await;
+            }
+            rt2.done_executing(&task_key);
+        })
+    });
+    Ok(Next::Done)
+}
+
+/// [`claim`], retried until the control plane answers: the run is not looked at again while
+/// this executor holds it as its own.
+async fn claim_retrying(rt: &Runtime, key: &ObjectKey) -> Option<Object> {
+    let mut delay = std::time::Duration::from_millis(100);
+    loop {
+        match claim(rt, key).await {
+            Ok(claimed) => return claimed,
+            Err(err) => {
+                warn!(run = %key, error = %ErrorChain(&err), "claiming the run failed; retrying in {delay:?}");
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(std::time::Duration::from_secs(10));
+            }
+        }
+    }
+}
+
+/// Claims a `Pending` run for this executor; `None` when it is no longer pending or someone
+/// else claimed it first.
+async fn claim(rt: &Runtime, key: &ObjectKey) -> Result<Option<Object>, Error> {
     let started = now_rfc3339();
     let me = rt.executor.clone();
     let stored = update_run_status(rt, key, |s| {
@@ -124,32 +183,13 @@ async fn claim_and_start(rt: &Runtime, key: &ObjectKey) -> Result<Next, Error> {
         };
     })
     .await?;
-    let Some(claimed) = stored.filter(|run| {
+    Ok(stored.filter(|run| {
         status_of(run).is_some_and(|s| {
             s.phase == PipelineRunPhase::Running
                 && s.executor.as_ref() == Some(&me)
                 && s.start_time.as_deref() == Some(started.as_str())
         })
-    }) else {
-        return Ok(Next::Done);
-    };
-    let rt2 = rt.clone();
-    let task_key = key.clone();
-    rt.start_executing(key.clone(), move || {
-        tokio::spawn(async move {
-            let finished = match execute(&rt2, &claimed).await {
-                Ok(finished) => finished,
-                Err(err) => {
-                    warn!(run = %task_key, error = %ErrorChain(&err), "pipeline run could not be carried out");
-                    Finished::failed(ErrorChain(&err).to_string())
-                }
-            };
-            statestores::crash::crash_point("run-before-finish");
-            record_outcome(&rt2, &task_key, &finished).await;
-            rt2.done_executing(&task_key);
-        })
-    });
-    Ok(Next::Done)
+    }))
 }
 
 /// Kills what is left of an interrupted run's containers: plain processes (no sandbox to die
@@ -207,17 +247,20 @@ async fn finish(rt: &Runtime, key: &ObjectKey, finished: &Finished) -> Result<()
 
 /// Gives back the claim of a run that this executor stops carrying out before it finished (the
 /// process is stopping): it runs again from the start, here or in the next process.
-pub(super) async fn release(rt: &Runtime, key: &ObjectKey) -> Result<(), Error> {
+/// Whether it was this executor's to give back (a run still waiting for a slot is not claimed).
+pub(super) async fn release(rt: &Runtime, key: &ObjectKey) -> Result<bool, Error> {
     let me = &rt.executor;
+    let mut ours = false;
     update_run_status(rt, key, |s| {
-        if s.phase == PipelineRunPhase::Running && s.executor.as_ref() == Some(me) {
+        ours = s.phase == PipelineRunPhase::Running && s.executor.as_ref() == Some(me);
+        if ours {
             s.phase = PipelineRunPhase::Pending;
             s.message = Some("released by a stopping kratix-rs; run again".into());
             s.executor = None;
         }
     })
     .await?;
-    Ok(())
+    Ok(ours)
 }
 
 async fn execute(rt: &Runtime, run: &Object) -> Result<Finished, Error> {

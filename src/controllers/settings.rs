@@ -23,6 +23,10 @@ pub struct Settings {
     /// How long one Git operation (fetch, push and their re-applies) may take before it fails
     /// as unreachable (`KRATIX_GIT_TIMEOUT` seconds, default 60).
     pub git_timeout: Duration,
+    /// How many pipeline runs (of different objects) may run at once (`KRATIX_MAX_PARALLEL`,
+    /// default the number of cores). One object's pipelines run one after another whatever
+    /// this is: a workflow creates its next run only once the previous one finished.
+    pub max_parallel: usize,
 }
 
 impl Settings {
@@ -43,6 +47,41 @@ impl Settings {
                 write_retry::DEFAULT_MAX_RETRY.as_secs(),
             )),
             git_timeout: Duration::from_secs(secs("KRATIX_GIT_TIMEOUT", 60).max(1)),
+            max_parallel: max_parallel(std::env::var("KRATIX_MAX_PARALLEL").ok().as_deref()),
+        }
+    }
+}
+
+/// The number of pipeline runs at once: the given positive number, else the number of cores.
+fn max_parallel(given: Option<&str>) -> usize {
+    given
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or_else(default_max_parallel)
+}
+
+/// The number of cores this process may use (1 when unknown).
+pub fn default_max_parallel() -> usize {
+    std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn max_parallel_takes_a_positive_number_or_the_cores() {
+        let cores = default_max_parallel();
+        let cases = [
+            (None, cores),
+            (Some("4"), 4),
+            (Some(" 16 "), 16),
+            (Some("0"), cores),
+            (Some("-2"), cores),
+            (Some("many"), cores),
+        ];
+        for (given, want) in cases {
+            assert_eq!(max_parallel(given), want, "{given:?}");
         }
     }
 }

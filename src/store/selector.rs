@@ -61,6 +61,19 @@ impl Selector {
         self.0.matches(labels)
     }
 
+    /// The `label = value` requirements (a selector requiring two values of one label selects
+    /// nothing, and still lists both).
+    pub fn equalities(&self) -> Vec<(String, String)> {
+        self.0
+            .clone()
+            .into_iter()
+            .filter_map(|expression| match expression {
+                Expression::Equal(label, value) => Some((label, value)),
+                _ => None,
+            })
+            .collect()
+    }
+
     pub fn is_everything(&self) -> bool {
         self.0.selects_all()
     }

@@ -7,28 +7,19 @@
 //! - baseline ratio: our one-file write against what Kratix does for the same change (a clone with
 //!   a work tree, `git add`, `git commit`, `git push`), on the 20,000-file repository.
 
+mod common;
+
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use statestores::{Change, Git, GitOptions, Key, StateStore, WriteInfo};
+use common::{info, key, median};
+use statestores::{Change, Git, GitOptions, StateStore};
 
 const SMALL: usize = 200;
 const LARGE: usize = 20_000;
 const ROUNDS: usize = 15;
-
-fn info() -> WriteInfo {
-    WriteInfo {
-        message: "Update from: bench\n".into(),
-        author_name: "bench".into(),
-        author_email: "bench@example.com".into(),
-    }
-}
-
-fn key(path: &str) -> Key {
-    Key::parse(path).expect("valid key")
-}
 
 fn git(args: &[&str], dir: &Path) {
     let status = Command::new("git")
@@ -64,13 +55,8 @@ async fn seeded(root: &Path, name: &str, files: usize) -> Git {
             )
         })
         .collect();
-    store.write(&changes, &info()).await.expect("seed");
+    store.write(&changes, &info("bench")).await.expect("seed");
     store
-}
-
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
 }
 
 async fn one_file_writes(store: &Git) -> Duration {
@@ -81,7 +67,7 @@ async fn one_file_writes(store: &Git) -> Duration {
             Bytes::from(format!("round: {round}\n")),
         );
         let start = Instant::now();
-        let outcome = store.write(&[change], &info()).await.expect("write");
+        let outcome = store.write(&[change], &info("bench")).await.expect("write");
         samples.push(start.elapsed());
         assert!(outcome.version.is_some(), "every round changes the file");
     }
@@ -126,15 +112,21 @@ async fn main() {
     let small_t = one_file_writes(&small).await;
     let large_t = one_file_writes(&large).await;
     let baseline_t = kratix_like_writes(&root.path().join("large.git"), root.path());
-    println!("one-file write, {SMALL} files: {small_t:?} (median of {ROUNDS})");
-    println!("one-file write, {LARGE} files: {large_t:?} (median of {ROUNDS})");
-    println!("clone + add + commit + push, {LARGE} files: {baseline_t:?} (median of {ROUNDS})");
+    println!("## Local Git writer (repository on this machine)\n");
     println!(
-        "size ratio ({LARGE} vs {SMALL} files): {:.2}",
+        "One-file write, median of {ROUNDS}; the baseline is Kratix's way for the same change on \
+         the large repository (a fresh shallow work-tree clone, add, commit, push).\n"
+    );
+    println!("| figure | measured | baseline | ratio |");
+    println!("|---|---|---|---|");
+    println!(
+        "| write into {LARGE} files vs into {SMALL} | {large_t:?} | {small_t:?} | **{:.2}** (flat is 1) |",
         large_t.as_secs_f64() / small_t.as_secs_f64()
     );
     println!(
-        "baseline ratio (ours vs clone+commit+push, {LARGE} files): {:.3}",
-        large_t.as_secs_f64() / baseline_t.as_secs_f64()
+        "| ours vs clone + add + commit + push, {LARGE} files | {large_t:?} | {baseline_t:?} | \
+         **{:.0}×** faster |",
+        baseline_t.as_secs_f64() / large_t.as_secs_f64()
     );
+    println!();
 }

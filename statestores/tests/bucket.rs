@@ -2,20 +2,17 @@
 //! only buckets promise (no request when nothing changed, batched deletes, error meanings).
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use object_store::aws::{AmazonS3, AmazonS3Builder};
-use object_store::client::{
-    HttpClient, HttpConnector, HttpError, HttpRequest, HttpResponse, HttpService, ReqwestConnector,
-};
 use object_store::path::Path;
-use object_store::{ClientOptions, ObjectStore, ObjectStoreExt, PutPayload};
+use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use statestores::conformance::{delete, info, key, put};
 use statestores::error_chain::ErrorChain;
 use statestores::{Bucket, BucketAuth, BucketOptions, Change, Error, StateStore, WriteOutcome};
 
 use testkit::garage::{self, Garage};
+use testkit::s3_requests::{Counting, DELETED_OBJECTS};
 
 /// A fresh, empty bucket on the shared server, and options to reach it.
 async fn fresh_options() -> (BucketOptions, String) {
@@ -86,55 +83,6 @@ async fn all_objects(client: &AmazonS3) -> Vec<String> {
     names
 }
 
-/// Counts the HTTP requests a [`Bucket`] sends, by method and S3 sub-resource.
-#[derive(Debug, Clone, Default)]
-struct Counting {
-    seen: Arc<Mutex<Vec<String>>>,
-}
-
-impl Counting {
-    /// `METHOD` or `METHOD ?query` (e.g. `POST ?delete`) → how many, since the last call.
-    fn take(&self) -> BTreeMap<String, usize> {
-        let seen = std::mem::take(&mut *self.seen.lock().expect("not poisoned"));
-        let mut counts = BTreeMap::new();
-        for request in seen {
-            *counts.entry(request).or_insert(0) += 1;
-        }
-        counts
-    }
-}
-
-#[derive(Debug)]
-struct CountingService {
-    inner: HttpClient,
-    seen: Arc<Mutex<Vec<String>>>,
-}
-
-impl HttpConnector for Counting {
-    fn connect(&self, options: &ClientOptions) -> object_store::Result<HttpClient> {
-        let inner = ReqwestConnector::default().connect(options)?;
-        Ok(HttpClient::new(CountingService {
-            inner,
-            seen: Arc::clone(&self.seen),
-        }))
-    }
-}
-
-#[async_trait::async_trait]
-impl HttpService for CountingService {
-    async fn call(&self, req: HttpRequest) -> Result<HttpResponse, HttpError> {
-        let what = match req.uri().query() {
-            Some(query) => {
-                let name = query.split(['=', '&']).next().unwrap_or_default();
-                format!("{} ?{name}", req.method())
-            }
-            None => req.method().to_string(),
-        };
-        self.seen.lock().expect("not poisoned").push(what);
-        self.inner.execute(req).await
-    }
-}
-
 fn counts(pairs: &[(&str, usize)]) -> BTreeMap<String, usize> {
     pairs.iter().map(|(k, n)| ((*k).to_string(), *n)).collect()
 }
@@ -167,8 +115,13 @@ async fn identical_rewrite_sends_no_put_and_no_delete() {
     assert_eq!(first.deleted, [key("d/gone-1"), key("d/gone-2")]);
     assert_eq!(
         counting.take(),
-        counts(&[("HEAD", 6), ("PUT", 3), ("POST ?delete", 1)]),
-        "one HEAD per key, one PUT per new object, one batched delete"
+        counts(&[
+            ("HEAD", 6),
+            ("PUT", 3),
+            ("POST ?delete", 1),
+            (DELETED_OBJECTS, 2)
+        ]),
+        "one HEAD per key, one PUT per new object, one batched delete of the present objects"
     );
 
     let mut before = Vec::new();

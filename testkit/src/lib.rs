@@ -1,6 +1,6 @@
 //! The test kit of the workspace: real servers on loopback (git daemon, one that can go down and
 //! come back, git http-backend with Basic auth, sshd, Garage, a server that never answers) and a
-//! hermetic git CLI to check what they hold.
+//! hermetic git CLI to check what they hold, and a counter of the requests an S3 client sends.
 //!
 //! Every git server binds `127.0.0.1` on a port the OS picks, exposes URLs for bare repositories
 //! it serves, and stops on `Drop`. A missing program makes the constructor fail with a message
@@ -14,6 +14,7 @@ mod git_daemon;
 mod git_http;
 mod process;
 mod restartable_daemon;
+pub mod s3_requests;
 mod silent_server;
 mod sshd;
 

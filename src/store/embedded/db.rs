@@ -1,9 +1,10 @@
 //! The SQL: reading and writing object rows, the change feed, and named counters. Callers hold
 //! the transaction; nothing here decides what to write.
 
-use rusqlite::{params, Connection, OptionalExtension, Row};
+use rusqlite::{params, Connection, OptionalExtension, Row, ToSql};
 
-use super::backend;
+use super::columns::{namespace_column, namespace_key};
+use super::{backend, index};
 use crate::api::{KindInfo, Object, ObjectKey};
 use crate::store::{Change, ChangeType, Error, Result};
 
@@ -22,22 +23,34 @@ pub(super) fn read_object(conn: &Connection, key: &ObjectKey) -> Result<Option<O
     json.map(|json| parse_object(&json, key)).transpose()
 }
 
-/// Objects of `kind`, in `namespace` or all, sorted by namespace and name.
+/// Objects of `kind`, in `namespace` or all, sorted by namespace and name; only those labelled
+/// `label = value` when `through` names one (read through the label index).
 pub(super) fn list_objects(
     conn: &Connection,
     kind: &KindInfo,
     namespace: Option<&str>,
+    through: Option<&(String, String)>,
 ) -> Result<Vec<Object>> {
     let what = format!("list {}", kind.plural);
-    let mut statement = conn
-        .prepare_cached(
-            r#"SELECT namespace, name, json FROM objects
-               WHERE "group" = ?1 AND kind = ?2 AND (?3 IS NULL OR namespace = ?3)
-               ORDER BY namespace, name"#,
-        )
-        .map_err(backend(what.clone()))?;
+    let sql = if through.is_some() {
+        r#"SELECT o.namespace, o.name, o.json FROM labels l JOIN objects o
+             ON o."group" = l."group" AND o.kind = l.kind AND o.namespace = l.namespace
+                AND o.name = l.name
+           WHERE l."group" = ?1 AND l.kind = ?2 AND (?3 IS NULL OR l.namespace = ?3)
+             AND l.key = ?4 AND l.value = ?5
+           ORDER BY l.namespace, l.name"#
+    } else {
+        r#"SELECT namespace, name, json FROM objects
+           WHERE "group" = ?1 AND kind = ?2 AND (?3 IS NULL OR namespace = ?3)
+           ORDER BY namespace, name"#
+    };
+    let mut args: Vec<&dyn ToSql> = vec![&kind.group, &kind.kind, &namespace];
+    if let Some((label, value)) = through {
+        args.extend([label as &dyn ToSql, value]);
+    }
+    let mut statement = conn.prepare_cached(sql).map_err(backend(what.clone()))?;
     let rows = statement
-        .query_map(params![kind.group, kind.kind, namespace], |row| {
+        .query_map(args.as_slice(), |row| {
             Ok((
                 row.get::<_, String>(0)?,
                 row.get::<_, String>(1)?,
@@ -84,7 +97,7 @@ pub(super) fn write_object(
         ],
     )
     .map_err(backend(format!("write {key}")))?;
-    Ok(())
+    index::write_labels(conn, key, obj)
 }
 
 pub(super) fn remove_object(conn: &Connection, key: &ObjectKey) -> Result<()> {
@@ -93,7 +106,7 @@ pub(super) fn remove_object(conn: &Connection, key: &ObjectKey) -> Result<()> {
         params![key.group, key.kind, namespace_column(key), key.name],
     )
     .map_err(backend(format!("remove {key}")))?;
-    Ok(())
+    index::remove_labels(conn, key)
 }
 
 /// Appends a change and returns its position. Every `prune_every` positions, drops changes older
@@ -207,15 +220,6 @@ fn parse_object(json: &str, key: &ObjectKey) -> Result<Object> {
         context: format!("decode stored {key}"),
         source: Box::new(source),
     })
-}
-
-/// Cluster-scoped objects are stored under the empty namespace so the primary key has no NULLs.
-fn namespace_column(key: &ObjectKey) -> &str {
-    key.namespace.as_deref().unwrap_or_default()
-}
-
-fn namespace_key(column: &str) -> Option<&str> {
-    (!column.is_empty()).then_some(column)
 }
 
 fn change_type_name(change_type: ChangeType) -> &'static str {

@@ -13,7 +13,9 @@
 //! and emitting no change, so a controller rewriting an identical status does not wake itself;
 //! marking an object as being deleted bumps its generation.
 
+mod columns;
 mod db;
+mod index;
 mod lock;
 mod rules;
 mod schema;
@@ -47,7 +49,8 @@ pub const DATABASE_FILE: &str = "state.db";
 pub struct Options {
     /// How many of the newest changes the feed keeps; older watch positions expire.
     pub retain_changes: i64,
-    /// How often a watch reads the feed.
+    /// How often a watch reads the feed for other processes' writes (this handle's own wake its
+    /// watches at once). A read of an idle feed is one indexed query.
     pub poll_interval: Duration,
 }
 
@@ -55,7 +58,7 @@ impl Default for Options {
     fn default() -> Self {
         Self {
             retain_changes: 100_000,
-            poll_interval: Duration::from_millis(100),
+            poll_interval: Duration::from_millis(50),
         }
     }
 }
@@ -72,6 +75,8 @@ struct Inner {
     /// One connection per handle: SQLite statements are short, and a single writer per process
     /// is what SQLite allows anyway.
     conn: Mutex<Connection>,
+    /// Told of every write through this handle, so that its watches look at once.
+    written: tokio::sync::watch::Sender<()>,
 }
 
 impl fmt::Debug for EmbeddedStore {
@@ -105,6 +110,7 @@ impl EmbeddedStore {
                 home: home.to_path_buf(),
                 options,
                 conn: Mutex::new(conn),
+                written: tokio::sync::watch::Sender::new(()),
             }),
         })
     }
@@ -125,7 +131,7 @@ impl EmbeddedStore {
         let key = rules::key_of(kind, obj)?;
         let (kind, obj) = (kind.clone(), obj.clone());
         let retain = self.inner.options.retain_changes;
-        self.run(move |conn| {
+        self.run_write(move |conn| {
             write(conn, &format!("{what} {key}"), |tx| {
                 let stored = db::read_object(tx, &key)?.ok_or_else(|| not_found(&key))?;
                 let outcome = rule(&kind, &stored, &obj)?;
@@ -133,6 +139,17 @@ impl EmbeddedStore {
             })
         })
         .await
+    }
+
+    /// [`EmbeddedStore::run`] for work that writes: wakes this handle's watches once it is done.
+    async fn run_write<T, F>(&self, work: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<T> + Send + 'static,
+    {
+        let result = self.run(work).await;
+        self.inner.written.send_replace(());
+        result
     }
 
     /// Runs blocking database work off the async threads.
@@ -188,7 +205,9 @@ impl ControlPlane for EmbeddedStore {
         let namespace = rules::list_scope(kind, namespace)?;
         let (kind, selector) = (kind.clone(), selector.clone());
         self.run(move |conn| {
-            let objects = db::list_objects(conn, &kind, namespace.as_deref())?;
+            let equalities = selector.equalities();
+            let through = index::narrowest(conn, &kind, namespace.as_deref(), &equalities)?;
+            let objects = db::list_objects(conn, &kind, namespace.as_deref(), through)?;
             Ok(objects
                 .into_iter()
                 .filter(|obj| selector.matches(&labels(obj)))
@@ -206,7 +225,7 @@ impl ControlPlane for EmbeddedStore {
         let mut obj = rules::prepare_create(kind, obj, &fresh)?;
         let key = rules::key_of(kind, &obj)?;
         let retain = self.inner.options.retain_changes;
-        self.run(move |conn| {
+        self.run_write(move |conn| {
             write(conn, &format!("create {key}"), |tx| {
                 if db::read_object(tx, &key)?.is_some() {
                     return Err(Error::AlreadyExists { key: key.clone() });
@@ -238,7 +257,7 @@ impl ControlPlane for EmbeddedStore {
         let key = rules::address(kind, namespace, name)?;
         let now = now();
         let retain = self.inner.options.retain_changes;
-        self.run(move |conn| {
+        self.run_write(move |conn| {
             write(conn, &format!("delete {key}"), |tx| {
                 let stored = db::read_object(tx, &key)?.ok_or_else(|| not_found(&key))?;
                 Ok(

@@ -21,7 +21,8 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Each entry moves the schema from version `index` to `index + 1`. Append only: a released
 /// entry never changes, so every database can be brought to the newest version.
-const MIGRATIONS: &[&str] = &[r#"
+const MIGRATIONS: &[&str] = &[
+    r#"
     CREATE TABLE objects (
         "group" TEXT NOT NULL,
         kind TEXT NOT NULL,
@@ -45,7 +46,25 @@ const MIGRATIONS: &[&str] = &[r#"
         name TEXT PRIMARY KEY,
         value INTEGER NOT NULL
     );
-    "#];
+    "#,
+    // Labels of every object, so that a label selector reads the objects it selects instead of
+    // every object of the kind.
+    r#"
+    CREATE TABLE labels (
+        "group" TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        namespace TEXT NOT NULL,
+        name TEXT NOT NULL,
+        key TEXT NOT NULL,
+        value TEXT NOT NULL,
+        PRIMARY KEY ("group", kind, namespace, name, key)
+    ) WITHOUT ROWID;
+    CREATE INDEX labels_by_value ON labels ("group", kind, key, value, namespace, name);
+    INSERT INTO labels ("group", kind, namespace, name, key, value)
+        SELECT o."group", o.kind, o.namespace, o.name, l.key, l.value
+        FROM objects o, json_each(o.json, '$.metadata.labels') l;
+    "#,
+];
 
 /// Opens (creating if needed) the database at `path`, ready for several processes at once.
 pub(super) fn open(path: &Path) -> Result<Connection> {

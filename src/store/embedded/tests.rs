@@ -178,6 +178,11 @@ async fn list_filters_by_namespace_and_selector_in_order() {
         (None, "env", &["team-a/x", "team-a/y", "team-b/z"]),
         (None, "!env", &["default/w"]),
         (None, "env in (prod),tier", &[]),
+        (None, "env=dev,tier=web", &["team-a/x"]),
+        (None, "tier=web,env=dev", &["team-a/x"]),
+        (None, "env=dev,env=prod", &[]),
+        (None, "env=dev,tier!=web", &["team-b/z"]),
+        (None, "env=staging", &[]),
         (Some("nowhere"), "", &[]),
     ];
     for (namespace, selector, want) in cases {
@@ -193,6 +198,46 @@ async fn list_filters_by_namespace_and_selector_in_order() {
         .await
         .expect("list promises");
     assert_eq!(names(&promises), ["-/p"]);
+}
+
+/// The label index follows every write: relabelled objects move between selections, removed
+/// ones leave them, and a database from before the index gets one for the objects it holds.
+#[tokio::test]
+async fn label_selection_follows_relabelling_removal_and_migration() {
+    let (home, store) = store();
+    for name in ["a", "b"] {
+        store
+            .create(&work(), &new_work("default", name, json!({"env": "dev"})))
+            .await
+            .expect("create");
+    }
+    let dev = Selector::parse("env=dev").expect("selector");
+    let prod = Selector::parse("env=prod").expect("selector");
+    let list = |selector: Selector| {
+        let store = store.clone();
+        async move { names(&store.list(&work(), None, &selector).await.expect("list")) }
+    };
+    let mut a = get_work(&store, "a").await;
+    a.metadata.labels = Some([("env".to_string(), "prod".to_string())].into());
+    store.update(&work(), &a).await.expect("relabel");
+    assert_eq!(list(dev.clone()).await, ["default/b"]);
+    assert_eq!(list(prod.clone()).await, ["default/a"]);
+    store
+        .delete(&work(), Some("default"), "b")
+        .await
+        .expect("delete");
+    assert!(list(dev.clone()).await.is_empty());
+
+    // The same objects in a database of the first schema version, without the index.
+    drop(store);
+    let conn =
+        rusqlite::Connection::open(home.path().join("home").join(DATABASE_FILE)).expect("open");
+    conn.execute_batch("DROP TABLE labels; UPDATE schema_version SET version = 1;")
+        .expect("downgrade");
+    drop(conn);
+    let store = EmbeddedStore::open(&home.path().join("home")).expect("reopen");
+    let got = store.list(&work(), None, &prod).await.expect("list");
+    assert_eq!(names(&got), ["default/a"]);
 }
 
 #[tokio::test]

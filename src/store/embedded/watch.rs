@@ -18,6 +18,8 @@ struct Watch {
     kinds: Vec<(String, String)>,
     position: db::Seq,
     pending: VecDeque<Change>,
+    /// Marked changed by every write of this process's handles.
+    written: tokio::sync::watch::Receiver<()>,
     /// Poll again at once: the last poll was the first, or returned a full batch.
     poll_now: bool,
     ended: bool,
@@ -35,15 +37,16 @@ pub(super) fn watch(
         Err(err) => return stream::once(async { Err(err) }).boxed(),
     };
     let state = Watch {
-        inner,
         kinds: kinds
             .iter()
             .map(|k| (k.group.clone(), k.kind.clone()))
             .collect(),
         position,
         pending: VecDeque::new(),
+        written: inner.written.subscribe(),
         poll_now: true,
         ended: false,
+        inner,
     };
     stream::unfold(state, next_change).boxed()
 }
@@ -57,8 +60,14 @@ async fn next_change(mut watch: Watch) -> Option<(Result<Change>, Watch)> {
             return Some((Ok(change), watch));
         }
         if !watch.poll_now {
-            tokio::time::sleep(watch.inner.options.poll_interval).await;
+            // Writes through this handle wake the watch at once; other processes' are found by
+            // polling.
+            tokio::select! {
+                _ = tokio::time::sleep(watch.inner.options.poll_interval) => {}
+                _ = watch.written.changed() => {}
+            }
         }
+        watch.written.mark_unchanged();
         match poll(&watch).await {
             Ok((position, changes, full)) => {
                 watch.position = position;

@@ -46,7 +46,12 @@ pub(crate) enum GitError {
     Join(#[source] tokio::task::JoinError),
     #[error("the server did not answer within {timeout:?}")]
     TimedOut { timeout: std::time::Duration },
-    #[error("an earlier operation is still waiting for the server, which has not answered it within {timeout:?}")]
+    #[error("the write was taken by an operation that ended without saying how it went")]
+    NoOutcome,
+    /// A failure of a push that several writes shared, reported to each of them.
+    #[error(transparent)]
+    Shared(std::sync::Arc<GitError>),
+    #[error("an earlier operation is still waiting for the server, which did not answer it within {timeout:?}")]
     Overdue { timeout: std::time::Duration },
 }
 
@@ -67,8 +72,18 @@ pub(crate) enum Meaning {
 }
 
 impl GitError {
+    /// How many attempts a write made before giving up because the branch kept moving.
+    pub(crate) fn contended_attempts(&self) -> Option<u32> {
+        match self {
+            GitError::Contended { attempts } => Some(*attempts),
+            GitError::Shared(shared) => shared.contended_attempts(),
+            _ => None,
+        }
+    }
+
     pub(crate) fn meaning(&self) -> Meaning {
         match self {
+            GitError::Shared(shared) => shared.meaning(),
             GitError::Fetch(e) | GitError::Push(e) | GitError::ConnectForPush(e) => {
                 classify(e.code(), e.class(), e.message())
             }

@@ -54,8 +54,16 @@ pub(crate) fn branch_ref(branch: &str) -> String {
 
 /// The branch's tip, `None` while it does not exist.
 pub(crate) fn tip(repo: &gix::Repository, branch: &str) -> Result<Option<ObjectId>, GitError> {
+    reference_tip(repo, &branch_ref(branch))
+}
+
+/// Where the reference `name` points, `None` while it does not exist.
+pub(crate) fn reference_tip(
+    repo: &gix::Repository,
+    name: &str,
+) -> Result<Option<ObjectId>, GitError> {
     let read = |e: gix::Error| GitError::ReadBranch(Box::new(e));
-    let Some(mut reference) = repo.try_find_reference(&branch_ref(branch)).map_err(read)? else {
+    let Some(mut reference) = repo.try_find_reference(name).map_err(read)? else {
         return Ok(None);
     };
     Ok(Some(reference.peel_to_id().map_err(read)?.detach()))

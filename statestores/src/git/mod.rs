@@ -2,162 +2,28 @@
 //!
 //! Each write becomes at most one commit, built from the previous tip's tree by editing only the
 //! changed paths (gix), then pushed without force (libgit2). When the branch moved meanwhile,
-//! the changes are re-applied on the new tip, so commits made by others are never lost.
+//! the changes are re-applied on the new tip, so commits made by others are never lost. Writes
+//! that arrive while another is under way keep their own commits but share one push.
 
 mod error;
 mod known_hosts;
 mod local;
 mod network;
+mod options;
 mod tree;
 mod url;
+mod write;
 
-use crate::error_chain::ErrorChain;
-use crate::{Change, Error, Key, Result, StateStore, Version, WriteInfo, WriteOutcome};
+pub use options::{redact_url, GitCredentials, GitOptions, DEFAULT_SSH_USER};
+
+use crate::{Change, Error, Key, Result, StateStore, WriteInfo, WriteOutcome};
 use bytes::Bytes;
 use error::{GitError, Meaning, Refusal};
 use gix::ObjectId;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 use url::Location;
-
-/// The SSH user when neither the credentials nor the URL name one.
-pub const DEFAULT_SSH_USER: &str = "git";
-
-/// How to authenticate to the repository. `Debug` never shows secrets.
-#[derive(Clone, Default, PartialEq, Eq)]
-pub enum GitCredentials {
-    /// Anonymous access (and local repositories).
-    #[default]
-    None,
-    /// HTTP basic authentication.
-    Basic { username: String, password: String },
-    /// An SSH key.
-    Ssh {
-        /// The private key, PEM or OpenSSH text, unencrypted.
-        private_key: String,
-        /// The text of a `known_hosts` file. When given, the server's host key must be listed
-        /// in it (list every key type the server has, as `ssh-keyscan` prints); when absent,
-        /// any host key is accepted.
-        known_hosts: Option<String>,
-        /// Defaults to the URL's user, else [`DEFAULT_SSH_USER`].
-        username: Option<String>,
-    },
-}
-
-impl GitCredentials {
-    /// SSH key credentials with the default user.
-    pub fn ssh(private_key: impl Into<String>, known_hosts: Option<String>) -> Self {
-        Self::Ssh {
-            private_key: private_key.into(),
-            known_hosts,
-            username: None,
-        }
-    }
-}
-
-impl std::fmt::Debug for GitCredentials {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            GitCredentials::None => f.write_str("None"),
-            GitCredentials::Basic { username, .. } => f
-                .debug_struct("Basic")
-                .field("username", username)
-                .field("password", &"<redacted>")
-                .finish(),
-            GitCredentials::Ssh {
-                known_hosts,
-                username,
-                ..
-            } => f
-                .debug_struct("Ssh")
-                .field("private_key", &"<redacted>")
-                .field("known_hosts", &known_hosts.as_ref().map(|_| "<set>"))
-                .field("username", username)
-                .finish(),
-        }
-    }
-}
-
-/// What [`Git::open`] needs.
-#[derive(Clone, PartialEq, Eq)]
-pub struct GitOptions {
-    /// A local path, `file://`, `git://`, `http(s)://`, `ssh://` or scp-style `user@host:path`.
-    /// A local repository that does not exist yet is created, bare.
-    pub url: String,
-    /// The branch to write; created by the first write when missing.
-    pub branch: String,
-    /// Where the handle keeps its cached bare repository for remote URLs (unused for local
-    /// ones). One handle per folder. `None`: a private temporary folder, removed with the handle.
-    pub cache_dir: Option<PathBuf>,
-    pub credentials: GitCredentials,
-    /// How many times a write is re-applied on a branch that moved before giving up with
-    /// [`Error::Contended`].
-    pub push_retries: u32,
-    /// How long one operation (a write with its re-applies, a read, an access check) may take
-    /// before it fails as [`Error::Unreachable`]: a server that accepts a connection and then
-    /// never answers would otherwise hold the caller forever.
-    pub timeout: Duration,
-}
-
-impl GitOptions {
-    /// Options with no credentials, a private cache and the default retries.
-    pub fn new(url: impl Into<String>, branch: impl Into<String>) -> Self {
-        Self {
-            url: url.into(),
-            branch: branch.into(),
-            cache_dir: None,
-            credentials: GitCredentials::None,
-            push_retries: DEFAULT_PUSH_RETRIES,
-            timeout: DEFAULT_TIMEOUT,
-        }
-    }
-}
-
-/// See [`GitOptions::push_retries`].
-pub const DEFAULT_PUSH_RETRIES: u32 = 5;
-
-/// See [`GitOptions::timeout`].
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
-
-impl std::fmt::Debug for GitOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("GitOptions")
-            .field("url", &redact_url(&self.url))
-            .field("branch", &self.branch)
-            .field("cache_dir", &self.cache_dir)
-            .field("credentials", &self.credentials)
-            .field("push_retries", &self.push_retries)
-            .field("timeout", &self.timeout)
-            .finish()
-    }
-}
-
-/// `https://user:secret@host/…` → `https://user:<redacted>@host/…`, for every place a URL is
-/// shown (errors, logs, `get`). A password with an unescaped `/` (which git cannot use either)
-/// ends the host part early: then everything from the first `:` to the first `@` is hidden, which
-/// may hide more than the password but never less.
-pub fn redact_url(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_string();
-    };
-    let authority_end = rest.find('/').unwrap_or(rest.len());
-    let (authority, path) = rest.split_at(authority_end);
-    if let Some((userinfo, host)) = authority.rsplit_once('@') {
-        return match userinfo.split_once(':') {
-            Some((user, _)) => format!("{scheme}://{user}:<redacted>@{host}{path}"),
-            None => url.to_string(),
-        };
-    }
-    match rest.split_once('@') {
-        Some((before, after)) if before.contains(':') => {
-            let user = before.split_once(':').map_or(before, |(u, _)| u);
-            format!("{scheme}://{user}:<redacted>@{after}")
-        }
-        _ => url.to_string(),
-    }
-}
 
 /// The outcome of publishing a commit.
 #[derive(Debug)]
@@ -188,6 +54,9 @@ struct Inner {
     /// runs (and holds the lock) until the server answers or hangs up. Its flag turns true
     /// when it ends; until then other operations fail at once instead of queueing behind it.
     overdue: std::sync::Mutex<Option<Arc<AtomicBool>>>,
+    /// Writes waiting for the next push; whoever holds the lock next takes them all.
+    queue: std::sync::Mutex<Vec<write::Queued>>,
+    next_write: AtomicU64,
     _private_cache: Option<tempfile::TempDir>,
 }
 
@@ -244,6 +113,8 @@ impl Git {
                 objects,
                 lock: Arc::new(tokio::sync::Mutex::new(())),
                 overdue: std::sync::Mutex::new(None),
+                queue: std::sync::Mutex::new(Vec::new()),
+                next_write: AtomicU64::new(0),
                 _private_cache: private_cache,
             }),
         })
@@ -296,9 +167,9 @@ impl Git {
 
 fn to_error(store: &str, err: GitError) -> Error {
     let store = store.to_string();
-    match err {
-        GitError::Contended { attempts } => Error::Contended { store, attempts },
-        err => match err.meaning() {
+    match err.contended_attempts() {
+        Some(attempts) => Error::Contended { store, attempts },
+        None => match err.meaning() {
             Meaning::Unauthorized => Error::Unauthorized {
                 store,
                 source: Box::new(err),
@@ -314,16 +185,6 @@ fn to_error(store: &str, err: GitError) -> Error {
             },
         },
     }
-}
-
-/// How long to wait before re-applying after the `attempt`-th rejection (0-based), given a
-/// random `jitter` in `[0, 1)`: exponential from 50 ms, capped at 2 s, then scaled into
-/// `[50%, 100%)` so that writers who collided do not collide again in step.
-fn backoff(attempt: u32, jitter: f64) -> Duration {
-    let base = Duration::from_millis(50)
-        .saturating_mul(1u32 << attempt.min(6))
-        .min(Duration::from_secs(2));
-    base.mul_f64(0.5 + jitter.clamp(0.0, 1.0) * 0.5)
 }
 
 fn to_git2(id: ObjectId) -> git2::Oid {
@@ -367,71 +228,6 @@ impl Inner {
         }
     }
 
-    fn publish(
-        &self,
-        repo: &gix::Repository,
-        base: Option<ObjectId>,
-        commit: ObjectId,
-    ) -> Result<Publish, GitError> {
-        match &self.location {
-            Location::Local(_) => local::compare_and_swap(repo, self.branch(), base, commit),
-            Location::Remote(remote) => network::push(
-                &self.objects,
-                remote,
-                self.branch(),
-                &self.options.credentials,
-                to_git2(commit),
-            ),
-        }
-    }
-
-    fn write(&self, changes: &[Change], info: &WriteInfo) -> Result<WriteOutcome, GitError> {
-        let retries = self.options.push_retries;
-        let mut rejected: Option<(Option<ObjectId>, Refusal)> = None;
-        let mut refusals_on_unmoved_tip = 0;
-        for attempt in 0..=retries {
-            let tip = self.sync()?;
-            if let Some((base, reason)) = rejected.take() {
-                refusals_on_unmoved_tip = if base == tip {
-                    refusals_on_unmoved_tip + 1
-                } else {
-                    0
-                };
-                // NB: once may be a lock held by a writer that has not finished; twice in a row
-                // on a branch that never moved is a refusal, not contention.
-                if refusals_on_unmoved_tip >= 2 {
-                    return Err(GitError::PushRefused(reason));
-                }
-            }
-            let repo = local::open(&self.objects)?;
-            // Re-diffed on every attempt: on a moved tip, some changes may be no-ops now.
-            let Some(edited) = tree::edit(&repo, tip, changes)? else {
-                return Ok(WriteOutcome::default());
-            };
-            let commit = tree::commit(&repo, edited.tree, tip, info)?;
-            crate::crash::crash_point("git-after-commit");
-            match self.publish(&repo, tip, commit)? {
-                Publish::Done => {
-                    return Ok(WriteOutcome {
-                        version: Some(Version(commit.to_string())),
-                        written: edited.written,
-                        deleted: edited.deleted,
-                    })
-                }
-                Publish::Rejected(reason) => {
-                    tracing::debug!(store = %self.label, attempt, reason = %ErrorChain(&*reason), "branch moved; re-applying");
-                    rejected = Some((tip, reason));
-                    if attempt < retries {
-                        std::thread::sleep(backoff(attempt, fastrand::f64()));
-                    }
-                }
-            }
-        }
-        Err(GitError::Contended {
-            attempts: retries + 1,
-        })
-    }
-
     fn read(&self, key: &Key) -> Result<Option<Vec<u8>>, GitError> {
         let tip = self.sync()?;
         tree::read(&local::open(&self.objects)?, tip, key)
@@ -463,9 +259,21 @@ impl StateStore for Git {
         if changes.is_empty() {
             return Ok(WriteOutcome::default());
         }
-        let changes = changes.to_vec();
-        let info = info.clone();
-        self.run(move |inner| inner.write(&changes, &info)).await
+        let (id, answer) = self.inner.enqueue(changes.to_vec(), info.clone());
+        // Takes the write back if it is still queued when this call ends: failed to get its
+        // turn, or was cancelled. Once taken, an operation that outlives its timeout may still
+        // land it, as for any timeout.
+        let _unqueue = write::Unqueue::new(&self.inner, id);
+        self.run(|inner| {
+            inner.write_queued();
+            Ok(())
+        })
+        .await?;
+        // Whoever took this write answered it before releasing the lock we then acquired.
+        match answer.await {
+            Ok(outcome) => outcome.map_err(|e| to_error(&self.inner.label, e)),
+            Err(_) => Err(to_error(&self.inner.label, GitError::NoOutcome)),
+        }
     }
 
     async fn read(&self, key: &Key) -> Result<Option<Bytes>> {
@@ -489,48 +297,7 @@ impl StateStore for Git {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn backoff_grows_is_capped_and_jittered() {
-        let cases = [
-            (0, 0.0, 25),
-            (0, 0.999_999, 49),
-            (1, 0.0, 50),
-            (3, 0.0, 200),
-            (6, 0.0, 1000),
-            (9, 0.0, 1000),
-            (40, 0.5, 1500),
-        ];
-        for (attempt, jitter, want_ms) in cases {
-            assert_eq!(
-                backoff(attempt, jitter).as_millis(),
-                want_ms,
-                "{attempt} {jitter}"
-            );
-        }
-    }
-
-    #[test]
-    fn urls_lose_their_passwords() {
-        let cases = [
-            ("https://u:secret@h/r.git", "https://u:<redacted>@h/r.git"),
-            ("https://u@h/r.git", "https://u@h/r.git"),
-            ("https://h/r@x.git", "https://h/r@x.git"),
-            ("https://:secret@h/r", "https://:<redacted>@h/r"),
-            ("https://u:p@ss@h:8443/r", "https://u:<redacted>@h:8443/r"),
-            ("https://u:pa/ss@h/r.git", "https://u:<redacted>@h/r.git"),
-            ("https://u:p%2Fss@h/r", "https://u:<redacted>@h/r"),
-            ("HTTP://u:secret@h", "HTTP://u:<redacted>@h"),
-            ("ssh://git@h:22/r@v1", "ssh://git@h:22/r@v1"),
-            ("ssh://git:secret@h/r", "ssh://git:<redacted>@h/r"),
-            ("https://h:8443/r@v1", "https://h:<redacted>@v1"),
-            ("git@h:r.git", "git@h:r.git"),
-            ("/srv/r.git", "/srv/r.git"),
-        ];
-        for (url, want) in cases {
-            assert_eq!(redact_url(url), want);
-        }
-    }
+    use crate::error_chain::ErrorChain;
 
     #[test]
     fn unusable_options_say_why_once() {

@@ -168,7 +168,7 @@ fn open(cache: &Path) -> Result<Repository, GitError> {
     })
 }
 
-fn tracking_ref(branch: &str) -> String {
+pub(crate) fn tracking_ref(branch: &str) -> String {
     format!("refs/remotes/origin/{branch}")
 }
 
@@ -207,18 +207,39 @@ pub(crate) fn fetch(
     Ok(tip)
 }
 
-/// Pushes `commit` to `branch` without force. A refusal because the branch moved (or any other
-/// refusal of the update) is [`Publish::Rejected`]; transport failures are errors.
+/// Pushes `commit` to `branch` without force, only if the remote's branch is at `expected`
+/// (absent for `None`). A refusal because the branch moved (or any other refusal of the update)
+/// is [`Publish::Rejected`]; transport failures are errors.
+///
+/// NB: checking the advertised tip first lets a writer push on the tip it last saw without
+/// fetching first: a stale guess costs one connection and sends nothing. The server itself
+/// then checks the same old value when it updates the branch.
 pub(crate) fn push(
     cache: &Path,
     remote: &Remote,
     branch: &str,
     credentials: &GitCredentials,
+    expected: Option<git2::Oid>,
     commit: git2::Oid,
 ) -> Result<Publish, GitError> {
     let repo = open(cache)?;
-    let mut connection = repo.remote_anonymous(&remote.url).map_err(GitError::Push)?;
+    let mut anonymous = repo.remote_anonymous(&remote.url).map_err(GitError::Push)?;
     let auth = Auth::new(credentials, remote);
+    let mut connection = anonymous
+        .connect_auth(Direction::Push, Some(auth.callbacks()), None)
+        .map_err(GitError::Push)?;
+    let head = format!("refs/heads/{branch}");
+    let advertised = connection
+        .list()
+        .map_err(GitError::Push)?
+        .iter()
+        .find(|advertised| advertised.name() == head)
+        .map(git2::RemoteHead::oid);
+    if advertised != expected {
+        return Ok(Publish::Rejected(Box::new(ServerRefusal(
+            "the branch moved on the remote".to_string(),
+        ))));
+    }
     let refused: RefCell<Option<String>> = RefCell::new(None);
     let mut callbacks = auth.callbacks();
     callbacks.push_transfer_progress(|_, _, _| crate::crash::crash_point("git-in-push"));
@@ -231,7 +252,10 @@ pub(crate) fn push(
     let mut options = PushOptions::new();
     options.remote_callbacks(callbacks);
     let refspec = format!("{commit}:refs/heads/{branch}");
-    match connection.push(&[refspec.as_str()], Some(&mut options)) {
+    match connection
+        .remote()
+        .push(&[refspec.as_str()], Some(&mut options))
+    {
         Ok(()) => {}
         // libgit2 checks fast-forward itself against what the server advertised.
         Err(e) if e.code() == ErrorCode::NotFastForward => {
@@ -240,6 +264,7 @@ pub(crate) fn push(
         Err(e) => return Err(GitError::Push(e)),
     }
     drop(options);
+    drop(connection);
     if let Some(reason) = refused.into_inner() {
         return Ok(Publish::Rejected(Box::new(ServerRefusal(reason))));
     }
