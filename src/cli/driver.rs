@@ -56,6 +56,8 @@ impl Driver {
         };
         let (stop, stopped) = oneshot::channel::<()>();
         let runtime = controllers::Runtime::new(self.platform.clone());
+        let limit = runtime.settings.shutdown_grace;
+        let runtime = runtime.draining_on_stop(limit);
         let task = tokio::spawn(async move {
             runtime
                 .run(lock, async {
@@ -67,7 +69,8 @@ impl Driver {
         Ok(())
     }
 
-    /// Stops the controllers if they run here: pipeline runs in progress get the shutdown grace
+    /// Stops the controllers if they run here: what the command's changes set off is carried out
+    /// first (for at most the shutdown grace), pipeline runs in progress get the shutdown grace
     /// to finish, the rest are given back; the home is let go once that is done.
     pub async fn shutdown(self) {
         let running = self

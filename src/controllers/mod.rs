@@ -131,6 +131,10 @@ impl Error {
 /// the change feed.
 const BACKGROUND_BATCH: usize = 16;
 
+/// How long nothing must change before a draining runtime counts as done (see
+/// [`Runtime::draining_on_stop`]).
+const DRAIN_QUIET: Duration = Duration::from_millis(200);
+
 /// What a reconcile asks for next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Next {
@@ -161,6 +165,9 @@ pub struct Runtime {
     pub settings: Settings,
     /// Reconciles done per controller, and whether the controllers have started.
     pub metrics: Arc<metrics::ReconcileMetrics>,
+    /// When set, stopping first carries out what is already set off, for at most this long
+    /// (see [`Runtime::draining_on_stop`]).
+    drain_on_stop: Option<Duration>,
 }
 
 impl Runtime {
@@ -181,7 +188,18 @@ impl Runtime {
             pipeline_slots: Arc::new(tokio::sync::Semaphore::new(settings.max_parallel)),
             settings,
             metrics: Arc::default(),
+            drain_on_stop: None,
         }
+    }
+
+    /// A command that ran the controllers only while it waited stops them once its own objects
+    /// have settled; what those changes set off beyond them (Works placed on a Destination it
+    /// added, say) must still be written before the process ends, or nothing would write it
+    /// until the controllers run again. Stopping then first carries that out, for at most
+    /// `limit`.
+    pub fn draining_on_stop(mut self, limit: Duration) -> Self {
+        self.drain_on_stop = Some(limit);
+        self
     }
 
     /// Lets up to `n` (at least 1) pipeline runs execute at once, instead of the setting from
@@ -263,27 +281,61 @@ impl Runtime {
                     if batch.feed_lost {
                         resync_due = Some(tokio::time::Instant::now());
                     }
-                    for changed in batch.keys {
-                        match self.affected_by(&changed).await {
-                            Ok(keys) => {
-                                for key in keys {
-                                    queue.add(key);
-                                }
-                            }
-                            Err(err) => {
-                                // Its dependants are unknown for now: look at everything soon.
-                                warn!(object = %changed, error = %ErrorChain(&err), "finding what a change affects failed; looking at everything again");
-                                queue.add(changed.clone());
-                                resync_due.get_or_insert_with(|| tokio::time::Instant::now() + backoff.next());
-                            }
-                        }
+                    if !self.queue_affected(&mut queue, batch.keys).await {
+                        // Some dependants are unknown for now: look at everything soon.
+                        resync_due.get_or_insert_with(|| tokio::time::Instant::now() + backoff.next());
                     }
                 }
                 _ = resync.tick() => resync_due = Some(tokio::time::Instant::now()),
                 _ = tokio::time::sleep(sleep) => {}
             }
         }
+        if let Some(limit) = self.drain_on_stop {
+            self.drain(&mut queue, &mut changes, limit).await;
+        }
         self.stop_executing().await;
+    }
+
+    /// Queues what the changed objects affect; false when that is unknown for one of them (it
+    /// is queued itself, and everything should be looked at again).
+    async fn queue_affected(&self, queue: &mut Queue, changed: Vec<ObjectKey>) -> bool {
+        let mut known = true;
+        for key in changed {
+            match self.affected_by(&key).await {
+                Ok(keys) => keys.into_iter().for_each(|k| queue.add(k)),
+                Err(err) => {
+                    warn!(object = %key, error = %ErrorChain(&err), "finding what a change affects failed; looking at everything again");
+                    queue.add(key);
+                    known = false;
+                }
+            }
+        }
+        known
+    }
+
+    /// Carries out what is already set off — queued objects and the changes they make in turn
+    /// (a new Destination's Works placed and written, say) — until nothing has changed for
+    /// [`DRAIN_QUIET`], or for at most `limit`. Pipeline runs are not waited for here.
+    async fn drain(&self, queue: &mut Queue, changes: &mut ChangeFeed, limit: Duration) {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            while let Some(key) = queue.pop_due() {
+                if tokio::time::Instant::now() >= deadline {
+                    return;
+                }
+                self.reconcile_queued(queue, key).await;
+            }
+            let quiet =
+                DRAIN_QUIET.min(deadline.saturating_duration_since(tokio::time::Instant::now()));
+            let Ok(change) = tokio::time::timeout(quiet, changes.next()).await else {
+                return;
+            };
+            let batch = ChangeBatch::take(change, changes);
+            if batch.feed_lost {
+                return;
+            }
+            self.queue_affected(queue, batch.keys).await;
+        }
     }
 
     /// Reconciles a key taken from the queue and queues it again when it asks to be, or failed.
