@@ -18,7 +18,10 @@ use serde_json::Value;
     namespaced,
     status = "PipelineRunStatus",
     printcolumn = r#"{"name":"Pipeline","type":"string","jsonPath":".spec.pipelineName"}"#,
-    printcolumn = r#"{"name":"Phase","type":"string","jsonPath":".status.phase"}"#
+    printcolumn = r#"{"name":"Action","type":"string","jsonPath":".spec.workflowAction"}"#,
+    printcolumn = r#"{"name":"Phase","type":"string","jsonPath":".status.phase"}"#,
+    printcolumn = r#"{"name":"Started","type":"date","jsonPath":".status.startTime"}"#,
+    printcolumn = r#"{"name":"Completed","type":"date","jsonPath":".status.completionTime"}"#
 )]
 #[serde(rename_all = "camelCase")]
 pub struct PipelineRunSpec {

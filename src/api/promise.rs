@@ -20,7 +20,8 @@ use super::condition::Condition;
     printcolumn = r#"{"name":"Status","type":"string","jsonPath":".status.status"}"#,
     printcolumn = r#"{"name":"Kind","type":"string","jsonPath":".status.kind"}"#,
     printcolumn = r#"{"name":"API Version","type":"string","jsonPath":".status.apiVersion"}"#,
-    printcolumn = r#"{"name":"Version","type":"string","jsonPath":".status.version"}"#
+    printcolumn = r#"{"name":"Version","type":"string","jsonPath":".status.version"}"#,
+    printcolumn = r#"{"name":"Message","type":"string","jsonPath":".status.message"}"#
 )]
 #[serde(rename_all = "camelCase")]
 pub struct PromiseSpec {

@@ -39,6 +39,7 @@ pub struct GetArgs<'a> {
     pub all_namespaces: bool,
     pub selector: Option<&'a str>,
     pub output: OutputFormat,
+    pub show_labels: bool,
 }
 
 pub async fn run(platform: &Platform, args: GetArgs<'_>) -> Result<String, Error> {
@@ -66,47 +67,46 @@ pub async fn run(platform: &Platform, args: GetArgs<'_>) -> Result<String, Error
                     .map(|ns| format!(" in namespace {ns:?}"))
                     .unwrap_or_default(),
             })?;
-        return print_one(&kind, &obj, args.output);
+        return print(&kind, std::slice::from_ref(&obj), &args, false);
     }
     let objs = cp
         .list(&kind, namespace.as_deref(), &selector)
         .await
         .map_err(store_err)?;
+    print(&kind, &objs, &args, true)
+}
+
+/// Prints `objs` in the requested format; `list` prints JSON and YAML as a `List`.
+fn print(
+    kind: &KindInfo,
+    objs: &[Object],
+    args: &GetArgs<'_>,
+    list: bool,
+) -> Result<String, Error> {
+    let value = |objs: &[Object]| match objs {
+        [one] if !list => output::redact(kind, one),
+        _ => output::list_json(kind, objs),
+    };
     match args.output {
-        OutputFormat::Json => serde_json::to_string_pretty(&output::list_json(&kind, &objs))
+        OutputFormat::Json => serde_json::to_string_pretty(&value(objs))
             .map(|s| s + "\n")
             .map_err(Error::Print),
-        OutputFormat::Yaml => {
-            serde_yaml::to_string(&output::list_json(&kind, &objs)).map_err(Error::PrintYaml)
-        }
+        OutputFormat::Yaml => serde_yaml::to_string(&value(objs)).map_err(Error::PrintYaml),
+        OutputFormat::Name => Ok(output::names(kind, objs)),
         OutputFormat::Table | OutputFormat::Wide => {
             if objs.is_empty() {
                 return Ok(String::new());
             }
             Ok(output::table(
-                &kind,
-                &objs,
-                args.all_namespaces,
-                args.output == OutputFormat::Wide,
+                kind,
+                objs,
+                output::TableOptions {
+                    all_namespaces: list && args.all_namespaces,
+                    wide: args.output == OutputFormat::Wide,
+                    show_labels: args.show_labels,
+                },
             ))
         }
-    }
-}
-
-fn print_one(kind: &KindInfo, obj: &Object, format: OutputFormat) -> Result<String, Error> {
-    match format {
-        OutputFormat::Json => serde_json::to_string_pretty(&output::redact(kind, obj))
-            .map(|s| s + "\n")
-            .map_err(Error::Print),
-        OutputFormat::Yaml => {
-            serde_yaml::to_string(&output::redact(kind, obj)).map_err(Error::PrintYaml)
-        }
-        OutputFormat::Table | OutputFormat::Wide => Ok(output::table(
-            kind,
-            std::slice::from_ref(obj),
-            false,
-            format == OutputFormat::Wide,
-        )),
     }
 }
 

@@ -1,9 +1,12 @@
 //! The command-line contract (docs/cli.md).
 
 pub mod apply;
+mod columns;
+pub mod completion;
 pub mod controller;
 pub mod documents;
 mod driver;
+mod examples;
 pub mod get;
 pub mod logs;
 pub mod metadata;
@@ -21,7 +24,8 @@ use clap::{Parser, Subcommand, ValueEnum};
 #[command(
     name = "kratix-rs",
     version,
-    about = "Kratix, the platform framework: Promises, sequential pipelines, Git and bucket state stores"
+    about = "Kratix, the platform framework: Promises, sequential pipelines, Git and bucket state stores",
+    after_help = examples::TOP
 )]
 pub struct Cli {
     /// The platform's home folder (embedded control plane, caches, pipeline runs).
@@ -35,6 +39,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Create or update objects from YAML, then wait until they have settled.
+    #[command(after_help = examples::APPLY)]
     Apply {
         /// A file, a folder (every *.yaml / *.yml inside, recursively) or `-` for standard input.
         #[arg(short = 'f', long = "filename", required = true)]
@@ -43,6 +48,7 @@ pub enum Command {
         wait: WaitArgs,
     },
     /// Delete objects (running their delete workflows and removing their files first).
+    #[command(after_help = examples::DELETE)]
     Delete {
         #[arg(short = 'f', long = "filename")]
         files: Vec<PathBuf>,
@@ -54,7 +60,11 @@ pub enum Command {
         wait: WaitArgs,
     },
     /// Show objects.
+    #[command(after_help = examples::GET)]
     Get {
+        /// A kind, plural, singular or short name, including the kinds Promises define.
+        /// A kind, plural, singular or short name, including the kinds Promises define.
+        #[arg(value_parser = completion::KindParser, hide_possible_values = true)]
         kind: String,
         name: Option<String>,
         #[arg(short = 'n', long)]
@@ -67,9 +77,16 @@ pub enum Command {
         selector: Option<String>,
         #[arg(short = 'o', long, value_enum, default_value_t = OutputFormat::Table)]
         output: OutputFormat,
+        /// Add a LABELS column to the table.
+        #[arg(long)]
+        show_labels: bool,
     },
     /// Wait for a condition of an object (for its current generation), or for its deletion.
+    #[command(after_help = examples::WAIT)]
     Wait {
+        /// A kind, plural, singular or short name, including the kinds Promises define.
+        /// A kind, plural, singular or short name, including the kinds Promises define.
+        #[arg(value_parser = completion::KindParser, hide_possible_values = true)]
         kind: String,
         name: String,
         #[arg(short = 'n', long)]
@@ -81,7 +98,11 @@ pub enum Command {
         timeout: u64,
     },
     /// Re-run an object's configure workflow from its first pipeline.
+    #[command(after_help = examples::RECONCILE)]
     Reconcile {
+        /// A kind, plural, singular or short name, including the kinds Promises define.
+        /// A kind, plural, singular or short name, including the kinds Promises define.
+        #[arg(value_parser = completion::KindParser, hide_possible_values = true)]
         kind: String,
         name: String,
         #[arg(short = 'n', long)]
@@ -90,7 +111,11 @@ pub enum Command {
         wait: WaitArgs,
     },
     /// Show the output of an object's pipeline runs.
+    #[command(after_help = examples::LOGS)]
     Logs {
+        /// A kind, plural, singular or short name, including the kinds Promises define.
+        /// A kind, plural, singular or short name, including the kinds Promises define.
+        #[arg(value_parser = completion::KindParser, hide_possible_values = true)]
         kind: String,
         name: String,
         #[arg(short = 'n', long)]
@@ -99,10 +124,13 @@ pub enum Command {
         pipeline: Option<String>,
     },
     /// Add, change (`--overwrite`) or remove (`key-`) labels of an object; metadata only.
+    #[command(after_help = examples::LABEL)]
     Label(MetadataArgs),
     /// Add, change (`--overwrite`) or remove (`key-`) annotations of an object; metadata only.
+    #[command(after_help = examples::ANNOTATE)]
     Annotate(MetadataArgs),
     /// Run every controller of the home until SIGINT or SIGTERM.
+    #[command(after_help = examples::SERVE)]
     Serve {
         /// How many pipeline runs of different objects may run at once (default
         /// `KRATIX_MAX_PARALLEL`, else the number of cores).
@@ -111,13 +139,22 @@ pub enum Command {
     },
     /// Run every controller against a Kubernetes API server (Promises' APIs become CRDs), with
     /// optional leader election, health and metrics endpoints; until SIGTERM.
+    #[command(after_help = examples::CONTROLLER)]
     Controller(controller::ControllerArgs),
     /// Print the CustomResourceDefinitions of Kratix's kinds.
+    #[command(after_help = examples::CRDS)]
     Crds,
     /// Run one of the adapter containers of a pipeline Job (inside the Job's pod).
+    #[command(after_help = examples::PIPELINE_ADAPTER)]
     PipelineAdapter {
         #[arg(value_enum)]
         step: crate::jobs::adapter::Step,
+    },
+    /// Print a completion script for a shell.
+    #[command(after_help = examples::COMPLETION)]
+    Completion {
+        #[arg(value_enum)]
+        shell: completion::CompletionShell,
     },
 }
 
@@ -140,6 +177,8 @@ impl WaitArgs {
 /// `KIND NAME key=value … key- …` of `label` and `annotate`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct MetadataArgs {
+    /// A kind, plural, singular or short name, including the kinds Promises define.
+    #[arg(value_parser = completion::KindParser, hide_possible_values = true)]
     pub kind: String,
     pub name: String,
     /// `key=value` to set, `key-` to remove.
@@ -158,4 +197,6 @@ pub enum OutputFormat {
     Wide,
     Yaml,
     Json,
+    /// `kind.group/name`, one a line.
+    Name,
 }

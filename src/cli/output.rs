@@ -2,8 +2,9 @@
 
 use serde_json::{json, Value};
 
-use crate::api::object::condition;
 use crate::api::{KindInfo, Object};
+
+use super::columns::{columns, resource_name, text, Column};
 
 /// Replaces every value of a Secret's `data`/`stringData`, and the password in a state store's
 /// URL or endpoint (`https://user:password@host/…`), so that `get` never shows credentials.
@@ -58,120 +59,46 @@ pub fn list_json(kind: &KindInfo, objs: &[Object]) -> Value {
     })
 }
 
-fn text(v: Option<&Value>) -> String {
-    match v {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Null) | None => String::new(),
-        Some(other) => other.to_string(),
-    }
+/// What a `get` table shows besides Kratix's printer columns.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TableOptions {
+    /// A NAMESPACE column first (`-A`).
+    pub all_namespaces: bool,
+    /// The wide columns, generation and observed generation, and labels (`-o wide`).
+    pub wide: bool,
+    /// A LABELS column (`--show-labels`).
+    pub show_labels: bool,
 }
 
-fn condition_field(obj: &Object, type_: &str, field: &str) -> String {
-    text(condition(obj, type_).and_then(|c| c.get(field)))
-}
-
-/// Column headers and cells for one kind, as Kratix's printer columns define them.
-type Column = (&'static str, fn(&Object) -> String);
-
-fn columns(kind: &KindInfo) -> Vec<Column> {
-    match kind.kind.as_str() {
-        "Promise" => vec![
-            ("STATUS", |o| text(o.data.pointer("/status/status"))),
-            ("KIND", |o| text(o.data.pointer("/status/kind"))),
-            ("API VERSION", |o| {
-                text(o.data.pointer("/status/apiVersion"))
-            }),
-            ("VERSION", |o| text(o.data.pointer("/status/version"))),
-        ],
-        "Destination" => vec![
-            ("STATESTOREKIND", |o| {
-                text(o.data.pointer("/spec/stateStoreRef/kind"))
-            }),
-            ("STATESTORENAME", |o| {
-                text(o.data.pointer("/spec/stateStoreRef/name"))
-            }),
-            ("READY", |o| condition_field(o, "Ready", "status")),
-        ],
-        "GitStateStore" => vec![
-            ("URL", |o| {
-                statestores::redact_url(&text(o.data.pointer("/spec/url")))
-            }),
-            ("BRANCH", |o| {
-                let b = text(o.data.pointer("/spec/branch"));
-                if b.is_empty() {
-                    "main".into()
-                } else {
-                    b
-                }
-            }),
-            ("READY", |o| condition_field(o, "Ready", "status")),
-        ],
-        "BucketStateStore" => vec![
-            ("BUCKET", |o| text(o.data.pointer("/spec/bucketName"))),
-            ("ENDPOINT", |o| {
-                statestores::redact_url(&text(o.data.pointer("/spec/endpoint")))
-            }),
-            ("READY", |o| condition_field(o, "Ready", "status")),
-        ],
-        "Work" => vec![("STATUS", |o| condition_field(o, "Ready", "message"))],
-        "WorkPlacement" => vec![
-            ("DESTINATION", |o| {
-                text(o.data.pointer("/spec/targetDestinationName"))
-            }),
-            ("STATUS", |o| condition_field(o, "Ready", "message")),
-            ("VERSION", |o| {
-                let v = text(o.data.pointer("/status/versionID"));
-                v.chars().take(12).collect()
-            }),
-        ],
-        "PipelineRun" => vec![
-            ("PIPELINE", |o| text(o.data.pointer("/spec/pipelineName"))),
-            ("ACTION", |o| text(o.data.pointer("/spec/workflowAction"))),
-            ("PHASE", |o| text(o.data.pointer("/status/phase"))),
-            ("START", |o| text(o.data.pointer("/status/startTime"))),
-            ("COMPLETION", |o| {
-                text(o.data.pointer("/status/completionTime"))
-            }),
-        ],
-        "Secret" => vec![
-            ("TYPE", |o| text(o.data.get("type"))),
-            ("DATA", |o| {
-                o.data
-                    .get("data")
-                    .and_then(Value::as_object)
-                    .map_or(0, |m| m.len())
-                    .to_string()
-            }),
-        ],
-        _ => vec![
-            ("STATUS", |o| condition_field(o, "Reconciled", "message")),
-            ("MESSAGE", |o| text(o.data.pointer("/status/message"))),
-        ],
-    }
-}
-
-/// A kubectl-like table. `all_namespaces` adds a NAMESPACE column; `wide` adds generation,
-/// observed generation and labels.
-pub fn table(kind: &KindInfo, objs: &[Object], all_namespaces: bool, wide: bool) -> String {
-    let cols = columns(kind);
+/// A kubectl-like table of `objs`.
+pub fn table(kind: &KindInfo, objs: &[Object], options: TableOptions) -> String {
+    let cols: Vec<Column> = columns(kind)
+        .into_iter()
+        .filter(|c| options.wide || !c.wide)
+        .collect();
+    let namespace = options.all_namespaces && kind.namespaced;
+    let labels = options.wide || options.show_labels;
     let mut header: Vec<String> = Vec::new();
-    if all_namespaces && kind.namespaced {
+    if namespace {
         header.push("NAMESPACE".into());
     }
     header.push("NAME".into());
-    header.extend(cols.iter().map(|(h, _)| h.to_string()));
-    if wide {
-        header.extend(["GENERATION", "OBSERVED", "LABELS"].map(String::from));
+    header.extend(cols.iter().map(|c| c.header.to_string()));
+    if options.wide {
+        header.extend(["GENERATION", "OBSERVED"].map(String::from));
+    }
+    if labels {
+        header.push("LABELS".into());
     }
     let mut rows = vec![header];
     for o in objs {
         let mut row = Vec::new();
-        if all_namespaces && kind.namespaced {
+        if namespace {
             row.push(o.metadata.namespace.clone().unwrap_or_default());
         }
         row.push(o.metadata.name.clone().unwrap_or_default());
-        row.extend(cols.iter().map(|(_, f)| f(o)));
-        if wide {
+        row.extend(cols.iter().map(|c| (c.cell)(o)));
+        if options.wide {
             row.push(
                 o.metadata
                     .generation
@@ -179,6 +106,8 @@ pub fn table(kind: &KindInfo, objs: &[Object], all_namespaces: bool, wide: bool)
                     .unwrap_or_default(),
             );
             row.push(text(o.data.pointer("/status/observedGeneration")));
+        }
+        if labels {
             row.push(
                 o.metadata
                     .labels
@@ -192,6 +121,11 @@ pub fn table(kind: &KindInfo, objs: &[Object], all_namespaces: bool, wide: bool)
         rows.push(row);
     }
     render(&rows)
+}
+
+/// `-o name`: one `kind.group/name` line per object.
+pub fn names(kind: &KindInfo, objs: &[Object]) -> String {
+    objs.iter().map(|o| resource_name(kind, o) + "\n").collect()
 }
 
 fn render(rows: &[Vec<String>]) -> String {
@@ -266,7 +200,15 @@ mod tests {
         for (kind, obj, shown) in cases {
             let json = redact(&kind, &obj).to_string();
             let listed = list_json(&kind, std::slice::from_ref(&obj)).to_string();
-            let wide = table(&kind, std::slice::from_ref(&obj), true, true);
+            let wide = table(
+                &kind,
+                std::slice::from_ref(&obj),
+                TableOptions {
+                    all_namespaces: true,
+                    wide: true,
+                    show_labels: true,
+                },
+            );
             for text in [&json, &listed, &wide] {
                 for secret in ["aHVudGVyMg==", "hunter3", "hunter4"] {
                     assert!(

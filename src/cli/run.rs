@@ -49,12 +49,20 @@ pub enum Error {
     AlreadyServing { home: String },
     #[error(transparent)]
     Controller(#[from] super::controller::Error),
+    #[error("writing to standard output")]
+    Stdout(#[source] std::io::Error),
 }
 
 pub async fn run(cli: Cli) -> Result<(), Error> {
     if let Command::Crds = cli.command {
         print!("{}", crate::api::crds::crds_yaml());
         return Ok(());
+    }
+    if let Command::Completion { shell } = cli.command {
+        use std::io::Write;
+        return std::io::stdout()
+            .write_all(&super::completion::script(shell))
+            .map_err(Error::Stdout);
     }
     if let Command::PipelineAdapter { step } = cli.command {
         return Ok(crate::jobs::adapter::run(step).await?);
@@ -143,6 +151,7 @@ async fn dispatch(command: Command, platform: &Platform, driver: &Driver) -> Res
             all_namespaces,
             selector,
             output,
+            show_labels,
         } => {
             let text = get::run(
                 &platform,
@@ -153,6 +162,7 @@ async fn dispatch(command: Command, platform: &Platform, driver: &Driver) -> Res
                     all_namespaces,
                     selector: selector.as_deref(),
                     output,
+                    show_labels,
                 },
             )
             .await?;
@@ -279,7 +289,10 @@ async fn dispatch(command: Command, platform: &Platform, driver: &Driver) -> Res
                 .await;
             Ok(())
         }
-        Command::Controller(_) | Command::Crds | Command::PipelineAdapter { .. } => Ok(()),
+        Command::Controller(_)
+        | Command::Crds
+        | Command::PipelineAdapter { .. }
+        | Command::Completion { .. } => Ok(()),
     }
 }
 

@@ -1,0 +1,355 @@
+//! The columns `get` prints for each kind: Kratix's printer columns, plus the ones `-o wide` adds.
+//! Each cell is a pure function of the stored object.
+
+use serde_json::Value;
+
+use crate::api::object::condition;
+use crate::api::{KindInfo, Object};
+
+/// One column of a `get` table.
+pub struct Column {
+    pub header: &'static str,
+    /// Shown only with `-o wide` (kubectl's printer column priority 1).
+    pub wide: bool,
+    pub cell: fn(&Object) -> String,
+}
+
+const fn col(header: &'static str, cell: fn(&Object) -> String) -> Column {
+    Column {
+        header,
+        wide: false,
+        cell,
+    }
+}
+
+const fn wide(header: &'static str, cell: fn(&Object) -> String) -> Column {
+    Column {
+        header,
+        wide: true,
+        cell,
+    }
+}
+
+pub fn text(v: Option<&Value>) -> String {
+    match v {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Null) | None => String::new(),
+        Some(other) => other.to_string(),
+    }
+}
+
+fn at(obj: &Object, pointer: &str) -> String {
+    text(obj.data.pointer(pointer))
+}
+
+fn condition_field(obj: &Object, type_: &str, field: &str) -> String {
+    text(condition(obj, type_).and_then(|c| c.get(field)))
+}
+
+fn ready(obj: &Object) -> String {
+    condition_field(obj, "Ready", "status")
+}
+
+fn ready_message(obj: &Object) -> String {
+    condition_field(obj, "Ready", "message")
+}
+
+/// The columns of `kind`, in order; the caller drops the wide ones unless `-o wide`.
+pub fn columns(kind: &KindInfo) -> Vec<Column> {
+    match kind.kind.as_str() {
+        "Promise" => vec![
+            col("STATUS", |o| at(o, "/status/status")),
+            col("KIND", |o| at(o, "/status/kind")),
+            col("API VERSION", |o| at(o, "/status/apiVersion")),
+            col("VERSION", |o| at(o, "/status/version")),
+            col("MESSAGE", |o| at(o, "/status/message")),
+        ],
+        "Destination" => vec![
+            col("STATESTOREKIND", |o| at(o, "/spec/stateStoreRef/kind")),
+            col("STATESTORENAME", |o| at(o, "/spec/stateStoreRef/name")),
+            col("READY", ready),
+            wide("PATH", |o| at(o, "/spec/path")),
+            wide("MESSAGE", ready_message),
+        ],
+        "GitStateStore" => vec![
+            col("URL", |o| statestores::redact_url(&at(o, "/spec/url"))),
+            col("BRANCH", |o| {
+                let b = at(o, "/spec/branch");
+                if b.is_empty() {
+                    "main".into()
+                } else {
+                    b
+                }
+            }),
+            col("READY", ready),
+            wide("PATH", |o| at(o, "/spec/path")),
+            wide("MESSAGE", ready_message),
+        ],
+        "BucketStateStore" => vec![
+            col("BUCKET", |o| at(o, "/spec/bucketName")),
+            col("ENDPOINT", |o| {
+                statestores::redact_url(&at(o, "/spec/endpoint"))
+            }),
+            col("READY", ready),
+            wide("PATH", |o| at(o, "/spec/path")),
+            wide("MESSAGE", ready_message),
+        ],
+        "Work" => vec![
+            col("STATUS", ready_message),
+            wide("PROMISE", |o| at(o, "/spec/promiseName")),
+            wide("REQUEST", |o| at(o, "/spec/resourceName")),
+        ],
+        "WorkPlacement" => vec![
+            col("DESTINATION", |o| at(o, "/spec/targetDestinationName")),
+            col("STATUS", ready_message),
+            col("VERSION", |o| {
+                at(o, "/status/versionID").chars().take(12).collect()
+            }),
+            wide("PROMISE", |o| at(o, "/spec/promiseName")),
+            wide("REQUEST", |o| at(o, "/spec/resourceName")),
+        ],
+        "PipelineRun" => vec![
+            col("PIPELINE", |o| at(o, "/spec/pipelineName")),
+            col("ACTION", |o| at(o, "/spec/workflowAction")),
+            col("PHASE", |o| at(o, "/status/phase")),
+            col("START", |o| at(o, "/status/startTime")),
+            col("COMPLETION", |o| at(o, "/status/completionTime")),
+            col("DURATION", |o| {
+                duration(
+                    &at(o, "/status/startTime"),
+                    &at(o, "/status/completionTime"),
+                )
+            }),
+        ],
+        "Secret" => vec![
+            col("TYPE", |o| text(o.data.get("type"))),
+            col("DATA", |o| {
+                o.data
+                    .get("data")
+                    .and_then(Value::as_object)
+                    .map_or(0, |m| m.len())
+                    .to_string()
+            }),
+        ],
+        // Resource requests of a Promise's API.
+        _ => vec![
+            col("STATUS", |o| condition_field(o, "Reconciled", "message")),
+            col("MESSAGE", |o| at(o, "/status/message")),
+        ],
+    }
+}
+
+/// How long a run took, kubectl-style (`45s`, `3m4s`, `2h5m`); empty until it has finished or
+/// when a time cannot be read.
+pub fn duration(start: &str, end: &str) -> String {
+    let (Ok(start), Ok(end)) = (
+        start.parse::<jiff::Timestamp>(),
+        end.parse::<jiff::Timestamp>(),
+    ) else {
+        return String::new();
+    };
+    let secs = end.as_second() - start.as_second();
+    if secs < 0 {
+        return String::new();
+    }
+    match secs {
+        s if s < 60 => format!("{s}s"),
+        s if s < 3600 => format!("{}m{}s", s / 60, s % 60),
+        s => format!("{}h{}m", s / 3600, (s % 3600) / 60),
+    }
+}
+
+/// `-o name`: `kind.group/name` like kubectl (`kind/name` for the core group).
+pub fn resource_name(kind: &KindInfo, obj: &Object) -> String {
+    let name = obj.metadata.name.as_deref().unwrap_or_default();
+    let kind_name = kind.kind.to_lowercase();
+    if kind.group.is_empty() {
+        format!("{kind_name}/{name}")
+    } else {
+        format!("{kind_name}.{}/{name}", kind.group)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::api::Builtin;
+
+    fn object(value: Value) -> Object {
+        serde_json::from_value(value).expect("an object")
+    }
+
+    /// The cells of every column, wide ones marked with a leading `+`.
+    fn cells(kind: &KindInfo, obj: &Object) -> Vec<String> {
+        columns(kind)
+            .iter()
+            .map(|c| {
+                let mark = if c.wide { "+" } else { "" };
+                format!("{mark}{}={}", c.header, (c.cell)(obj))
+            })
+            .collect()
+    }
+
+    /// A kind a Promise's API defines.
+    fn promise_kind(kind: &str) -> KindInfo {
+        KindInfo {
+            group: "example.kratix.io".into(),
+            version: "v1".into(),
+            kind: kind.into(),
+            plural: format!("{}s", kind.to_lowercase()),
+            singular: kind.to_lowercase(),
+            short_names: Vec::new(),
+            namespaced: true,
+        }
+    }
+
+    fn ready(status: &str, message: &str) -> Value {
+        json!({"conditions": [{"type": "Ready", "status": status, "message": message}]})
+    }
+
+    #[test]
+    fn each_kind_shows_kratix_printer_columns() {
+        let request_kind = promise_kind("App");
+        let cases: Vec<(KindInfo, Value, Vec<&str>)> = vec![
+            (
+                Builtin::Promise.info(),
+                json!({"metadata": {"name": "p"}, "status": {"status": "Available",
+                    "kind": "App", "apiVersion": "example.kratix.io/v1", "version": "v1.2",
+                    "message": "ok"}}),
+                vec![
+                    "STATUS=Available",
+                    "KIND=App",
+                    "API VERSION=example.kratix.io/v1",
+                    "VERSION=v1.2",
+                    "MESSAGE=ok",
+                ],
+            ),
+            (
+                request_kind,
+                json!({"metadata": {"name": "a"}, "status": {"message": "Resource requested",
+                    "conditions": [{"type": "Reconciled", "status": "False",
+                        "message": "Pipelines are still in progress"}]}}),
+                vec![
+                    "STATUS=Pipelines are still in progress",
+                    "MESSAGE=Resource requested",
+                ],
+            ),
+            (
+                Builtin::Destination.info(),
+                json!({"metadata": {"name": "d"}, "spec": {"path": "dev",
+                    "stateStoreRef": {"kind": "GitStateStore", "name": "g"}},
+                    "status": ready("False", "store unreachable")}),
+                vec![
+                    "STATESTOREKIND=GitStateStore",
+                    "STATESTORENAME=g",
+                    "READY=False",
+                    "+PATH=dev",
+                    "+MESSAGE=store unreachable",
+                ],
+            ),
+            (
+                Builtin::GitStateStore.info(),
+                json!({"metadata": {"name": "g"}, "spec": {"url": "https://u:pw@h/r.git"},
+                    "status": ready("True", "")}),
+                vec![
+                    "URL=https://u:<redacted>@h/r.git",
+                    "BRANCH=main",
+                    "READY=True",
+                    "+PATH=",
+                    "+MESSAGE=",
+                ],
+            ),
+            (
+                Builtin::BucketStateStore.info(),
+                json!({"metadata": {"name": "b"}, "spec": {"bucketName": "kratix",
+                    "endpoint": "http://127.0.0.1:3900", "path": "p"}}),
+                vec![
+                    "BUCKET=kratix",
+                    "ENDPOINT=http://127.0.0.1:3900",
+                    "READY=",
+                    "+PATH=p",
+                    "+MESSAGE=",
+                ],
+            ),
+            (
+                Builtin::Work.info(),
+                json!({"metadata": {"name": "w"}, "spec": {"promiseName": "p",
+                    "resourceName": "a"}, "status": ready("True", "Ready")}),
+                vec!["STATUS=Ready", "+PROMISE=p", "+REQUEST=a"],
+            ),
+            (
+                Builtin::WorkPlacement.info(),
+                json!({"metadata": {"name": "wp"}, "spec": {"targetDestinationName": "dev",
+                    "promiseName": "p"}, "status": {"versionID": "0123456789abcdef",
+                    "conditions": [{"type": "Ready", "status": "True", "message": "Ready"}]}}),
+                vec![
+                    "DESTINATION=dev",
+                    "STATUS=Ready",
+                    "VERSION=0123456789ab",
+                    "+PROMISE=p",
+                    "+REQUEST=",
+                ],
+            ),
+            (
+                Builtin::PipelineRun.info(),
+                json!({"metadata": {"name": "r"}, "spec": {"pipelineName": "build",
+                    "workflowAction": "configure"}, "status": {"phase": "Succeeded",
+                    "startTime": "2026-01-01T10:00:00Z",
+                    "completionTime": "2026-01-01T10:03:04Z"}}),
+                vec![
+                    "PIPELINE=build",
+                    "ACTION=configure",
+                    "PHASE=Succeeded",
+                    "START=2026-01-01T10:00:00Z",
+                    "COMPLETION=2026-01-01T10:03:04Z",
+                    "DURATION=3m4s",
+                ],
+            ),
+            (
+                Builtin::Secret.info(),
+                json!({"metadata": {"name": "s"}, "type": "Opaque",
+                    "data": {"a": "YQ==", "b": "Yg=="}}),
+                vec!["TYPE=Opaque", "DATA=2"],
+            ),
+        ];
+        for (kind, value, want) in cases {
+            let got = cells(&kind, &object(value));
+            assert_eq!(got, want, "{}", kind.kind);
+        }
+    }
+
+    #[test]
+    fn durations_read_like_kubectls() {
+        let cases = [
+            ("2026-01-01T10:00:00Z", "2026-01-01T10:00:45Z", "45s"),
+            ("2026-01-01T10:00:00Z", "2026-01-01T10:03:04Z", "3m4s"),
+            ("2026-01-01T10:00:00Z", "2026-01-01T12:05:59Z", "2h5m"),
+            ("2026-01-01T10:00:00Z", "", ""),
+            ("", "2026-01-01T10:00:00Z", ""),
+            ("2026-01-01T10:00:05Z", "2026-01-01T10:00:00Z", ""),
+            ("not a time", "2026-01-01T10:00:00Z", ""),
+        ];
+        for (start, end, want) in cases {
+            assert_eq!(duration(start, end), want, "{start} → {end}");
+        }
+    }
+
+    #[test]
+    fn names_follow_kubectls_kind_group_slash_name() {
+        let obj = object(json!({"metadata": {"name": "x"}}));
+        let cases = [
+            (Builtin::Promise.info(), "promise.platform.kratix.io/x"),
+            (
+                Builtin::WorkPlacement.info(),
+                "workplacement.platform.kratix.io/x",
+            ),
+            (Builtin::Secret.info(), "secret/x"),
+            (promise_kind("WebApp"), "webapp.example.kratix.io/x"),
+        ];
+        for (kind, want) in cases {
+            assert_eq!(resource_name(&kind, &obj), want);
+        }
+    }
+}

@@ -1,0 +1,85 @@
+//! The Examples section of each command's `--help`.
+
+pub const TOP: &str = "\
+Examples:
+  kratix-rs apply -f promise.yaml          # install a Promise and wait for it
+  kratix-rs get promises                   # list Promises with their status
+  kratix-rs --home /srv/kratix serve       # run the controllers of another home";
+
+pub const APPLY: &str = "\
+Examples:
+  kratix-rs apply -f promise.yaml
+  kratix-rs apply -f manifests/ --timeout 120
+  cat request.yaml | kratix-rs apply -f - --no-wait";
+
+pub const DELETE: &str = "\
+Examples:
+  kratix-rs delete -f request.yaml
+  kratix-rs delete promise postgresql
+  kratix-rs delete postgresql acme-db -n team-a --no-wait";
+
+pub const GET: &str = "\
+Examples:
+  kratix-rs get promises
+  kratix-rs get destinations -o wide
+  kratix-rs get workplacements -A --show-labels
+  kratix-rs get pipelineruns -n default -l kratix.io/promise-name=postgresql
+  kratix-rs get promise postgresql -o yaml
+  kratix-rs get works -A -o name";
+
+pub const WAIT: &str = "\
+Examples:
+  kratix-rs wait promise postgresql --for condition=Available
+  kratix-rs wait postgresql acme-db -n team-a --for condition=Reconciled --timeout 60
+  kratix-rs wait destination worker-1 --for delete";
+
+pub const RECONCILE: &str = "\
+Examples:
+  kratix-rs reconcile promise postgresql
+  kratix-rs reconcile postgresql acme-db -n team-a --no-wait";
+
+pub const LOGS: &str = "\
+Examples:
+  kratix-rs logs promise postgresql
+  kratix-rs logs postgresql acme-db -n team-a --pipeline instance-configure";
+
+pub const LABEL: &str = "\
+Examples:
+  kratix-rs label destination worker-1 environment=dev
+  kratix-rs label destination worker-1 environment=prod --overwrite
+  kratix-rs label postgresql acme-db -n team-a kratix.io/paused=true
+  kratix-rs label destination worker-1 environment-";
+
+pub const ANNOTATE: &str = "\
+Examples:
+  kratix-rs annotate postgresql acme-db -n team-a ticket=OPS-42
+  kratix-rs annotate promise postgresql owner=platform-team --overwrite
+  kratix-rs annotate promise postgresql owner-";
+
+pub const SERVE: &str = "\
+Examples:
+  kratix-rs serve
+  kratix-rs --home /srv/kratix serve --max-parallel 4";
+
+pub const CONTROLLER: &str = "\
+Examples:
+  kratix-rs crds | kubectl apply -f - && kratix-rs controller
+  kratix-rs controller --kubeconfig ~/.kube/config --pipelines local
+  kratix-rs controller --leader-elect --metrics-addr 0.0.0.0:8080 --log-format json";
+
+pub const CRDS: &str = "\
+Examples:
+  kratix-rs crds > crds.yaml
+  kratix-rs crds | kubectl apply -f -";
+
+pub const PIPELINE_ADAPTER: &str = "\
+Examples (run by a pipeline Job's containers, not by hand):
+  kratix-rs pipeline-adapter reader
+  kratix-rs pipeline-adapter work-writer
+  kratix-rs pipeline-adapter status-writer";
+
+pub const COMPLETION: &str = "\
+Examples:
+  source <(kratix-rs completion bash)
+  kratix-rs completion zsh > \"${fpath[1]}/_kratix-rs\"
+  kratix-rs completion fish > ~/.config/fish/completions/kratix-rs.fish";

@@ -1,0 +1,242 @@
+//! What `get` prints through the binary (golden tables of stable fields: no ages, times, hashes
+//! or numbered names), `-o name`, `--show-labels`, shell completions and every command's
+//! `--help` examples.
+
+mod support;
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use support::{fixtures, Kratix};
+
+/// The quickstart applied and settled: a Git store, a Destination, a Promise and two requests.
+fn quickstart() -> Kratix {
+    let k = Kratix::new();
+    let dir = fixtures().join("quickstart");
+    k.run(&["apply", "-f", dir.to_str().expect("utf-8 path")])
+        .assert_ok();
+    k
+}
+
+/// `get ARGS` with the columns named in `drop` removed (cells are found under their header,
+/// as the table left-aligns them) and the rows sorted, so that only stable fields remain.
+fn table(k: &Kratix, args: &[&str], drop: &[&str]) -> String {
+    let mut full = vec!["get"];
+    full.extend_from_slice(args);
+    let run = k.run(&full);
+    run.assert_ok();
+    let mut lines = run.stdout.lines();
+    let header = lines.next().expect("a header line");
+    // Headers are separated by three spaces; one header ("API VERSION") holds a single space.
+    let mut starts = Vec::new();
+    let mut names = Vec::new();
+    let mut at = 0;
+    for name in header.split("   ").filter(|s| !s.is_empty()) {
+        let start = header[at..].find(name).expect("header found") + at;
+        starts.push(start);
+        names.push(name.trim());
+        at = start + name.len();
+    }
+    let keep = |line: &str| -> String {
+        let cells: Vec<String> = starts
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !drop.contains(&names[*i]))
+            .map(|(i, &s)| {
+                let end = starts.get(i + 1).copied().unwrap_or(usize::MAX);
+                line.get(s..end.min(line.len()))
+                    .unwrap_or_default()
+                    .trim()
+                    .to_string()
+            })
+            .collect();
+        cells.join(" | ").trim_end().to_string()
+    };
+    let mut rows: Vec<String> = lines.map(keep).collect();
+    rows.sort();
+    let mut out = keep(header);
+    for row in rows {
+        out.push('\n');
+        out.push_str(&row);
+    }
+    out
+}
+
+#[test]
+fn get_prints_kratix_printer_columns_for_every_kind() {
+    let k = quickstart();
+    let cases: &[(&[&str], &[&str], &str)] = &[
+        (
+            &["promises"],
+            &[],
+            "NAME | STATUS | KIND | API VERSION | VERSION | MESSAGE
+webapp | Available | WebApp | example.kratix.io/v1alpha1 | v0.1.0 | Promise configured",
+        ),
+        (
+            &["promises", "-o", "wide"],
+            &[],
+            "NAME | STATUS | KIND | API VERSION | VERSION | MESSAGE | GENERATION | OBSERVED | LABELS
+webapp | Available | WebApp | example.kratix.io/v1alpha1 | v0.1.0 | Promise configured | 1 | 1 | kratix.io/promise-version=v0.1.0",
+        ),
+        (
+            &["webapps"],
+            &[],
+            "NAME | STATUS | MESSAGE
+blog | Reconciled | Resource requested
+shop | Reconciled | Resource requested",
+        ),
+        (
+            &["destinations", "-o", "wide"],
+            &[],
+            "NAME | STATESTOREKIND | STATESTORENAME | READY | PATH | MESSAGE | GENERATION | OBSERVED | LABELS
+worker-1 | GitStateStore | default | True | worker-1 | Test documents written to State Store | 1 | 1 | environment=dev",
+        ),
+        (
+            &["gitstatestores"],
+            &[],
+            "NAME | URL | BRANCH | READY
+default | state-store.git | main | True",
+        ),
+        (
+            &["works", "-A"],
+            &[],
+            "NAMESPACE | NAME | STATUS
+default | webapp-blog-deployment | Ready
+default | webapp-blog-service | Ready
+default | webapp-blog-validate | Ready
+default | webapp-shop-deployment | Ready
+default | webapp-shop-service | Ready
+default | webapp-shop-validate | Ready
+kratix-platform-system | webapp-setup | Ready
+kratix-platform-system | webapp-static-deps | Ready",
+        ),
+        (
+            &["workplacements", "-n", "default", "-o", "wide"],
+            &["VERSION", "LABELS"],
+            "NAME | DESTINATION | STATUS | PROMISE | REQUEST | GENERATION | OBSERVED
+webapp-blog-deployment.worker-1-5058f | worker-1 | Ready | webapp | blog | 1 | 1
+webapp-blog-service.worker-1-5058f | worker-1 | Ready | webapp | blog | 1 | 1
+webapp-shop-deployment.worker-1-5058f | worker-1 | Ready | webapp | shop | 1 | 1
+webapp-shop-service.worker-1-5058f | worker-1 | Ready | webapp | shop | 1 | 1",
+        ),
+        (
+            &["pipelineruns", "-A"],
+            &["NAME", "START", "COMPLETION", "DURATION"],
+            "NAMESPACE | PIPELINE | ACTION | PHASE
+default | deployment | configure | Succeeded
+default | deployment | configure | Succeeded
+default | service | configure | Succeeded
+default | service | configure | Succeeded
+default | validate | configure | Succeeded
+default | validate | configure | Succeeded
+kratix-platform-system | setup | configure | Succeeded",
+        ),
+    ];
+    for (args, drop, want) in cases {
+        assert_eq!(table(&k, args, drop), *want, "get {}", args.join(" "));
+    }
+    // A finished run shows how long it took.
+    let runs = k.run(&["get", "pipelineruns", "-A"]);
+    for line in runs.stdout.lines().skip(1) {
+        let last = line.split_whitespace().last().unwrap_or_default();
+        assert!(last.ends_with('s'), "a duration ends the row: {line}");
+    }
+}
+
+#[test]
+fn get_names_and_labels_like_kubectl() {
+    let k = quickstart();
+    let names = k.run(&["get", "promises", "-o", "name"]);
+    names.assert_ok();
+    assert_eq!(names.stdout, "promise.platform.kratix.io/webapp\n");
+    let one = k.run(&["get", "webapp", "shop", "-o", "name"]);
+    assert_eq!(one.stdout, "webapp.example.kratix.io/shop\n");
+    let works = k.run(&["get", "works", "-A", "-o", "name"]);
+    assert_eq!(works.stdout.lines().count(), 8, "{}", works.stdout);
+    assert!(works
+        .stdout
+        .lines()
+        .all(|l| l.starts_with("work.platform.kratix.io/webapp-")));
+    assert_eq!(
+        table(&k, &["destinations", "--show-labels"], &[]),
+        "NAME | STATESTOREKIND | STATESTORENAME | READY | LABELS
+worker-1 | GitStateStore | default | True | environment=dev"
+    );
+    // Without the flag, no LABELS column.
+    assert!(!k.run(&["get", "destinations"]).stdout.contains("LABELS"));
+}
+
+fn kratix_rs(args: &[&str]) -> support::Run {
+    Command::new(support::binary())
+        .args(args)
+        .output()
+        .expect("kratix-rs runs")
+        .into()
+}
+
+#[test]
+fn completion_scripts_are_generated_for_each_shell_and_offer_kinds() {
+    for shell in ["bash", "zsh", "fish"] {
+        let run = kratix_rs(&["completion", shell]);
+        run.assert_ok();
+        for word in ["kratix-rs", "apply", "get", "completion"] {
+            assert!(run.stdout.contains(word), "{shell} lacks {word}");
+        }
+        if shell != "fish" {
+            assert!(
+                run.stdout.contains("promises") && run.stdout.contains("workplacements"),
+                "{shell} offers the kinds"
+            );
+        }
+    }
+    let script = kratix_rs(&["completion", "bash"]).stdout;
+    let mut bash = Command::new("bash")
+        .arg("-n")
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("bash runs");
+    bash.stdin
+        .take()
+        .expect("stdin")
+        .write_all(script.as_bytes())
+        .expect("script written");
+    let checked = bash.wait_with_output().expect("bash ends");
+    assert!(
+        checked.status.success(),
+        "bash -n: {}",
+        String::from_utf8_lossy(&checked.stderr)
+    );
+    kratix_rs(&["completion", "tcsh"]).assert_failed();
+}
+
+#[test]
+fn every_command_help_has_examples() {
+    let top = kratix_rs(&["--help"]);
+    top.assert_ok();
+    assert!(top.stdout.contains("Examples:"), "{}", top.stdout);
+    let commands: Vec<String> = top
+        .stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .map(String::from)
+        .collect();
+    assert!(commands.len() >= 13, "{commands:?}");
+    for command in &commands {
+        let help = kratix_rs(&[command, "--help"]);
+        help.assert_ok();
+        let examples = help
+            .stdout
+            .split_once("Examples")
+            .map(|(_, rest)| rest)
+            .unwrap_or_else(|| panic!("{command} --help has no Examples: {}", help.stdout));
+        assert!(
+            examples.contains(&format!("kratix-rs {command}")),
+            "{command}'s examples run it: {examples}"
+        );
+    }
+}
