@@ -20,7 +20,9 @@ use super::condition::Condition;
     status = "StatusWithConditions",
     printcolumn = r#"{"name":"StateStoreKind","type":"string","jsonPath":".spec.stateStoreRef.kind"}"#,
     printcolumn = r#"{"name":"StateStoreName","type":"string","jsonPath":".spec.stateStoreRef.name"}"#,
-    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#
+    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
+    printcolumn = r#"{"name":"Path","type":"string","priority":1,"jsonPath":".spec.path"}"#,
+    printcolumn = r#"{"name":"Message","type":"string","priority":1,"jsonPath":".status.conditions[?(@.type==\"Ready\")].message"}"#
 )]
 #[serde(rename_all = "camelCase")]
 pub struct DestinationSpec {

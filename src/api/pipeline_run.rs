@@ -20,8 +20,8 @@ use serde_json::Value;
     printcolumn = r#"{"name":"Pipeline","type":"string","jsonPath":".spec.pipelineName"}"#,
     printcolumn = r#"{"name":"Action","type":"string","jsonPath":".spec.workflowAction"}"#,
     printcolumn = r#"{"name":"Phase","type":"string","jsonPath":".status.phase"}"#,
-    printcolumn = r#"{"name":"Started","type":"date","jsonPath":".status.startTime"}"#,
-    printcolumn = r#"{"name":"Completed","type":"date","jsonPath":".status.completionTime"}"#
+    printcolumn = r#"{"name":"Start","type":"string","jsonPath":".status.startTime"}"#,
+    printcolumn = r#"{"name":"Completion","type":"string","jsonPath":".status.completionTime"}"#
 )]
 #[serde(rename_all = "camelCase")]
 pub struct PipelineRunSpec {

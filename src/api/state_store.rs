@@ -65,7 +65,9 @@ impl SecretRef {
     status = "StateStoreStatus",
     printcolumn = r#"{"name":"URL","type":"string","jsonPath":".spec.url"}"#,
     printcolumn = r#"{"name":"Branch","type":"string","jsonPath":".spec.branch"}"#,
-    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#
+    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
+    printcolumn = r#"{"name":"Path","type":"string","priority":1,"jsonPath":".spec.path"}"#,
+    printcolumn = r#"{"name":"Message","type":"string","priority":1,"jsonPath":".status.conditions[?(@.type==\"Ready\")].message"}"#
 )]
 #[serde(rename_all = "camelCase")]
 // The CRD defaults are Kratix's (`+kubebuilder:default` markers in
@@ -117,7 +119,9 @@ impl GitStateStoreSpec {
     status = "StateStoreStatus",
     printcolumn = r#"{"name":"Name","type":"string","jsonPath":".spec.bucketName"}"#,
     printcolumn = r#"{"name":"Endpoint","type":"string","jsonPath":".spec.endpoint"}"#,
-    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#
+    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
+    printcolumn = r#"{"name":"Path","type":"string","priority":1,"jsonPath":".spec.path"}"#,
+    printcolumn = r#"{"name":"Message","type":"string","priority":1,"jsonPath":".status.conditions[?(@.type==\"Ready\")].message"}"#
 )]
 #[serde(rename_all = "camelCase")]
 pub struct BucketStateStoreSpec {

@@ -19,7 +19,9 @@ use super::condition::Condition;
     plural = "works",
     namespaced,
     status = "WorkStatus",
-    printcolumn = r#"{"name":"Status","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].message"}"#
+    printcolumn = r#"{"name":"Status","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].message"}"#,
+    printcolumn = r#"{"name":"Promise","type":"string","priority":1,"jsonPath":".spec.promiseName"}"#,
+    printcolumn = r#"{"name":"Request","type":"string","priority":1,"jsonPath":".spec.resourceName"}"#
 )]
 #[serde(rename_all = "camelCase")]
 pub struct WorkSpec {

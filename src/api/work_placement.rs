@@ -22,7 +22,10 @@ use super::work::Workload;
     namespaced,
     status = "WorkPlacementStatus",
     printcolumn = r#"{"name":"Destination","type":"string","jsonPath":".spec.targetDestinationName"}"#,
-    printcolumn = r#"{"name":"Status","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].message"}"#
+    printcolumn = r#"{"name":"Status","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].message"}"#,
+    printcolumn = r#"{"name":"Version","type":"string","jsonPath":".status.versionID"}"#,
+    printcolumn = r#"{"name":"Promise","type":"string","priority":1,"jsonPath":".spec.promiseName"}"#,
+    printcolumn = r#"{"name":"Request","type":"string","priority":1,"jsonPath":".spec.resourceName"}"#
 )]
 #[serde(rename_all = "camelCase")]
 pub struct WorkPlacementSpec {

@@ -320,6 +320,38 @@ mod tests {
         }
     }
 
+    /// `kubectl get` on a cluster shows what `get` shows: the CRDs declare the same columns, wide
+    /// ones at priority 1, except those no JSONPath can compute.
+    #[test]
+    fn the_crds_declare_the_same_columns() {
+        for crd in crate::api::crds::crds() {
+            let kind = Builtin::ALL
+                .into_iter()
+                .map(Builtin::info)
+                .find(|k| k.kind == crd.spec.names.kind)
+                .expect("a builtin kind");
+            let ours: Vec<(String, bool)> = columns(&kind)
+                .iter()
+                .filter(|c| c.header != "DURATION")
+                .map(|c| (c.header.to_string(), c.wide))
+                .collect();
+            let declared: Vec<(String, bool)> = crd.spec.versions[0]
+                .additional_printer_columns
+                .iter()
+                .flatten()
+                .map(|c| {
+                    // Kratix names the bucket column `Name`; a second NAME column would confuse.
+                    let header = match (kind.kind.as_str(), c.name.as_str()) {
+                        ("BucketStateStore", "Name") => "BUCKET".to_string(),
+                        (_, name) => name.to_uppercase(),
+                    };
+                    (header, c.priority.unwrap_or(0) > 0)
+                })
+                .collect();
+            assert_eq!(declared, ours, "{}", kind.kind);
+        }
+    }
+
     #[test]
     fn durations_read_like_kubectls() {
         let cases = [
