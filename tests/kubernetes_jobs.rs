@@ -6,6 +6,7 @@
 //! change. The control-plane tests start kube-testenv and are run by scripts/test.sh with
 //! `--ignored`.
 
+#[allow(dead_code)]
 #[path = "support/kube_testenv.rs"]
 mod kube_testenv;
 #[path = "support/kubelet.rs"]

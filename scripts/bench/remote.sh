@@ -24,6 +24,8 @@ while [ $# -gt 0 ]; do
 done
 
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
+# shellcheck source=scripts/bench/common.sh
+source "$repo/scripts/bench/common.sh"
 if [ -z "$bin" ]; then
     (cd "$repo" && cargo build --release --quiet --bin kratix-rs) >&2
     bin="${CARGO_TARGET_DIR:-$repo/target}/release/kratix-rs"
@@ -71,46 +73,8 @@ median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 ms() { awk -v s="$1" 'BEGIN { printf "%.0f ms", s * 1000 }'; }
 
 platform() {
+    bench_platform_head remote "git://127.0.0.1:$port/store.git"
     cat <<YAML
-apiVersion: platform.kratix.io/v1alpha1
-kind: GitStateStore
-metadata: {name: remote}
-spec:
-  url: git://127.0.0.1:$port/store.git
-  branch: main
----
-apiVersion: platform.kratix.io/v1alpha1
-kind: Destination
-metadata: {name: worker, labels: {environment: bench}}
-spec:
-  path: worker
-  stateStoreRef: {kind: GitStateStore, name: remote}
----
-apiVersion: platform.kratix.io/v1alpha1
-kind: Promise
-metadata: {name: thing}
-spec:
-  destinationSelectors: [{matchLabels: {environment: bench}}]
-  api:
-    apiVersion: apiextensions.k8s.io/v1
-    kind: CustomResourceDefinition
-    metadata: {name: things.bench.kratix.io}
-    spec:
-      group: bench.kratix.io
-      names: {kind: Thing, plural: things, singular: thing}
-      scope: Namespaced
-      versions:
-        - name: v1
-          served: true
-          storage: true
-          schema:
-            openAPIV3Schema:
-              type: object
-              properties:
-                spec: {type: object, properties: {size: {type: integer}}}
-  workflows:
-    resource:
-      configure:
         - apiVersion: platform.kratix.io/v1alpha1
           kind: Pipeline
           metadata: {name: ten}

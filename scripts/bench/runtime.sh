@@ -27,6 +27,8 @@ while [ $# -gt 0 ]; do
 done
 
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
+# shellcheck source=scripts/bench/common.sh
+source "$repo/scripts/bench/common.sh"
 if [ -z "$bin" ]; then
     (cd "$repo" && cargo build --release --quiet --bin kratix-rs) >&2
     bin="${CARGO_TARGET_DIR:-$repo/target}/release/kratix-rs"
@@ -42,47 +44,7 @@ export KRATIX_ISOLATION=process
 
 # The state store, one Destination, and the Promise.
 platform() {
-    cat <<YAML
-apiVersion: platform.kratix.io/v1alpha1
-kind: GitStateStore
-metadata: {name: default}
-spec:
-  url: file://$1/store.git
-  branch: main
----
-apiVersion: platform.kratix.io/v1alpha1
-kind: Destination
-metadata: {name: worker, labels: {environment: bench}}
-spec:
-  path: worker
-  stateStoreRef: {kind: GitStateStore, name: default}
----
-apiVersion: platform.kratix.io/v1alpha1
-kind: Promise
-metadata: {name: thing}
-spec:
-  destinationSelectors: [{matchLabels: {environment: bench}}]
-  api:
-    apiVersion: apiextensions.k8s.io/v1
-    kind: CustomResourceDefinition
-    metadata: {name: things.bench.kratix.io}
-    spec:
-      group: bench.kratix.io
-      names: {kind: Thing, plural: things, singular: thing}
-      scope: Namespaced
-      versions:
-        - name: v1
-          served: true
-          storage: true
-          schema:
-            openAPIV3Schema:
-              type: object
-              properties:
-                spec: {type: object, properties: {size: {type: integer}}}
-  workflows:
-    resource:
-      configure:
-YAML
+    bench_platform_head default "file://$1/store.git"
     for p in one two three; do
         cat <<YAML
         - apiVersion: platform.kratix.io/v1alpha1

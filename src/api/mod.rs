@@ -52,6 +52,10 @@ pub mod labels {
     pub const PROMISE_NAME: &str = "kratix.io/promise-name";
     pub const RESOURCE_NAME: &str = "kratix.io/resource-name";
     pub const RESOURCE_NAMESPACE: &str = "kratix.io/resource-namespace";
+    /// The namespace a pipeline's Job and ServiceAccount live in.
+    pub const PIPELINE_NAMESPACE: &str = "kratix.io/pipeline-namespace";
+    /// Who manages an object Kratix creates (value `Kratix`).
+    pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
     pub const PIPELINE_NAME: &str = "kratix.io/pipeline-name";
     pub const WORKFLOW_TYPE: &str = "kratix.io/workflow-type";
     pub const WORKFLOW_ACTION: &str = "kratix.io/workflow-action";

@@ -3,16 +3,13 @@
 
 use std::collections::BTreeMap;
 
-/// Kratix's label keys.
-pub const PROMISE_NAME_LABEL: &str = "kratix.io/promise-name";
-pub const RESOURCE_NAME_LABEL: &str = "kratix.io/resource-name";
-pub const PIPELINE_NAME_LABEL: &str = "kratix.io/pipeline-name";
-pub const WORKFLOW_TYPE_LABEL: &str = "kratix.io/workflow-type";
-pub const WORKFLOW_ACTION_LABEL: &str = "kratix.io/workflow-action";
-pub const HASH_LABEL: &str = "kratix.io/hash";
-pub const PIPELINE_NAMESPACE_LABEL: &str = "kratix.io/pipeline-namespace";
-pub const RESOURCE_NAMESPACE_LABEL: &str = "kratix.io/resource-namespace";
-pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
+/// Kratix's label keys, under the names the Job's objects use them by.
+pub use crate::api::labels::{
+    HASH as HASH_LABEL, MANAGED_BY as MANAGED_BY_LABEL, PIPELINE_NAME as PIPELINE_NAME_LABEL,
+    PIPELINE_NAMESPACE as PIPELINE_NAMESPACE_LABEL, PROMISE_NAME as PROMISE_NAME_LABEL,
+    RESOURCE_NAME as RESOURCE_NAME_LABEL, RESOURCE_NAMESPACE as RESOURCE_NAMESPACE_LABEL,
+    WORKFLOW_ACTION as WORKFLOW_ACTION_LABEL, WORKFLOW_TYPE as WORKFLOW_TYPE_LABEL,
+};
 pub const MANAGED_BY_VALUE: &str = "Kratix";
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -30,20 +27,7 @@ pub enum Error {
     },
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Action {
-    Configure,
-    Delete,
-}
-
-impl Action {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Action::Configure => "configure",
-            Action::Delete => "delete",
-        }
-    }
-}
+pub use crate::workflow::Action;
 
 /// The request a resource workflow runs for.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -14,7 +14,7 @@ use crate::api::{KindInfo, ObjectKey};
 use crate::store;
 
 /// The label naming the Promise a CRD (and everything else made for it) belongs to.
-pub const PROMISE_LABEL: &str = "kratix.io/promise-name";
+pub use crate::api::labels::PROMISE_NAME as PROMISE_LABEL;
 
 /// How long an installed CRD may take to be served.
 const ESTABLISH_TIMEOUT: Duration = Duration::from_secs(30);

@@ -55,7 +55,7 @@ pub(super) async fn next(client: &Client, name: &str) -> store::Result<i64> {
                         name: Some(cm_name.clone()),
                         namespace: Some(SYSTEM_NAMESPACE.into()),
                         labels: Some(BTreeMap::from([(
-                            "app.kubernetes.io/managed-by".to_string(),
+                            crate::api::labels::MANAGED_BY.to_string(),
                             "kratix-rs".to_string(),
                         )])),
                         annotations: Some(BTreeMap::from([(

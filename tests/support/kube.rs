@@ -18,13 +18,10 @@ pub struct TestKubelet {
     _runtime: tokio::runtime::Runtime,
 }
 
-/// The kube-testenv script: `$KUBE_TESTENV`, else `../shared/tools/kube-testenv` next to the
-/// workspace; `None` (with a NOTE printed) when it is not there.
+/// The kube-testenv script (see [`super::kube_testenv::script`]); `None` (with a NOTE printed)
+/// when it is not there.
 pub fn kube_testenv() -> Option<PathBuf> {
-    let path = std::env::var_os("KUBE_TESTENV").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/tools/kube-testenv"),
-        PathBuf::from,
-    );
+    let path = super::kube_testenv::script();
     if path.exists() {
         Some(path)
     } else {
@@ -38,31 +35,18 @@ pub fn kube_testenv() -> Option<PathBuf> {
 
 /// A control plane started by kube-testenv with Kratix's CRDs, stopped on drop.
 pub struct TestEnv {
-    testenv: PathBuf,
-    dir: tempfile::TempDir,
+    env: super::kube_testenv::KubeTestenv,
     pub kubeconfig: PathBuf,
 }
 
 impl TestEnv {
     /// Starts one, or `None` when kube-testenv is not installed.
     pub fn start() -> Option<Self> {
-        let testenv = kube_testenv()?;
-        let dir = tempfile::tempdir().expect("temp dir");
-        let out = Command::new(&testenv)
-            .arg("start")
-            .arg(dir.path())
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run {}: {e}", testenv.display()));
-        assert!(
-            out.status.success(),
-            "kube-testenv start failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let kubeconfig = dir.path().join("kubeconfig");
+        kube_testenv()?;
+        let env = super::kube_testenv::KubeTestenv::start();
         let env = Self {
-            testenv,
-            dir,
-            kubeconfig,
+            kubeconfig: env.kubeconfig.clone(),
+            env,
         };
         let crds = Command::new(super::binary())
             .arg("crds")
@@ -87,14 +71,13 @@ impl TestEnv {
     }
 
     pub fn dir(&self) -> &Path {
-        self.dir.path()
+        self.env.dir.path()
     }
 
     /// Runs kubectl with `stdin`; its stdout, panicking with stderr on failure.
     #[track_caller]
     pub fn kubectl(&self, args: &[&str], stdin: &str) -> String {
-        let out = self.try_kubectl(args, stdin);
-        match out {
+        match self.try_kubectl(args, stdin) {
             Ok(stdout) => stdout,
             Err(stderr) => panic!("kubectl {args:?} failed: {stderr}"),
         }
@@ -102,27 +85,7 @@ impl TestEnv {
 
     /// Runs kubectl with `stdin`: its stdout, or its stderr when it fails.
     pub fn try_kubectl(&self, args: &[&str], stdin: &str) -> Result<String, String> {
-        use std::io::Write as _;
-        let mut child = Command::new("kubectl")
-            .args(args)
-            .env("KUBECONFIG", &self.kubeconfig)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("kubectl is installed");
-        child
-            .stdin
-            .take()
-            .expect("stdin is piped")
-            .write_all(stdin.as_bytes())
-            .expect("write to kubectl");
-        let out = child.wait_with_output().expect("kubectl runs");
-        if out.status.success() {
-            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-        } else {
-            Err(String::from_utf8_lossy(&out.stderr).into_owned())
-        }
+        self.env.try_kubectl(args, stdin)
     }
 
     /// One object as JSON, `None` when it does not exist.
@@ -192,15 +155,6 @@ impl TestEnv {
         kratix::kube::KubeControlPlane::connect(Some(&self.kubeconfig))
             .await
             .expect("connect to the test API server")
-    }
-}
-
-impl Drop for TestEnv {
-    fn drop(&mut self) {
-        let _ = Command::new(&self.testenv)
-            .arg("stop")
-            .arg(self.dir.path())
-            .status();
     }
 }
 

@@ -9,7 +9,7 @@ pub struct KubeTestenv {
     pub kubeconfig: PathBuf,
 }
 
-fn script() -> PathBuf {
+pub fn script() -> PathBuf {
     std::env::var_os("KUBE_TESTENV").map_or_else(
         || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/tools/kube-testenv"),
         PathBuf::from,
@@ -45,7 +45,8 @@ impl KubeTestenv {
         kube::Client::try_from(self.config().await).expect("client")
     }
 
-    /// Runs kubectl against this control plane; returns its status, stdout and stderr.
+    /// Runs kubectl against this control plane; returns its status, stdout and stderr (a
+    /// refusal such as `auth can-i`'s "no" is on stdout).
     pub fn kubectl(&self, args: &[&str], stdin: &str) -> (bool, String, String) {
         use std::io::Write as _;
         let mut child = std::process::Command::new("kubectl")
@@ -68,6 +69,14 @@ impl KubeTestenv {
             String::from_utf8_lossy(&out.stdout).into_owned(),
             String::from_utf8_lossy(&out.stderr).into_owned(),
         )
+    }
+
+    /// Runs kubectl with `stdin`: its stdout, or its stderr when it fails.
+    pub fn try_kubectl(&self, args: &[&str], stdin: &str) -> Result<String, String> {
+        match self.kubectl(args, stdin) {
+            (true, stdout, _) => Ok(stdout),
+            (false, _, stderr) => Err(stderr),
+        }
     }
 }
 

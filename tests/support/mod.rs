@@ -5,6 +5,7 @@ pub mod bucket;
 pub mod contract;
 pub mod faults;
 pub mod kube;
+pub mod kube_testenv;
 pub mod kubelet;
 pub mod things;
 
