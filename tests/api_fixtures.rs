@@ -16,6 +16,10 @@
 //!
 //! And the other way: a condition's empty `reason` or `message` (`""`) is left out.
 
+#[allow(dead_code)]
+#[path = "support/kube_testenv.rs"]
+mod kube_testenv;
+
 use std::io::Read as _;
 use std::path::PathBuf;
 
@@ -374,72 +378,51 @@ fn unknown_request_fields_are_pruned_as_the_api_server_prunes_them() {
     );
 }
 
-/// The kube-testenv script: `$KUBE_TESTENV`, else `../shared/tools/kube-testenv` next to the workspace.
-fn kube_testenv() -> PathBuf {
-    std::env::var_os("KUBE_TESTENV").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/tools/kube-testenv"),
-        PathBuf::from,
-    )
-}
-
 /// A kube-apiserver started by `kube-testenv`, stopped on drop.
-struct ApiServer {
-    dir: tempfile::TempDir,
-    kubeconfig: PathBuf,
-}
+struct ApiServer(kube_testenv::KubeTestenv);
 
 impl ApiServer {
     fn start() -> Self {
-        let testenv = kube_testenv();
-        let dir = tempfile::tempdir().expect("temp dir");
-        let out = std::process::Command::new(&testenv)
-            .arg("start")
-            .arg(dir.path())
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run {}: {e}", testenv.display()));
-        assert!(
-            out.status.success(),
-            "kube-testenv start failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let kubeconfig = dir.path().join("kubeconfig");
-        Self { dir, kubeconfig }
+        Self(kube_testenv::KubeTestenv::start())
     }
 
     /// Runs kubectl with `stdin`; returns stdout, panicking with stderr on failure.
+    #[track_caller]
     fn kubectl(&self, args: &[&str], stdin: &str) -> String {
-        use std::io::Write as _;
-        let mut child = std::process::Command::new("kubectl")
-            .args(args)
-            .env("KUBECONFIG", &self.kubeconfig)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("kubectl is installed");
-        child
-            .stdin
-            .take()
-            .expect("stdin is piped")
-            .write_all(stdin.as_bytes())
-            .expect("write to kubectl");
-        let out = child.wait_with_output().expect("kubectl runs");
-        assert!(
-            out.status.success(),
-            "kubectl {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        self.0
+            .try_kubectl(args, stdin)
+            .unwrap_or_else(|stderr| panic!("kubectl {args:?} failed: {stderr}"))
     }
-}
 
-impl Drop for ApiServer {
-    fn drop(&mut self) {
-        let testenv = kube_testenv();
-        let _ = std::process::Command::new(testenv)
-            .arg("stop")
-            .arg(self.dir.path())
-            .status();
+    /// A merge patch of `doc`'s object through the status subresource, as the API server
+    /// stored it. Through the API rather than kubectl: Debian's kubectl predates
+    /// `kubectl patch --subresource`.
+    fn patch_status(&self, doc: &Value, patch: Value) -> Value {
+        let kind = doc["kind"].as_str().expect("kind");
+        let gvk = kube::api::GroupVersionKind::gvk("platform.kratix.io", "v1alpha1", kind);
+        let resource = kube::api::ApiResource::from_gvk_with_plural(
+            &gvk,
+            &format!("{}s", kind.to_ascii_lowercase()),
+        );
+        let name = doc["metadata"]["name"].as_str().expect("name");
+        let namespace = doc["metadata"]["namespace"].as_str();
+        let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
+        runtime.block_on(async {
+            let client = self.0.client().await;
+            let api: kube::Api<kube::api::DynamicObject> = match namespace {
+                Some(ns) => kube::Api::namespaced_with(client, ns, &resource),
+                None => kube::Api::all_with(client, &resource),
+            };
+            let patched = api
+                .patch_status(
+                    name,
+                    &kube::api::PatchParams::default(),
+                    &kube::api::Patch::Merge(&patch),
+                )
+                .await
+                .unwrap_or_else(|e| panic!("patching the status of {kind} {name}: {e}"));
+            serde_json::to_value(patched).expect("an object is JSON")
+        })
     }
 }
 
@@ -489,25 +472,7 @@ fn crds_are_accepted_by_a_real_api_server_and_keep_every_fixture_field() {
             // Status goes through the status subresource, with a field no schema declares.
             let mut status = status.clone();
             status["writtenByAPipeline"] = json!({"any": ["thing", 1]});
-            let kind = format!(
-                "{}s.platform.kratix.io",
-                doc["kind"].as_str().expect("kind").to_ascii_lowercase()
-            );
-            let name = doc["metadata"]["name"].as_str().expect("name");
-            let mut args = vec![
-                "patch",
-                kind.as_str(),
-                name,
-                "--subresource=status",
-                "--type=merge",
-            ];
-            let patch = json!({"status": status}).to_string();
-            args.extend(["-p", patch.as_str(), "-o", "json"]);
-            if let Some(ns) = doc["metadata"]["namespace"].as_str() {
-                args.extend(["-n", ns]);
-            }
-            let patched: Value =
-                serde_json::from_str(&server.kubectl(&args, "")).expect("kubectl prints JSON");
+            let patched = server.patch_status(&doc, json!({"status": status}));
             assert_eq!(
                 patched["status"], status,
                 "{file}: the API server pruned status"
