@@ -251,7 +251,10 @@ async fn settlement_now(
 ) -> Result<Settlement, Error> {
     let settled = settlement(kind, obj);
     let is_request = kind.group != GROUP && !kind.group.is_empty();
-    if settled != Settlement::Settled || !is_request {
+    // A failure is checked against the Promise's generation too: right after a Promise change
+    // the request still shows how the previous Promise's workflow ended until its controller
+    // has looked at it again.
+    if matches!(settled, Settlement::Pending(_)) || !is_request {
         return Ok(settled);
     }
     let Some(promise_name) = crate::api::object::label(obj, crate::api::labels::PROMISE_NAME)
@@ -269,14 +272,30 @@ async fn settlement_now(
         .data
         .pointer("/status/observedPromiseGeneration")
         .and_then(Value::as_i64);
-    Ok(match promise {
-        Some(p) if p.metadata.generation.is_some() && observed != p.metadata.generation => {
-            Settlement::Pending(format!(
-                "not reconciled yet for the latest change of Promise {promise_name}"
-            ))
-        }
+    let current = promise.and_then(|p| p.metadata.generation);
+    Ok(for_promise_generation(
+        settled,
+        observed,
+        current,
+        promise_name,
+    ))
+}
+
+/// A request's settlement given the Promise generation its status was written for (`observed`)
+/// and the Promise's current one: a status written for an older Promise says nothing yet,
+/// whether it reads settled or failed.
+fn for_promise_generation(
+    settled: Settlement,
+    observed: Option<i64>,
+    current: Option<i64>,
+    promise_name: &str,
+) -> Settlement {
+    match current {
+        Some(current) if observed != Some(current) => Settlement::Pending(format!(
+            "not reconciled yet for the latest change of Promise {promise_name}"
+        )),
         _ => settled,
-    })
+    }
 }
 
 pub async fn get(
@@ -324,6 +343,51 @@ mod tests {
             singular: "redis".into(),
             short_names: vec![],
             namespaced: true,
+        }
+    }
+
+    #[test]
+    fn a_request_status_counts_only_for_the_current_promise_generation() {
+        let failed = || Settlement::Failed("b".into());
+        let cases = [
+            (
+                "settled, same generation",
+                Settlement::Settled,
+                Some(2),
+                Some(2),
+                "settled",
+            ),
+            (
+                "settled, older generation",
+                Settlement::Settled,
+                Some(1),
+                Some(2),
+                "pending",
+            ),
+            (
+                "failed, same generation",
+                failed(),
+                Some(2),
+                Some(2),
+                "failed",
+            ),
+            (
+                "failed, older generation",
+                failed(),
+                Some(1),
+                Some(2),
+                "pending",
+            ),
+            ("failed, never observed", failed(), None, Some(2), "pending"),
+            ("Promise gone", failed(), Some(1), None, "failed"),
+        ];
+        for (name, settled, observed, current, want) in cases {
+            let got = match for_promise_generation(settled, observed, current, "p") {
+                Settlement::Settled => "settled",
+                Settlement::Pending(_) => "pending",
+                Settlement::Failed(_) => "failed",
+            };
+            assert_eq!(got, want, "{name}");
         }
     }
 
