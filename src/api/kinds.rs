@@ -74,10 +74,11 @@ pub enum Builtin {
     WorkPlacement,
     PipelineRun,
     Secret,
+    HealthRecord,
 }
 
 impl Builtin {
-    pub const ALL: [Builtin; 8] = [
+    pub const ALL: [Builtin; 9] = [
         Builtin::Promise,
         Builtin::Destination,
         Builtin::GitStateStore,
@@ -86,6 +87,7 @@ impl Builtin {
         Builtin::WorkPlacement,
         Builtin::PipelineRun,
         Builtin::Secret,
+        Builtin::HealthRecord,
     ];
 
     /// The state-store kind named `kind` (a Destination's `stateStoreRef.kind`), if it is one.
@@ -114,6 +116,7 @@ impl Builtin {
             Builtin::WorkPlacement => kratix("WorkPlacement", "workplacements", &["wp"], true),
             Builtin::PipelineRun => kratix("PipelineRun", "pipelineruns", &["pr"], true),
             Builtin::Secret => KindInfo::builtin("", "v1", "Secret", "secrets", &[], true),
+            Builtin::HealthRecord => kratix("HealthRecord", "healthrecords", &[], true),
         }
     }
 }

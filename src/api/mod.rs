@@ -9,6 +9,7 @@ pub mod defaults;
 pub mod destination;
 pub mod formats;
 pub mod hash;
+pub mod health_record;
 pub mod kinds;
 pub mod names;
 pub mod object;
@@ -26,6 +27,7 @@ pub mod workflow_status;
 
 pub use condition::{Condition, ConditionStatus};
 pub use destination::{Destination, DestinationSpec, FilepathMode};
+pub use health_record::{HealthRecord, HealthRecordData};
 pub use kinds::{Builtin, KindInfo};
 pub use object::{Object, ObjectKey};
 pub use pipeline::Pipeline;

@@ -78,12 +78,29 @@ pub struct DestinationSelector {
 #[serde(rename_all = "camelCase")]
 pub struct Workflows {
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "super::schema::preserve_unknown_fields")]
-    pub config: Option<Value>,
+    pub config: Option<WorkflowConfig>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource: Option<WorkflowActions>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub promise: Option<WorkflowActions>,
+}
+
+/// `spec.workflows.config`: settings of every workflow of the Promise.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-preserve-unknown-fields" = true))]
+pub struct WorkflowConfig {
+    /// Where every workflow of the Promise runs (promise and resource workflows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pipeline_namespace: Option<String>,
+    /// How often configure workflows run again although nothing changed (a Go duration, e.g.
+    /// `10h`); the platform's default when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reconciliation_interval: Option<String>,
+    /// Fields of later Kratix versions, kept as written.
+    #[serde(flatten)]
+    #[schemars(skip)]
+    pub extra: BTreeMap<String, Value>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -118,7 +135,101 @@ pub struct PromiseStatus {
     pub message: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub required_promises: Vec<RequiredPromiseStatus>,
+    /// The Promises that require this one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub required_by: Vec<RequiredBy>,
+    /// When the Promise last became available (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_available_time: Option<String>,
+    /// How many configure pipelines the Promise's workflow has.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflows: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflows_succeeded: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflows_failed: Option<i64>,
+    /// What Kratix itself records (Kratix owns `status.kratix`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kratix: Option<KratixStatus>,
     /// Everything else the controllers or pipelines record.
+    #[serde(flatten)]
+    #[schemars(skip)]
+    pub extra: BTreeMap<String, Value>,
+}
+
+/// One entry of `status.requiredBy`: a Promise that requires this one, at which version.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RequiredBy {
+    #[serde(default)]
+    pub promise: PromiseVersionRef,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub required_version: String,
+}
+
+/// A Promise by name and version.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct PromiseVersionRef {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub version: String,
+}
+
+/// `status.kratix`: the Promise's state as Kratix records it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-preserve-unknown-fields" = true))]
+pub struct KratixStatus {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_available_time: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflows: Option<KratixWorkflows>,
+    #[serde(flatten)]
+    #[schemars(skip)]
+    pub extra: BTreeMap<String, Value>,
+}
+
+/// `status.kratix.workflows`: progress of the Promise's configure workflow.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-preserve-unknown-fields" = true))]
+pub struct KratixWorkflows {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pipelines: Vec<KratixPipeline>,
+    /// The generation whose workflow a pipeline suspended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspended_generation: Option<i64>,
+    #[serde(flatten)]
+    #[schemars(skip)]
+    pub extra: BTreeMap<String, Value>,
+}
+
+/// One pipeline of `status.kratix.workflows.pipelines`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-preserve-unknown-fields" = true))]
+pub struct KratixPipeline {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_transition_time: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_retry_at: Option<String>,
     #[serde(flatten)]
     #[schemars(skip)]
     pub extra: BTreeMap<String, Value>,
