@@ -94,9 +94,9 @@ fn crds_cover_every_kind_and_field_of_kratix() {
     let mut missing = Vec::new();
     for (kind, fields) in &kratix {
         match (ours.get(kind), gaps.get(kind.as_str())) {
-            (Some(_), Some(_)) => missing.push(format!(
-                "{kind}: served now, so it must leave KNOWN_GAPS"
-            )),
+            (Some(_), Some(_)) => {
+                missing.push(format!("{kind}: served now, so it must leave KNOWN_GAPS"))
+            }
             (None, Some(_)) => {}
             (None, None) => missing.push(format!("{kind}: the kind is missing")),
             (Some(have), None) => missing.extend(
@@ -108,7 +108,9 @@ fn crds_cover_every_kind_and_field_of_kratix() {
     }
     for kind in gaps.keys() {
         if !kratix.contains_key(*kind) {
-            missing.push(format!("{kind}: listed in KNOWN_GAPS but not a Kratix kind"));
+            missing.push(format!(
+                "{kind}: listed in KNOWN_GAPS but not a Kratix kind"
+            ));
         }
     }
     assert!(

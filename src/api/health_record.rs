@@ -105,7 +105,6 @@ pub fn crd() -> CustomResourceDefinition {
                 "storage": true,
                 "additionalPrinterColumns": [
                     {"name": "Status", "type": "string", "jsonPath": ".data.state"},
-                    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
                 ],
                 "schema": {"openAPIV3Schema": {
                     "description": "The outcome of a health check of one request, combined into the request's status.healthStatus.",

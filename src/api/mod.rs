@@ -71,6 +71,10 @@ pub mod labels {
     pub const WORKFLOW_SUSPENDED: &str = "kratix.io/workflow-suspended";
     pub const PAUSED: &str = "kratix.io/paused";
     pub const PROMISE_VERSION: &str = "kratix.io/promise-version";
+    /// Annotation on a Promise: how often its configure workflows run again (a Go duration).
+    pub const RECONCILIATION_INTERVAL: &str = "kratix.io/reconciliation-interval";
+    /// Label on a Promise: `true` re-runs every request's configure workflow once, then goes.
+    pub const RECONCILE_RESOURCES: &str = "kratix.io/reconcile-resources";
     /// Why a Work or WorkPlacement (and so its files) is being removed: `configure` when its
     /// pipeline left the workflow, `delete` when its object is deleted. Becomes the commit's
     /// `Kratix-Workflow`.

@@ -117,6 +117,15 @@ pub fn label<'a>(obj: &'a Object, key: &str) -> Option<&'a str> {
         .map(String::as_str)
 }
 
+/// One annotation's value.
+pub fn annotation<'a>(obj: &'a Object, key: &str) -> Option<&'a str> {
+    obj.metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(key))
+        .map(String::as_str)
+}
+
 /// The entry of `status.conditions` of the given type, as stored.
 pub fn condition<'a>(obj: &'a Object, type_: &str) -> Option<&'a serde_json::Value> {
     obj.data

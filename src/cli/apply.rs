@@ -275,6 +275,14 @@ fn prepare_one(
         (GROUP, "PipelineRun") => {
             typed::<crate::api::PipelineRun>(&value)?;
         }
+        (GROUP, "HealthRecord") => {
+            if let Some(schema) = crds::schema_of("HealthRecord") {
+                value = validation::validate(schema, &value)
+                    .map_err(|e| e.to_string())?
+                    .object;
+            }
+            typed::<crate::api::HealthRecord>(&value)?;
+        }
         ("", "Secret") => value = normalise_secret(value)?,
         _ => {
             let promise = crate::platform::promise_defining(promises, &kind)
@@ -321,6 +329,16 @@ fn check_promise(value: &Value) -> Result<(), String> {
         check_api_names(&api.kind)?;
     }
     if let Some(workflows) = &promise.spec.workflows {
+        let interval = workflows
+            .config
+            .as_ref()
+            .and_then(|c| c.reconciliation_interval.as_deref());
+        if let Some(text) = interval {
+            let minimum = crate::controllers::Settings::from_env().intervals.minimum;
+            crate::controllers::intervals::check_setting(text, minimum).map_err(|reason| {
+                format!("spec.workflows.config.reconciliationInterval: {reason}")
+            })?;
+        }
         for (ty, actions) in [
             ("resource", &workflows.resource),
             ("promise", &workflows.promise),

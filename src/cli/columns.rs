@@ -108,6 +108,7 @@ pub fn columns(kind: &KindInfo) -> Vec<Column> {
             wide("PROMISE", |o| at(o, "/spec/promiseName")),
             wide("REQUEST", |o| at(o, "/spec/resourceName")),
         ],
+        "HealthRecord" => vec![col("STATUS", |o| at(o, "/data/state"))],
         "PipelineRun" => vec![
             col("PIPELINE", |o| at(o, "/spec/pipelineName")),
             col("ACTION", |o| at(o, "/spec/workflowAction")),

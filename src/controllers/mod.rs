@@ -7,6 +7,8 @@ mod change_batch;
 mod claims;
 mod commit_message;
 pub mod destinations;
+pub mod health;
+pub mod intervals;
 mod kube_time;
 mod lifecycle;
 mod lookups;

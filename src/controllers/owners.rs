@@ -64,13 +64,15 @@ impl Runtime {
     }
 
     /// The objects that wait on `obj`: the Promise or request of a PipelineRun or Work; the
-    /// Work and Destination of a WorkPlacement; the Promise of a request being deleted.
+    /// Work and Destination of a WorkPlacement; the request of a HealthRecord; the Promise of a
+    /// request being deleted.
     pub(super) async fn owners(&self, obj: &crate::api::Object) -> Result<Vec<ObjectKey>, Error> {
         let key = ObjectKey::of(obj);
         let label = |k| crate::api::object::label(obj, k);
         if key.group == GROUP {
             return match key.kind.as_str() {
                 "PipelineRun" | "Work" => self.owner_of_workflow_object(obj).await,
+                "HealthRecord" => super::health::owners(self, obj).await,
                 "WorkPlacement" => {
                     let mut out = Vec::new();
                     if let Some(work) = label(labels::WORK) {

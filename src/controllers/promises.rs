@@ -15,7 +15,7 @@ use crate::workflow::{Action, Step, WorkflowType};
 use super::lifecycle::{self, Configured};
 use super::requirements::{self, Installed, Requirements};
 use super::subject::Subject;
-use super::{lookups, pausing, status, workflows, works, Error, Next, Runtime};
+use super::{intervals, lookups, pausing, status, workflows, works, Error, Next, Runtime};
 
 fn typed(obj: &Object) -> Result<Promise, Error> {
     crate::api::object::to_typed(obj).map_err(|source| Error::malformed(obj, "Promise", source))
@@ -157,7 +157,11 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
         }
     })
     .await?;
-    Ok(workflows::wake_after(&step).map_or(Next::Done, Next::After))
+    if available {
+        intervals::reconcile_resources(rt, &obj).await?;
+    }
+    let periodic = intervals::schedule(rt, &subject, &obj, &step, &records).await?;
+    Ok(intervals::sooner(workflows::wake_after(&step), periodic).map_or(Next::Done, Next::After))
 }
 
 /// Where each of the Promise's required Promises stands.

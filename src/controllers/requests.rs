@@ -14,7 +14,9 @@ use crate::workflow::{Action, Step, WorkflowType};
 
 use super::lifecycle::{self, Configured};
 use super::subject::Subject;
-use super::{lookups, pausing, promises, status, workflows, works, Error, Next, Runtime};
+use super::{
+    health, intervals, lookups, pausing, promises, status, workflows, works, Error, Next, Runtime,
+};
 
 /// The Promise that defines a request kind.
 async fn promise_for(rt: &Runtime, kind: &KindInfo, obj: &Object) -> Result<Option<Object>, Error> {
@@ -124,8 +126,13 @@ pub async fn reconcile(rt: &Runtime, kind: &KindInfo, obj: Object) -> Result<Nex
             kind: kind.kind.clone(),
             source,
         })?;
+    let had_health = obj.data.pointer("/status/healthStatus").is_some();
+    let health = health::health_status(rt, &promise_obj, &obj, had_health).await?;
     status::update_status(rt.cp.as_ref(), kind, &key, |_, s| {
         status::set_conditions(s, conditions.clone());
+        if let Some(health) = &health {
+            status::set_field(s, "healthStatus", health.clone());
+        }
         status::set_field(s, "observedGeneration", json!(generation));
         // Lets waiting commands tell a status written for the current Promise from an older one.
         status::set_field(s, "observedPromiseGeneration", json!(promise_generation));
@@ -136,7 +143,8 @@ pub async fn reconcile(rt: &Runtime, kind: &KindInfo, obj: Object) -> Result<Nex
         }
     })
     .await?;
-    Ok(workflows::wake_after(&step).map_or(Next::Done, Next::After))
+    let periodic = intervals::schedule(rt, &subject, &promise_obj, &step, &records).await?;
+    Ok(intervals::sooner(workflows::wake_after(&step), periodic).map_or(Next::Done, Next::After))
 }
 
 /// Requests wait for their Promise: it must say `Available` and not be going away.

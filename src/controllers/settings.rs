@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::write_retry;
+use super::{intervals, write_retry};
 
 /// Tunables, from the environment.
 #[derive(Debug, Clone)]
@@ -27,6 +27,14 @@ pub struct Settings {
     /// default the number of cores). One object's pipelines run one after another whatever
     /// this is: a workflow creates its next run only once the previous one finished.
     pub max_parallel: usize,
+    /// Reconciliation intervals: `KRATIX_RECONCILIATION_INTERVAL` (a Go duration or seconds,
+    /// default Kratix's `10h`), `KRATIX_MIN_RECONCILIATION_INTERVAL` (default `1m`, Kratix's
+    /// floor) and `KRATIX_RECONCILE_AFTER_FAILURE` (default `true`).
+    pub intervals: intervals::Policy,
+    /// How often every written placement is written again, restoring its files where others
+    /// changed or deleted them in the store (`KRATIX_STATE_STORE_RECONCILIATION_INTERVAL`, a Go
+    /// duration or seconds, default Kratix's `10h`; `0` turns it off).
+    pub drift_interval: Option<Duration>,
 }
 
 impl Settings {
@@ -48,8 +56,38 @@ impl Settings {
             )),
             git_timeout: Duration::from_secs(secs("KRATIX_GIT_TIMEOUT", 60).max(1)),
             max_parallel: max_parallel(std::env::var("KRATIX_MAX_PARALLEL").ok().as_deref()),
+            intervals: intervals::Policy {
+                default: duration_from_env(
+                    "KRATIX_RECONCILIATION_INTERVAL",
+                    intervals::DEFAULT_INTERVAL,
+                ),
+                minimum: duration_from_env(
+                    "KRATIX_MIN_RECONCILIATION_INTERVAL",
+                    intervals::MIN_INTERVAL,
+                ),
+                after_failure: std::env::var("KRATIX_RECONCILE_AFTER_FAILURE")
+                    .map_or(true, |v| v.trim() != "false"),
+            },
+            drift_interval: Some(duration_from_env(
+                "KRATIX_STATE_STORE_RECONCILIATION_INTERVAL",
+                intervals::DEFAULT_INTERVAL,
+            ))
+            .filter(|d| !d.is_zero()),
         }
     }
+}
+
+fn duration_from_env(name: &str, default: Duration) -> Duration {
+    duration(std::env::var(name).ok().as_deref()).unwrap_or(default)
+}
+
+/// A Go duration (`10h`, `90s`) or a whole number of seconds.
+fn duration(given: Option<&str>) -> Option<Duration> {
+    let text = given?.trim();
+    text.parse::<u64>()
+        .ok()
+        .map(Duration::from_secs)
+        .or_else(|| crate::pipeline::metadata::parse_duration(text))
 }
 
 /// The number of pipeline runs at once: the given positive number, else the number of cores.
@@ -68,6 +106,22 @@ pub fn default_max_parallel() -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_are_go_durations_or_seconds() {
+        let cases = [
+            (None, None),
+            (Some("10h"), Some(Duration::from_secs(36_000))),
+            (Some(" 90 "), Some(Duration::from_secs(90))),
+            (Some("1m30s"), Some(Duration::from_secs(90))),
+            (Some("0"), Some(Duration::ZERO)),
+            (Some("soon"), None),
+            (Some("-5s"), None),
+        ];
+        for (given, want) in cases {
+            assert_eq!(duration(given), want, "{given:?}");
+        }
+    }
 
     #[test]
     fn max_parallel_takes_a_positive_number_or_the_cores() {

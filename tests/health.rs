@@ -1,0 +1,144 @@
+//! HealthRecords combine into their request's `status.healthStatus` through the binary: the
+//! worst state wins, records of another request or Promise version are ignored, and deleting a
+//! record recomputes the status.
+
+mod support;
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use support::{eventually, things, Kratix};
+
+const WAIT: Duration = Duration::from_secs(60);
+
+fn record(name: &str, request: &str, state: &str, version: Option<&str>) -> String {
+    let mut labels = serde_json::Map::new();
+    if let Some(v) = version {
+        labels.insert("kratix.io/promise-version".into(), json!(v));
+    }
+    json!({
+        "apiVersion": "platform.kratix.io/v1alpha1",
+        "kind": "HealthRecord",
+        "metadata": {"name": name, "namespace": "default", "labels": labels},
+        "data": {
+            "promiseRef": {"name": "thing"},
+            "resourceRef": {"name": request, "namespace": "default"},
+            "state": state,
+            "lastRun": 1_700_000_000,
+            "details": {"probe": name},
+        },
+    })
+    .to_string()
+}
+
+fn health(k: &Kratix) -> Value {
+    k.get_json(things::KIND, "one", Some("default"))
+        .map(|o| o["status"]["healthStatus"].clone())
+        .unwrap_or(Value::Null)
+}
+
+fn sources(status: &Value) -> Vec<String> {
+    status["healthRecords"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| r["source"]["name"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+#[test]
+fn health_records_combine_into_the_request_status_worst_first() {
+    let mut k = Kratix::new();
+    // The Promise is at version v2: records of v1 say nothing about it.
+    let promise = things::promise(&["first"]).replace(
+        r#""metadata":{"name":"thing"}"#,
+        r#""metadata":{"name":"thing","labels":{"kratix.io/promise-version":"v2"}}"#,
+    );
+    assert!(promise.contains("v2"), "the Promise carries its version");
+    // Health needs no Destination: what the workflows write does not matter here.
+    k.apply_yaml(&promise, &["--no-wait"]).assert_ok();
+    k.apply_yaml(&things::request("one", 1), &["--no-wait"])
+        .assert_ok();
+    k.apply_yaml(&things::request("two", 1), &["--no-wait"])
+        .assert_ok();
+    assert_eq!(health(&k), Value::Null, "nobody checked it: no health");
+    k.start_serve();
+
+    k.apply_yaml(&record("probe-a", "one", "healthy", None), &["--no-wait"])
+        .assert_ok();
+    k.apply_yaml(
+        &record("probe-b", "one", "degraded", Some("v2")),
+        &["--no-wait"],
+    )
+    .assert_ok();
+    k.apply_yaml(
+        &record("old-probe", "one", "unhealthy", Some("v1")),
+        &["--no-wait"],
+    )
+    .assert_ok();
+    k.apply_yaml(
+        &record("probe-two", "two", "unhealthy", None),
+        &["--no-wait"],
+    )
+    .assert_ok();
+    let status = eventually("both records of request one counted", WAIT, || {
+        let h = health(&k);
+        (sources(&h) == ["probe-a", "probe-b"]).then_some(h)
+    });
+    assert_eq!(status["state"], "degraded", "{status}");
+    let entry = &status["healthRecords"][1];
+    assert_eq!(entry["state"], "degraded");
+    assert_eq!(entry["lastRun"], 1_700_000_000);
+    assert_eq!(entry["source"]["namespace"], "default");
+    assert_eq!(entry["details"], json!({"probe": "probe-b"}));
+
+    // A record changes: the worst state moves with it.
+    k.apply_yaml(&record("probe-a", "one", "unhealthy", None), &["--no-wait"])
+        .assert_ok();
+    eventually("unhealthy wins", WAIT, || {
+        (health(&k)["state"] == "unhealthy").then_some(())
+    });
+
+    // Deleted records leave the status; with none left the request is ready again.
+    k.run(&["delete", "healthrecord", "probe-a", "--no-wait"])
+        .assert_ok();
+    let status = eventually("probe-a gone from the status", WAIT, || {
+        let h = health(&k);
+        (sources(&h) == ["probe-b"]).then_some(h)
+    });
+    assert_eq!(status["state"], "degraded", "{status}");
+    k.run(&["delete", "healthrecord", "probe-b", "--no-wait"])
+        .assert_ok();
+    let status = eventually("no record left", WAIT, || {
+        let h = health(&k);
+        (h.is_object() && sources(&h).is_empty()).then_some(h)
+    });
+    assert_eq!(status, json!({"state": "ready"}));
+    let two = k
+        .get_json(things::KIND, "two", Some("default"))
+        .expect("request two");
+    assert_eq!(two["status"]["healthStatus"]["state"], "unhealthy");
+}
+
+#[test]
+fn get_shows_a_health_records_state() {
+    let k = Kratix::new();
+    k.apply_yaml(&things::promise(&["first"]), &["--no-wait"])
+        .assert_ok();
+    k.apply_yaml(&record("probe", "one", "ready", None), &["--no-wait"])
+        .assert_ok();
+    let run = k.run(&["get", "healthrecords"]);
+    run.assert_ok();
+    assert!(run.stdout.contains("STATUS"), "{}", run.stdout);
+    assert!(
+        run.stdout
+            .lines()
+            .any(|l| l.starts_with("probe") && l.contains("ready")),
+        "{}",
+        run.stdout
+    );
+    // A state Kratix does not know is refused, naming the field.
+    let bad = k.apply_yaml(&record("bad", "one", "fine", None), &["--no-wait"]);
+    bad.assert_failed();
+    assert!(bad.stderr.contains("state"), "{}", bad.stderr);
+}
