@@ -1,0 +1,119 @@
+//! Reconciliation intervals through the binary: a Promise's `reconciliationInterval` (or its
+//! annotation `kratix.io/reconciliation-interval`, which wins) runs configure workflows again
+//! although nothing changed; the label `kratix.io/reconcile-resources` re-runs every request's
+//! workflow once and goes. The platform's floor is lowered to one second here, so that intervals
+//! of seconds are allowed; nothing asserts exact times.
+
+mod support;
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use support::{eventually, things, Kratix};
+
+const WAIT: Duration = Duration::from_secs(90);
+
+fn kratix() -> Kratix {
+    Kratix::new().with_env("KRATIX_MIN_RECONCILIATION_INTERVAL", "1s")
+}
+
+/// The `thing` Promise with one pipeline, its interval setting and annotation.
+fn promise(setting: Option<&str>, annotation: Option<&str>) -> String {
+    let mut promise: Value =
+        serde_json::from_str(&things::promise(&["only"])).expect("the Promise is JSON");
+    if let Some(every) = setting {
+        promise["spec"]["workflows"]["config"] = json!({"reconciliationInterval": every});
+    }
+    if let Some(every) = annotation {
+        promise["metadata"]["annotations"] = json!({"kratix.io/reconciliation-interval": every});
+    }
+    promise.to_string()
+}
+
+/// Finished runs of the request, all for one spec: every one after the first is a re-run.
+fn finished_runs(k: &Kratix, request: &str) -> usize {
+    let runs = things::runs(k, request);
+    let hashes: std::collections::BTreeSet<&str> = runs.iter().map(|r| r.hash.as_str()).collect();
+    assert!(hashes.len() <= 1, "the spec never changed: {runs:#?}");
+    runs.iter().filter(|r| r.phase == "Succeeded").count()
+}
+
+#[test]
+fn a_promise_interval_runs_request_workflows_again() {
+    let mut k = kratix();
+    k.apply_yaml(&promise(Some("2s"), None), &["--no-wait"])
+        .assert_ok();
+    k.apply_yaml(&things::request("one", 1), &["--no-wait"])
+        .assert_ok();
+    k.start_serve();
+    eventually("the workflow ran three times", WAIT, || {
+        (finished_runs(&k, "one") >= 3).then_some(())
+    });
+    let runs = things::runs(&k, "one");
+    things::assert_never_overlapped(&runs);
+}
+
+#[test]
+fn the_annotation_wins_over_the_promise_setting() {
+    let mut k = kratix();
+    k.apply_yaml(&promise(Some("10h"), Some("2s")), &["--no-wait"])
+        .assert_ok();
+    k.apply_yaml(&things::request("one", 1), &["--no-wait"])
+        .assert_ok();
+    k.start_serve();
+    eventually("the workflow ran again", WAIT, || {
+        (finished_runs(&k, "one") >= 2).then_some(())
+    });
+}
+
+#[test]
+fn a_promise_interval_below_the_floor_is_refused() {
+    let k = Kratix::new();
+    let run = k.apply_yaml(&promise(Some("2s"), None), &["--no-wait"]);
+    run.assert_failed();
+    assert!(
+        run.stderr
+            .contains("spec.workflows.config.reconciliationInterval"),
+        "{}",
+        run.stderr
+    );
+    let run = k.apply_yaml(&promise(Some("often"), None), &["--no-wait"]);
+    run.assert_failed();
+    assert!(run.stderr.contains("not a duration"), "{}", run.stderr);
+}
+
+#[test]
+fn reconcile_resources_runs_every_request_again_once() {
+    let mut k = kratix();
+    k.apply_yaml(&promise(None, None), &["--no-wait"])
+        .assert_ok();
+    k.apply_yaml(&things::request("one", 1), &["--no-wait"])
+        .assert_ok();
+    k.apply_yaml(&things::request("two", 2), &["--no-wait"])
+        .assert_ok();
+    k.start_serve();
+    eventually("both requests ran", WAIT, || {
+        (finished_runs(&k, "one") == 1 && finished_runs(&k, "two") == 1).then_some(())
+    });
+    k.run(&[
+        "label",
+        "promise",
+        "thing",
+        "kratix.io/reconcile-resources=true",
+    ])
+    .assert_ok();
+    eventually("both requests ran again", WAIT, || {
+        (finished_runs(&k, "one") == 2 && finished_runs(&k, "two") == 2).then_some(())
+    });
+    eventually("the label is gone", WAIT, || {
+        let promise = k.get_json("promise", "thing", None)?;
+        promise["metadata"]["labels"]
+            .get("kratix.io/reconcile-resources")
+            .is_none()
+            .then_some(())
+    });
+    // Once: with the default interval (10h) nothing runs again by itself.
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(finished_runs(&k, "one"), 2);
+    assert_eq!(finished_runs(&k, "two"), 2);
+}
