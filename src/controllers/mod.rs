@@ -7,6 +7,7 @@ mod change_batch;
 mod claims;
 mod commit_message;
 pub mod destinations;
+mod drift;
 pub mod health;
 pub mod intervals;
 mod kube_time;
@@ -167,6 +168,8 @@ pub struct Runtime {
     pub settings: Settings,
     /// Reconciles done per controller, and whether the controllers have started.
     pub metrics: Arc<metrics::ReconcileMetrics>,
+    /// When each written placement was last checked for drift in the store.
+    drift: Arc<drift::Clock>,
     /// When set, stopping first carries out what is already set off, for at most this long
     /// (see [`Runtime::draining_on_stop`]).
     drain_on_stop: Option<Duration>,
@@ -190,6 +193,7 @@ impl Runtime {
             pipeline_slots: Arc::new(tokio::sync::Semaphore::new(settings.max_parallel)),
             settings,
             metrics: Arc::default(),
+            drift: Arc::default(),
             drain_on_stop: None,
         }
     }

@@ -20,7 +20,7 @@ use crate::writer::plan;
 use super::commit_message::{placement_message, PlacementWrite};
 use super::placement_conditions::{failed_conditions, written_conditions};
 use super::state_stores::StoreHandle;
-use super::{status, write_retry, Error, ErrorChain, Next, Runtime};
+use super::{drift, status, write_retry, Error, ErrorChain, Next, Runtime};
 
 const RETRY_WRITE: Duration = Duration::from_secs(5);
 
@@ -56,8 +56,20 @@ async fn update_wp_status(
 
 pub async fn reconcile(rt: &Runtime, wp: Object) -> Result<Next, Error> {
     let deleting = wp.metadata.deletion_timestamp.is_some();
-    if !deleting && written_current(&wp) {
-        return Ok(Next::Done);
+    // Written already: nothing to do, unless its drift check is due.
+    let mut drift_check = false;
+    if deleting {
+        rt.drift.forget(&ObjectKey::of(&wp));
+    } else if written_current(&wp) {
+        let interval = rt.settings.drift_interval;
+        match rt
+            .drift
+            .decide(&ObjectKey::of(&wp), interval, super::now_ms())
+        {
+            drift::Decision::Off => return Ok(Next::Done),
+            drift::Decision::After(delay) => return Ok(Next::After(delay)),
+            drift::Decision::Rewrite => drift_check = true,
+        }
     }
     let wp_kind = rt.kind(crate::api::Builtin::WorkPlacement);
     let namespace = wp.metadata.namespace.clone().unwrap_or_default();
@@ -111,7 +123,7 @@ pub async fn reconcile(rt: &Runtime, wp: Object) -> Result<Next, Error> {
         )
         .await?
         .into_iter()
-        .filter(|p| p.metadata.deletion_timestamp.is_some() || !written_current(p))
+        .filter(|p| drift_check || p.metadata.deletion_timestamp.is_some() || !written_current(p))
         .collect();
     if batch.is_empty() {
         return Ok(Next::Done);
@@ -136,7 +148,14 @@ pub async fn reconcile(rt: &Runtime, wp: Object) -> Result<Next, Error> {
         )
         .await?;
     match write_batch(rt, &handle, &dest, &dest_obj, work.as_ref(), &batch).await {
-        Ok(()) => Ok(Next::Done),
+        Ok(()) => {
+            let keys: Vec<ObjectKey> = batch.iter().map(ObjectKey::of).collect();
+            rt.drift.checked(&keys, super::now_ms());
+            if drift_check {
+                tracing::debug!(placement = %ObjectKey::of(&wp), "state store checked for drift");
+            }
+            Ok(rt.settings.drift_interval.map_or(Next::Done, Next::After))
+        }
         Err(WriteError::Store(e)) => {
             let retry = write_retry::retry_after(
                 &e,

@@ -73,6 +73,13 @@ impl BucketInspector {
             .unwrap_or_else(|e| panic!("PUT {key}: {e}"));
     }
 
+    /// Deletes an object behind kratix-rs's back.
+    pub fn delete(&self, key: &str) {
+        self.runtime
+            .block_on(self.client.delete(&ObjectPath::from(key)))
+            .unwrap_or_else(|e| panic!("DELETE {key}: {e}"));
+    }
+
     /// Every object, each headed `== <key>`, for searching.
     pub fn content(&self) -> String {
         self.keys()
