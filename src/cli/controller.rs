@@ -109,6 +109,8 @@ pub struct ControllerArgs {
     /// Log format on standard error; `KRATIX_LOG` sets the level (e.g. `info`).
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+    #[command(flatten)]
+    pub intervals: super::IntervalArgs,
 }
 
 impl ControllerArgs {
@@ -169,7 +171,8 @@ pub async fn run(args: ControllerArgs) -> Result<(), Error> {
     })?;
     let cp: Arc<dyn ControlPlane> = Arc::new(kube.clone());
     let platform = Platform::with_control_plane(&args.work_dir, cp.clone())?;
-    let runtime = runtime(platform, executor);
+    let mut runtime = runtime(platform, executor);
+    args.intervals.apply(&mut runtime.settings);
 
     let (role_tx, role_rx) = watch::channel(Role::Standby);
     let api_reachable = Arc::new(AtomicBool::new(false));

@@ -136,6 +136,8 @@ pub enum Command {
         /// `KRATIX_MAX_PARALLEL`, else the number of cores).
         #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
         max_parallel: Option<u16>,
+        #[command(flatten)]
+        intervals: IntervalArgs,
     },
     /// Run every controller against a Kubernetes API server (Promises' APIs become CRDs), with
     /// optional leader election, health and metrics endpoints; until SIGTERM.
@@ -156,6 +158,38 @@ pub enum Command {
         #[arg(value_enum)]
         shell: completion::CompletionShell,
     },
+}
+
+/// The periodic reconciliations of `serve` and `controller`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct IntervalArgs {
+    /// How often configure workflows run again although nothing changed, for Promises that set
+    /// no interval: a Go duration (`10h`, `30m`) or seconds (default
+    /// `KRATIX_RECONCILIATION_INTERVAL`, else 10h).
+    #[arg(long, value_name = "DURATION", value_parser = parse_interval)]
+    pub reconciliation_interval: Option<Duration>,
+    /// How often written files are checked in their state store and restored where others
+    /// changed or deleted them; `0` turns it off (default
+    /// `KRATIX_STATE_STORE_RECONCILIATION_INTERVAL`, else 10h).
+    #[arg(long, value_name = "DURATION", value_parser = parse_interval)]
+    pub state_store_reconciliation_interval: Option<Duration>,
+}
+
+impl IntervalArgs {
+    /// Puts the given intervals into the controllers' settings.
+    pub fn apply(&self, settings: &mut crate::controllers::Settings) {
+        if let Some(every) = self.reconciliation_interval {
+            settings.intervals.default = every;
+        }
+        if let Some(every) = self.state_store_reconciliation_interval {
+            settings.drift_interval = (!every.is_zero()).then_some(every);
+        }
+    }
+}
+
+fn parse_interval(text: &str) -> Result<Duration, String> {
+    crate::controllers::parse_duration_setting(text)
+        .ok_or_else(|| format!("{text:?} is not a duration (e.g. \"10h\", \"90s\", \"600\")"))
 }
 
 #[derive(Debug, Clone, clap::Args)]

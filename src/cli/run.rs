@@ -270,7 +270,10 @@ async fn dispatch(command: Command, platform: &Platform, driver: &Driver) -> Res
         }
         Command::Label(args) => change_metadata(&platform, Which::Labels, args).await,
         Command::Annotate(args) => change_metadata(&platform, Which::Annotations, args).await,
-        Command::Serve { max_parallel } => {
+        Command::Serve {
+            max_parallel,
+            intervals,
+        } => {
             let lock = HomeLock::try_acquire(&platform.home)
                 .map_err(|e| Error::Controllers(controllers::Error::Store(e)))?
                 .ok_or_else(|| Error::AlreadyServing {
@@ -281,6 +284,7 @@ async fn dispatch(command: Command, platform: &Platform, driver: &Driver) -> Res
             if let Some(n) = max_parallel {
                 runtime = runtime.with_max_parallel(usize::from(n));
             }
+            intervals.apply(&mut runtime.settings);
             runtime
                 .run(lock, async {
                     super::signal::shutdown().await;

@@ -104,7 +104,7 @@ mod tests {
                 Some(i64::MAX - 1),
                 minute,
                 0,
-                Decision::After(ms(i64::MAX as u64 - 1)),
+                Decision::After(ms(i64::MAX as u64)),
             ),
         ];
         for (last, interval, now, want) in cases {

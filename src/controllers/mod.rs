@@ -52,7 +52,7 @@ use backoff::Backoff;
 use change_batch::ChangeBatch;
 pub use kube_time::{now_ms, now_rfc3339};
 use queue::Queue;
-pub use settings::Settings;
+pub use settings::{parse_duration_setting, Settings};
 pub use statestores::error_chain::ErrorChain;
 
 #[derive(Debug, thiserror::Error)]

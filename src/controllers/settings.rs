@@ -78,12 +78,15 @@ impl Settings {
 }
 
 fn duration_from_env(name: &str, default: Duration) -> Duration {
-    duration(std::env::var(name).ok().as_deref()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| parse_duration_setting(&v))
+        .unwrap_or(default)
 }
 
 /// A Go duration (`10h`, `90s`) or a whole number of seconds.
-fn duration(given: Option<&str>) -> Option<Duration> {
-    let text = given?.trim();
+pub fn parse_duration_setting(text: &str) -> Option<Duration> {
+    let text = text.trim();
     text.parse::<u64>()
         .ok()
         .map(Duration::from_secs)
@@ -110,16 +113,16 @@ mod tests {
     #[test]
     fn durations_are_go_durations_or_seconds() {
         let cases = [
-            (None, None),
-            (Some("10h"), Some(Duration::from_secs(36_000))),
-            (Some(" 90 "), Some(Duration::from_secs(90))),
-            (Some("1m30s"), Some(Duration::from_secs(90))),
-            (Some("0"), Some(Duration::ZERO)),
-            (Some("soon"), None),
-            (Some("-5s"), None),
+            ("", None),
+            ("10h", Some(Duration::from_secs(36_000))),
+            (" 90 ", Some(Duration::from_secs(90))),
+            ("1m30s", Some(Duration::from_secs(90))),
+            ("0", Some(Duration::ZERO)),
+            ("soon", None),
+            ("-5s", None),
         ];
         for (given, want) in cases {
-            assert_eq!(duration(given), want, "{given:?}");
+            assert_eq!(parse_duration_setting(given), want, "{given:?}");
         }
     }
 
