@@ -734,3 +734,59 @@ fn lifecycle_through_jobs_reruns_removes_files_runs_delete_workflows_and_sweeps(
     assert!(left.is_empty());
     drop(controller);
 }
+
+/// Reconciliation intervals and health with `kratix-rs controller`: a request's workflow runs
+/// again at the platform's interval, and HealthRecords show on its status until deleted.
+#[test]
+fn controller_reruns_at_the_interval_and_combines_health_records() {
+    let Some(env) = TestEnv::start() else { return };
+    let daemon = GitDaemon::start().expect("git daemon");
+    let work = tempfile::tempdir().expect("work dir");
+    let controller = Controller::start(
+        &env,
+        "intervals",
+        work.path(),
+        &["--pipelines", "local", "--reconciliation-interval", "2s"],
+    );
+    git_platform(&env, &daemon);
+    apply_promise(&env, &["a"]);
+    env.apply(&support::things::request("r1", 1));
+    settled(&env, &controller, "r1");
+    eventually("the workflow ran again", PATIENCE, || {
+        let succeeded = runs(&env, "r1")
+            .iter()
+            .filter(|r| r.phase == "Succeeded")
+            .count();
+        (succeeded >= 2).then_some(())
+    });
+
+    let record = |name: &str, state: &str| {
+        json!({
+            "apiVersion": "platform.kratix.io/v1alpha1",
+            "kind": "HealthRecord",
+            "metadata": {"name": name, "namespace": "default"},
+            "data": {"promiseRef": {"name": "thing"},
+                     "resourceRef": {"name": "r1", "namespace": "default"},
+                     "state": state, "lastRun": 1_700_000_000},
+        })
+        .to_string()
+    };
+    env.apply(&record("probe-a", "healthy"));
+    env.apply(&record("probe-b", "degraded"));
+    let health = |env: &TestEnv| {
+        env.get_json("things", "r1", Some("default"))
+            .map(|o| o["status"]["healthStatus"].clone())
+            .unwrap_or(Value::Null)
+    };
+    eventually("the worst state shows", PATIENCE, || {
+        let h = health(&env);
+        (h["state"] == "degraded" && h["healthRecords"].as_array().map(Vec::len) == Some(2))
+            .then_some(())
+    });
+    env.kubectl(&["delete", "healthrecord", "probe-b", "-n", "default"], "");
+    eventually("the status recomputed", PATIENCE, || {
+        let h = health(&env);
+        (h["state"] == "healthy" && h["healthRecords"].as_array().map(Vec::len) == Some(1))
+            .then_some(())
+    });
+}

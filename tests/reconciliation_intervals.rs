@@ -117,3 +117,27 @@ fn reconcile_resources_runs_every_request_again_once() {
     assert_eq!(finished_runs(&k, "one"), 2);
     assert_eq!(finished_runs(&k, "two"), 2);
 }
+
+#[test]
+fn the_platform_default_applies_to_promises_without_an_interval() {
+    let mut k = kratix().with_env("KRATIX_RECONCILIATION_INTERVAL", "2s");
+    k.apply_yaml(&promise(None, None), &["--no-wait"])
+        .assert_ok();
+    k.apply_yaml(&things::request("one", 1), &["--no-wait"])
+        .assert_ok();
+    k.start_serve();
+    eventually("the workflow ran again", WAIT, || {
+        (finished_runs(&k, "one") >= 2).then_some(())
+    });
+}
+
+#[test]
+fn serve_refuses_an_interval_that_is_no_duration() {
+    let k = Kratix::new();
+    let run = k.run(&["serve", "--reconciliation-interval", "often"]);
+    run.assert_failed();
+    assert!(run.stderr.contains("not a duration"), "{}", run.stderr);
+    let run = k.run(&["serve", "--state-store-reconciliation-interval", "-1s"]);
+    run.assert_failed();
+    assert!(run.stderr.contains("not a duration"), "{}", run.stderr);
+}
