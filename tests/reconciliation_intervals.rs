@@ -137,7 +137,42 @@ fn serve_refuses_an_interval_that_is_no_duration() {
     let run = k.run(&["serve", "--reconciliation-interval", "often"]);
     run.assert_failed();
     assert!(run.stderr.contains("not a duration"), "{}", run.stderr);
-    let run = k.run(&["serve", "--state-store-reconciliation-interval", "-1s"]);
+    let run = k.run(&["serve", "--state-store-reconciliation-interval=-1s"]);
     run.assert_failed();
     assert!(run.stderr.contains("not a duration"), "{}", run.stderr);
+}
+
+#[test]
+fn a_promise_workflow_runs_again_at_its_interval() {
+    let mut k = kratix();
+    let pipeline = json!({
+        "apiVersion": "platform.kratix.io/v1alpha1",
+        "kind": "Pipeline",
+        "metadata": {"name": "setup"},
+        "spec": {"containers": [{"name": "main", "image": "local/sh",
+                                 "command": things::step_command()}]},
+    });
+    let mut promise: Value = serde_json::from_str(&things::promise_with_workflows(json!({
+        "config": {"reconciliationInterval": "2s"},
+        "promise": {"configure": [pipeline]},
+    })))
+    .expect("the Promise is JSON");
+    promise["spec"]
+        .as_object_mut()
+        .expect("a spec")
+        .remove("api");
+    k.apply_yaml(&promise.to_string(), &["--no-wait"])
+        .assert_ok();
+    k.start_serve();
+    eventually("the promise workflow ran three times", WAIT, || {
+        let succeeded = k
+            .list_json(
+                "pipelineruns",
+                &["-A", "-l", "kratix.io/workflow-type=promise"],
+            )
+            .iter()
+            .filter(|r| r["status"]["phase"] == "Succeeded")
+            .count();
+        (succeeded >= 3).then_some(())
+    });
 }
