@@ -12,6 +12,12 @@ Examples:
   kratix-rs apply -f manifests/ --timeout 120
   cat request.yaml | kratix-rs apply -f - --no-wait";
 
+pub const DIFF: &str = "\
+Examples:
+  kratix-rs diff -f request.yaml
+  kratix-rs diff -f manifests/ && echo 'nothing would change'
+  cat promise.yaml | kratix-rs diff -f - > preview.patch";
+
 pub const DELETE: &str = "\
 Examples:
   kratix-rs delete -f request.yaml

@@ -4,6 +4,7 @@ pub mod apply;
 mod columns;
 pub mod completion;
 pub mod controller;
+pub mod diff;
 pub mod documents;
 mod driver;
 mod examples;
@@ -46,6 +47,18 @@ pub enum Command {
         files: Vec<PathBuf>,
         #[command(flatten)]
         wait: WaitArgs,
+    },
+    /// Show what applying objects would write to the state stores, as unified diffs per
+    /// Destination, without changing the home or any store. Exit status 0: no differences,
+    /// 1: differences, 2 or more: an error.
+    #[command(after_help = examples::DIFF)]
+    Diff {
+        /// A file, a folder (every *.yaml / *.yml inside, recursively) or `-` for standard input.
+        #[arg(short = 'f', long = "filename", required = true)]
+        files: Vec<PathBuf>,
+        /// Give up waiting for the workflows after this many seconds.
+        #[arg(long, default_value_t = 600)]
+        timeout: u64,
     },
     /// Delete objects (running their delete workflows and removing their files first).
     #[command(after_help = examples::DELETE)]
