@@ -33,6 +33,14 @@ Examples:
   kratix-rs get promise postgresql -o yaml
   kratix-rs get works -A -o name";
 
+pub const TREE: &str = "\
+Examples:
+  kratix-rs tree promise postgresql
+  kratix-rs tree postgresql acme-db -n team-a
+  kratix-rs tree destination worker-1
+  kratix-rs tree promise postgresql -o dot | dot -Tsvg > postgresql.svg
+  kratix-rs tree postgresql acme-db -n team-a -o mermaid";
+
 pub const WAIT: &str = "\
 Examples:
   kratix-rs wait promise postgresql --for condition=Available

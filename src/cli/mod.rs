@@ -14,6 +14,7 @@ pub mod metadata;
 pub mod output;
 pub mod run;
 mod signal;
+pub mod tree;
 pub mod wait;
 
 use std::path::PathBuf;
@@ -93,6 +94,20 @@ pub enum Command {
         /// Add a LABELS column to the table.
         #[arg(long)]
         show_labels: bool,
+    },
+    /// Show where a Promise, a request or a Destination led: pipeline runs, Works, placements,
+    /// and the state store's commit and paths.
+    #[command(after_help = examples::TREE)]
+    Tree {
+        /// `promise`, `destination`, or a kind a Promise defines.
+        #[arg(value_parser = completion::KindParser, hide_possible_values = true)]
+        kind: String,
+        name: String,
+        #[arg(short = 'n', long)]
+        namespace: Option<String>,
+        /// `text` (box-drawing branches on a terminal, ASCII otherwise), `dot` or `mermaid`.
+        #[arg(short = 'o', long, value_enum, default_value_t = tree::TreeFormat::Text)]
+        output: tree::TreeFormat,
     },
     /// Wait for a condition of an object (for its current generation), or for its deletion.
     #[command(after_help = examples::WAIT)]

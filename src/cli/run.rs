@@ -10,7 +10,7 @@ use crate::store::{self, ControlPlane};
 
 use super::driver::Driver;
 use super::metadata::{self, Which};
-use super::{apply, diff, documents, get, logs, wait, Cli, Command, MetadataArgs};
+use super::{apply, diff, documents, get, logs, tree, wait, Cli, Command, MetadataArgs};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -53,6 +53,8 @@ pub enum Error {
     Stdout(#[source] std::io::Error),
     #[error(transparent)]
     Diff(#[from] diff::Error),
+    #[error(transparent)]
+    Tree(#[from] tree::Error),
     /// `diff` found differences (and printed them): not a failure, but exit status 1.
     #[error("the state stores would change")]
     Differences,
@@ -130,6 +132,25 @@ async fn dispatch(command: Command, platform: &Platform, driver: &Driver) -> Res
             } else {
                 Err(Error::Differences)
             }
+        }
+        Command::Tree {
+            kind,
+            name,
+            namespace,
+            output,
+        } => {
+            let terminal = std::io::IsTerminal::is_terminal(&std::io::stdout());
+            let text = tree::run(
+                &platform,
+                &kind,
+                &name,
+                namespace.as_deref(),
+                output,
+                terminal,
+            )
+            .await?;
+            print!("{text}");
+            Ok(())
         }
         Command::Delete {
             files,
