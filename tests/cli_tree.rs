@@ -198,3 +198,26 @@ fn tree_refuses_kinds_it_cannot_show_and_names_missing_objects() {
         unknown.stderr
     );
 }
+
+#[test]
+fn on_a_terminal_branches_are_box_drawing() {
+    let k = quickstart();
+    let command = format!(
+        "{} --home {} tree webapp shop",
+        support::binary().display(),
+        k.home().display()
+    );
+    // `script` gives the command a pseudo-terminal as its standard output.
+    let out = std::process::Command::new("script")
+        .args(["-q", "-e", "-c", &command, "/dev/null"])
+        .env_remove("KRATIX_HOME")
+        .output()
+        .expect("script (util-linux) runs");
+    assert!(out.status.success(), "{out:?}");
+    let shown = String::from_utf8_lossy(&out.stdout).replace("\r\n", "\n");
+    let want = SHOP
+        .replace("|-- ", "├── ")
+        .replace("`-- ", "└── ")
+        .replace("|   ", "│   ");
+    assert_eq!(masked(&shown), want);
+}
