@@ -233,7 +233,8 @@ mod tests {
 
     #[test]
     fn unified_diffs_of_added_changed_deleted_and_binary_files() {
-        let cases: Vec<(&str, Option<&[u8]>, Option<&[u8]>, &str)> = vec![
+        type Case<'a> = (&'a str, Option<&'a [u8]>, Option<&'a [u8]>, &'a str);
+        let cases: Vec<Case> = vec![
             (
                 "changed",
                 Some(b"a\nb\nc\n"),
