@@ -202,3 +202,30 @@ fn diff_against_a_bucket_reads_it_and_writes_nothing() {
     );
     assert_eq!(stored_objects(&k), objects_before);
 }
+
+#[test]
+fn diff_of_a_new_platform_previews_every_file_and_creates_no_repository() {
+    let k = Kratix::new();
+    let quickstart = fixtures().join("quickstart").display().to_string();
+    let run = k.run(&["diff", "-f", &quickstart]);
+    assert_eq!(run.status, 1, "{run:?}");
+    assert!(
+        run.stdout.starts_with(
+            "# Destination worker-1 (GitStateStore default): 8 added, 0 changed, 0 deleted\n"
+        ),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains(
+            "--- /dev/null\n+++ b/worker-1/resources/default/webapp/shop/deployment/5058f/deployment.yaml\n"
+        ),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        !k.home().join("state-store.git").exists(),
+        "the store's repository is not created"
+    );
+    assert!(k.list_json("promises", &[]).is_empty(), "nothing stored");
+}

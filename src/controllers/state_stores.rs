@@ -179,7 +179,16 @@ impl Cache {
                 })
             }
         };
-        let url = match local_repository_path(&self.home, &spec.url) {
+        let local = local_repository_path(&self.home, &spec.url);
+        let url = match &local {
+            // Opening a local repository creates it when it is missing. Behind a wrap (a
+            // preview) nothing may be created there: an empty repository in the cache stands in.
+            Some(path) if self.wrap.is_some() && !path.exists() => self
+                .cache_dir
+                .join("missing-git")
+                .join(&name)
+                .display()
+                .to_string(),
             Some(path) if !spec.url.starts_with("file://") => path.display().to_string(),
             _ => spec.url.clone(),
         };
