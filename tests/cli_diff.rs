@@ -229,3 +229,25 @@ fn diff_of_a_new_platform_previews_every_file_and_creates_no_repository() {
     );
     assert!(k.list_json("promises", &[]).is_empty(), "nothing stored");
 }
+
+#[test]
+fn diff_against_a_remote_repository_only_fetches() {
+    let daemon = testkit::GitDaemon::start().expect("git daemon on loopback");
+    let bare = daemon.bare_repo("state.git").expect("a bare repository");
+    let k = Kratix::new();
+    k.apply_yaml(
+        &git_destination_yaml(&daemon.url("state.git"), "preview", "{preview: \"yes\"}"),
+        &[],
+    )
+    .assert_ok();
+    k.apply_yaml(&promise(), &[]).assert_ok();
+    k.apply_yaml(&note("a", true, false), &[]).assert_ok();
+    let refs = || git(&["for-each-ref"], &bare);
+    let (refs_before, objects_before) = (refs(), stored_objects(&k));
+
+    let run = diff(&k, &note("b", false, true));
+    assert_eq!(run.status, 1, "{run:?}");
+    assert_three_changes(&run.stdout, "preview", "GitStateStore default");
+    assert_eq!(refs(), refs_before, "no branch moved, none was added");
+    assert_eq!(stored_objects(&k), objects_before);
+}
