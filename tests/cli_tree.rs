@@ -221,3 +221,15 @@ fn on_a_terminal_branches_are_box_drawing() {
         .replace("|   ", "│   ");
     assert_eq!(masked(&shown), want);
 }
+
+#[test]
+fn tree_and_diff_complete_in_every_shell() {
+    let k = Kratix::new();
+    for shell in ["bash", "zsh", "fish"] {
+        let script = k.run(&["completion", shell]);
+        script.assert_ok();
+        for command in ["tree", "diff", "mermaid"] {
+            assert!(script.stdout.contains(command), "{shell} lacks {command}");
+        }
+    }
+}
