@@ -12,6 +12,12 @@ Examples:
   kratix-rs apply -f manifests/ --timeout 120
   cat request.yaml | kratix-rs apply -f - --no-wait";
 
+pub const DIFF: &str = "\
+Examples:
+  kratix-rs diff -f request.yaml
+  kratix-rs diff -f manifests/ && echo 'nothing would change'
+  cat promise.yaml | kratix-rs diff -f - > preview.patch";
+
 pub const DELETE: &str = "\
 Examples:
   kratix-rs delete -f request.yaml
@@ -26,6 +32,14 @@ Examples:
   kratix-rs get pipelineruns -n default -l kratix.io/promise-name=postgresql
   kratix-rs get promise postgresql -o yaml
   kratix-rs get works -A -o name";
+
+pub const TREE: &str = "\
+Examples:
+  kratix-rs tree promise postgresql
+  kratix-rs tree postgresql acme-db -n team-a
+  kratix-rs tree destination worker-1
+  kratix-rs tree promise postgresql -o dot | dot -Tsvg > postgresql.svg
+  kratix-rs tree postgresql acme-db -n team-a -o mermaid";
 
 pub const WAIT: &str = "\
 Examples:

@@ -4,6 +4,7 @@ pub mod apply;
 mod columns;
 pub mod completion;
 pub mod controller;
+pub mod diff;
 pub mod documents;
 mod driver;
 mod examples;
@@ -13,6 +14,7 @@ pub mod metadata;
 pub mod output;
 pub mod run;
 mod signal;
+pub mod tree;
 pub mod wait;
 
 use std::path::PathBuf;
@@ -47,6 +49,18 @@ pub enum Command {
         #[command(flatten)]
         wait: WaitArgs,
     },
+    /// Show what applying objects would write to the state stores, as unified diffs per
+    /// Destination, without changing the home or any store. Exit status 0: no differences,
+    /// 1: differences, 2 or more: an error.
+    #[command(after_help = examples::DIFF)]
+    Diff {
+        /// A file, a folder (every *.yaml / *.yml inside, recursively) or `-` for standard input.
+        #[arg(short = 'f', long = "filename", required = true)]
+        files: Vec<PathBuf>,
+        /// Give up waiting for the workflows after this many seconds.
+        #[arg(long, default_value_t = 600)]
+        timeout: u64,
+    },
     /// Delete objects (running their delete workflows and removing their files first).
     #[command(after_help = examples::DELETE)]
     Delete {
@@ -80,6 +94,20 @@ pub enum Command {
         /// Add a LABELS column to the table.
         #[arg(long)]
         show_labels: bool,
+    },
+    /// Show where a Promise, a request or a Destination led: pipeline runs, Works, placements,
+    /// and the state store's commit and paths.
+    #[command(after_help = examples::TREE)]
+    Tree {
+        /// `promise`, `destination`, or a kind a Promise defines.
+        #[arg(value_parser = completion::KindParser, hide_possible_values = true)]
+        kind: String,
+        name: String,
+        #[arg(short = 'n', long)]
+        namespace: Option<String>,
+        /// `text` (box-drawing branches on a terminal, ASCII otherwise), `dot` or `mermaid`.
+        #[arg(short = 'o', long, value_enum, default_value_t = tree::TreeFormat::Text)]
+        output: tree::TreeFormat,
     },
     /// Wait for a condition of an object (for its current generation), or for its deletion.
     #[command(after_help = examples::WAIT)]

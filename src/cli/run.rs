@@ -10,7 +10,7 @@ use crate::store::{self, ControlPlane};
 
 use super::driver::Driver;
 use super::metadata::{self, Which};
-use super::{apply, documents, get, logs, wait, Cli, Command, MetadataArgs};
+use super::{apply, diff, documents, get, logs, tree, wait, Cli, Command, MetadataArgs};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -51,6 +51,13 @@ pub enum Error {
     Controller(#[from] super::controller::Error),
     #[error("writing to standard output")]
     Stdout(#[source] std::io::Error),
+    #[error(transparent)]
+    Diff(#[from] diff::Error),
+    #[error(transparent)]
+    Tree(#[from] tree::Error),
+    /// `diff` found differences (and printed them): not a failure, but exit status 1.
+    #[error("the state stores would change")]
+    Differences,
 }
 
 pub async fn run(cli: Cli) -> Result<(), Error> {
@@ -115,6 +122,34 @@ async fn dispatch(command: Command, platform: &Platform, driver: &Driver) -> Res
                 println!("all {} objects settled", targets.len());
                 print_state_store_hints(&platform, &prepared).await;
             }
+            Ok(())
+        }
+        Command::Diff { files, timeout } => {
+            let sections = diff::run(&platform.home, &files, Duration::from_secs(timeout)).await?;
+            print!("{}", diff::render(&sections));
+            if sections.is_empty() {
+                Ok(())
+            } else {
+                Err(Error::Differences)
+            }
+        }
+        Command::Tree {
+            kind,
+            name,
+            namespace,
+            output,
+        } => {
+            let terminal = std::io::IsTerminal::is_terminal(&std::io::stdout());
+            let text = tree::run(
+                &platform,
+                &kind,
+                &name,
+                namespace.as_deref(),
+                output,
+                terminal,
+            )
+            .await?;
+            print!("{text}");
             Ok(())
         }
         Command::Delete {
