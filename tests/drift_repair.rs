@@ -118,9 +118,28 @@ fn git_files_changed_or_deleted_by_others_are_restored_in_one_commit() {
     assert_eq!(restored, BTreeSet::from([a.clone(), b.clone()]));
     assert_eq!(show(&repo, "theirs.yaml").as_deref(), Some("their own\n"));
 
-    // Several intervals with nothing drifted: no commit.
+    // Several intervals with nothing drifted: no commit, and the placements stay as they are.
+    let placements = || {
+        k.list_json("workplacements", &["-A"])
+            .iter()
+            .map(|p| p["metadata"]["resourceVersion"].clone())
+            .collect::<Vec<_>>()
+    };
+    let tip = git(&repo, &["rev-parse", "main"]);
+    eventually("the placement records the restoring commit", WAIT, || {
+        k.list_json("workplacements", &["-A"])
+            .iter()
+            .any(|p| p["status"]["versionID"] == tip.as_str())
+            .then_some(())
+    });
+    let before = placements();
     std::thread::sleep(Duration::from_secs(6));
     assert_eq!(git(&repo, &["rev-list", "--count", &range]), "1");
+    assert_eq!(
+        placements(),
+        before,
+        "no status written for an unchanged store"
+    );
 }
 
 #[test]
