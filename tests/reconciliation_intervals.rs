@@ -176,3 +176,51 @@ fn a_promise_workflow_runs_again_at_its_interval() {
         (succeeded >= 3).then_some(())
     });
 }
+
+/// A workflow whose second pipeline fails. A failing pipeline's own retries run that pipeline
+/// again; only the interval (with `reconcileAfterFailure`) runs the workflow from its start.
+fn failing_promise() -> String {
+    let fail = vec![
+        "sh".to_string(),
+        support::sandbox_fixtures("workflows/scripts")
+            .join("fail.sh")
+            .display()
+            .to_string(),
+    ];
+    let promise = things::promise_with(&[("ok", things::step_command()), ("broken", fail)]);
+    let mut promise: Value = serde_json::from_str(&promise).expect("the Promise is JSON");
+    promise["spec"]["workflows"]["config"] = json!({"reconciliationInterval": "1s"});
+    promise.to_string()
+}
+
+fn runs_of(k: &Kratix, pipeline: &str) -> usize {
+    things::runs(k, "one")
+        .iter()
+        .filter(|r| r.pipeline == pipeline && (r.phase == "Succeeded" || r.phase == "Failed"))
+        .count()
+}
+
+#[test]
+fn a_failed_workflow_runs_again_from_its_start_at_the_interval() {
+    let mut k = kratix();
+    k.apply_yaml(&failing_promise(), &["--no-wait"]).assert_ok();
+    k.apply_yaml(&things::request("one", 1), &["--no-wait"])
+        .assert_ok();
+    k.start_serve();
+    eventually("the first pipeline ran again", WAIT, || {
+        (runs_of(&k, "ok") >= 2).then_some(())
+    });
+}
+
+#[test]
+fn without_reconcile_after_failure_only_the_failed_pipeline_is_retried() {
+    let mut k = kratix().with_env("KRATIX_RECONCILE_AFTER_FAILURE", "false");
+    k.apply_yaml(&failing_promise(), &["--no-wait"]).assert_ok();
+    k.apply_yaml(&things::request("one", 1), &["--no-wait"])
+        .assert_ok();
+    k.start_serve();
+    eventually("the failed pipeline was retried", WAIT, || {
+        (runs_of(&k, "broken") >= 2).then_some(())
+    });
+    assert_eq!(runs_of(&k, "ok"), 1, "{:#?}", things::runs(&k, "one"));
+}
