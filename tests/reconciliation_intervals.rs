@@ -30,6 +30,14 @@ fn promise(setting: Option<&str>, annotation: Option<&str>) -> String {
     promise.to_string()
 }
 
+/// Applies the Promise and the request `one`, then starts `serve`.
+fn serve_one_request(k: &mut Kratix, promise: &str) {
+    k.apply_yaml(promise, &["--no-wait"]).assert_ok();
+    k.apply_yaml(&things::request("one", 1), &["--no-wait"])
+        .assert_ok();
+    k.start_serve();
+}
+
 /// Finished runs of the request, all for one spec: every one after the first is a re-run.
 fn finished_runs(k: &Kratix, request: &str) -> usize {
     let runs = things::runs(k, request);
@@ -41,11 +49,7 @@ fn finished_runs(k: &Kratix, request: &str) -> usize {
 #[test]
 fn a_promise_interval_runs_request_workflows_again() {
     let mut k = kratix();
-    k.apply_yaml(&promise(Some("2s"), None), &["--no-wait"])
-        .assert_ok();
-    k.apply_yaml(&things::request("one", 1), &["--no-wait"])
-        .assert_ok();
-    k.start_serve();
+    serve_one_request(&mut k, &promise(Some("2s"), None));
     eventually("the workflow ran three times", WAIT, || {
         (finished_runs(&k, "one") >= 3).then_some(())
     });
@@ -56,11 +60,7 @@ fn a_promise_interval_runs_request_workflows_again() {
 #[test]
 fn the_annotation_wins_over_the_promise_setting() {
     let mut k = kratix();
-    k.apply_yaml(&promise(Some("10h"), Some("2s")), &["--no-wait"])
-        .assert_ok();
-    k.apply_yaml(&things::request("one", 1), &["--no-wait"])
-        .assert_ok();
-    k.start_serve();
+    serve_one_request(&mut k, &promise(Some("10h"), Some("2s")));
     eventually("the workflow ran again", WAIT, || {
         (finished_runs(&k, "one") >= 2).then_some(())
     });
@@ -121,11 +121,7 @@ fn reconcile_resources_runs_every_request_again_once() {
 #[test]
 fn the_platform_default_applies_to_promises_without_an_interval() {
     let mut k = kratix().with_env("KRATIX_RECONCILIATION_INTERVAL", "2s");
-    k.apply_yaml(&promise(None, None), &["--no-wait"])
-        .assert_ok();
-    k.apply_yaml(&things::request("one", 1), &["--no-wait"])
-        .assert_ok();
-    k.start_serve();
+    serve_one_request(&mut k, &promise(None, None));
     eventually("the workflow ran again", WAIT, || {
         (finished_runs(&k, "one") >= 2).then_some(())
     });
@@ -203,10 +199,7 @@ fn runs_of(k: &Kratix, pipeline: &str) -> usize {
 #[test]
 fn a_failed_workflow_runs_again_from_its_start_at_the_interval() {
     let mut k = kratix();
-    k.apply_yaml(&failing_promise(), &["--no-wait"]).assert_ok();
-    k.apply_yaml(&things::request("one", 1), &["--no-wait"])
-        .assert_ok();
-    k.start_serve();
+    serve_one_request(&mut k, &failing_promise());
     eventually("the first pipeline ran again", WAIT, || {
         (runs_of(&k, "ok") >= 2).then_some(())
     });
@@ -215,10 +208,7 @@ fn a_failed_workflow_runs_again_from_its_start_at_the_interval() {
 #[test]
 fn without_reconcile_after_failure_only_the_failed_pipeline_is_retried() {
     let mut k = kratix().with_env("KRATIX_RECONCILE_AFTER_FAILURE", "false");
-    k.apply_yaml(&failing_promise(), &["--no-wait"]).assert_ok();
-    k.apply_yaml(&things::request("one", 1), &["--no-wait"])
-        .assert_ok();
-    k.start_serve();
+    serve_one_request(&mut k, &failing_promise());
     eventually("the failed pipeline was retried", WAIT, || {
         (runs_of(&k, "broken") >= 2).then_some(())
     });
