@@ -164,6 +164,11 @@ pub enum Command {
         /// `KRATIX_MAX_PARALLEL`, else the number of cores).
         #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
         max_parallel: Option<u16>,
+        /// How new requests of a versioned Promise are bound: `floating` (`spec.version:
+        /// latest`, following each new Promise version) or `pinned` (the version current when
+        /// the request is made).
+        #[arg(long, env = crate::controllers::BINDING_VERSION_ENV, value_enum)]
+        resource_binding_version: Option<crate::controllers::bindings::Strategy>,
     },
     /// Run every controller against a Kubernetes API server (Promises' APIs become CRDs), with
     /// optional leader election, health and metrics endpoints; until SIGTERM.

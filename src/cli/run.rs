@@ -160,6 +160,7 @@ async fn dispatch(command: Command, platform: &Platform, driver: &Driver) -> Res
         } => {
             let targets = delete_targets(&platform, &files, &target, namespace.as_deref()).await?;
             let cp = platform.control_plane();
+            refuse_protected(cp.as_ref(), &targets).await?;
             for (kind, key) in &targets {
                 match cp.delete(kind, key.namespace.as_deref(), &key.name).await {
                     Ok(_) => println!("{}/{} deleted", kind.kind.to_ascii_lowercase(), key.name),
@@ -305,7 +306,10 @@ async fn dispatch(command: Command, platform: &Platform, driver: &Driver) -> Res
         }
         Command::Label(args) => change_metadata(&platform, Which::Labels, args).await,
         Command::Annotate(args) => change_metadata(&platform, Which::Annotations, args).await,
-        Command::Serve { max_parallel } => {
+        Command::Serve {
+            max_parallel,
+            resource_binding_version,
+        } => {
             let lock = HomeLock::try_acquire(&platform.home)
                 .map_err(|e| Error::Controllers(controllers::Error::Store(e)))?
                 .ok_or_else(|| Error::AlreadyServing {
@@ -315,6 +319,9 @@ async fn dispatch(command: Command, platform: &Platform, driver: &Driver) -> Res
             let mut runtime = controllers::Runtime::new(platform.clone());
             if let Some(n) = max_parallel {
                 runtime = runtime.with_max_parallel(usize::from(n));
+            }
+            if let Some(strategy) = resource_binding_version {
+                runtime = runtime.with_binding_strategy(strategy);
             }
             runtime
                 .run(lock, async {
@@ -392,6 +399,30 @@ async fn delete_targets(
             "delete needs either -f PATH or KIND NAME".into(),
         )),
     }
+}
+
+/// Refuses, before anything is deleted, to delete what Kratix's admission refuses: the latest
+/// revision of a Promise.
+async fn refuse_protected(
+    cp: &dyn ControlPlane,
+    targets: &[(KindInfo, ObjectKey)],
+) -> Result<(), Error> {
+    for (kind, key) in targets {
+        if (kind.group.as_str(), kind.kind.as_str()) != (crate::api::GROUP, "PromiseRevision") {
+            continue;
+        }
+        let found = cp
+            .get(kind, None, &key.name)
+            .await
+            .map_err(|source| Error::Store {
+                key: key.clone(),
+                source,
+            })?;
+        if let Some(reason) = found.as_ref().and_then(controllers::revisions::deletion_refused) {
+            return Err(Error::Usage(format!("{key}: {reason}")));
+        }
+    }
+    Ok(())
 }
 
 async fn wait_gone(

@@ -3,6 +3,7 @@
 //! holder of the home lock); everything they need to resume after a crash is stored.
 
 mod backoff;
+pub mod bindings;
 mod change_batch;
 mod claims;
 mod commit_message;
@@ -18,8 +19,11 @@ pub mod placements;
 pub mod promises;
 mod queue;
 mod readiness;
+mod release_fetch;
+pub mod releases;
 pub mod requests;
 pub mod requirements;
+pub mod revisions;
 mod run_failure;
 mod run_outcome;
 mod run_record;
@@ -49,7 +53,7 @@ use backoff::Backoff;
 use change_batch::ChangeBatch;
 pub use kube_time::{now_ms, now_rfc3339};
 use queue::Queue;
-pub use settings::Settings;
+pub use settings::{Settings, BINDING_VERSION_ENV};
 pub use statestores::error_chain::ErrorChain;
 
 #[derive(Debug, thiserror::Error)]
@@ -215,6 +219,13 @@ impl Runtime {
     /// one is a scratch copy of holds the same Secrets.
     pub fn hiding_also(mut self, folder: std::path::PathBuf) -> Self {
         self.also_hidden.push(folder);
+        self
+    }
+
+    /// Binds new requests of versioned Promises as `strategy` says, instead of the setting
+    /// from the environment.
+    pub fn with_binding_strategy(mut self, strategy: bindings::Strategy) -> Self {
+        self.settings.binding_strategy = strategy;
         self
     }
 
@@ -486,6 +497,8 @@ impl Runtime {
             "WorkPlacement" => placements::reconcile(self, obj).await,
             "Destination" => destinations::reconcile(self, obj).await,
             "GitStateStore" | "BucketStateStore" => state_stores::reconcile(self, &kind, obj).await,
+            "PromiseRevision" => revisions::reconcile(self, obj).await,
+            "PromiseRelease" => releases::reconcile(self, obj).await,
             _ => Ok(Next::Done),
         }
     }
