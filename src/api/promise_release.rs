@@ -75,4 +75,8 @@ pub struct PromiseReleaseStatus {
     pub status: String,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
+    /// The generation the status describes (not in Kratix: lets `apply` and `wait` tell a
+    /// status of an older spec from the current one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
 }

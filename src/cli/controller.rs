@@ -174,8 +174,7 @@ pub async fn run(args: ControllerArgs) -> Result<(), Error> {
     })?;
     let cp: Arc<dyn ControlPlane> = Arc::new(kube.clone());
     let platform = Platform::with_control_plane(&args.work_dir, cp.clone())?;
-    let runtime =
-        runtime(platform, executor).with_binding_strategy(args.resource_binding_version);
+    let runtime = runtime(platform, executor).with_binding_strategy(args.resource_binding_version);
 
     let (role_tx, role_rx) = watch::channel(Role::Standby);
     let api_reachable = Arc::new(AtomicBool::new(false));

@@ -418,7 +418,10 @@ async fn refuse_protected(
                 key: key.clone(),
                 source,
             })?;
-        if let Some(reason) = found.as_ref().and_then(controllers::revisions::deletion_refused) {
+        if let Some(reason) = found
+            .as_ref()
+            .and_then(controllers::revisions::deletion_refused)
+        {
             return Err(Error::Usage(format!("{key}: {reason}")));
         }
     }

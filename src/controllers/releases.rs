@@ -262,6 +262,7 @@ async fn set_outcome(rt: &Runtime, obj: &Object, outcome: &Outcome) -> Result<()
         "PromiseRelease",
         |s: &mut PromiseReleaseStatus| {
             s.status = outcome.status.to_string();
+            s.observed_generation = obj.metadata.generation;
             crate::api::condition::set_condition(&mut s.conditions, outcome.condition(), &now);
         },
     )
