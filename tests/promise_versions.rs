@@ -11,22 +11,6 @@ use support::{condition, eventually, fixtures, things, Kratix};
 
 const WAIT: Duration = Duration::from_secs(120);
 
-/// The `thing` Promise at `version`, with one `step.sh` pipeline per name; a pipeline named
-/// `broken` fails.
-fn thing_at(version: &str, pipelines: &[&str]) -> String {
-    let with_commands: Vec<(&str, Vec<String>)> = pipelines
-        .iter()
-        .map(|name| match *name {
-            "broken" => (*name, vec!["sh".into(), "-c".into(), "exit 3".into()]),
-            _ => (*name, things::step_command()),
-        })
-        .collect();
-    let mut promise: Value =
-        serde_json::from_str(&things::promise_with(&with_commands)).expect("promise JSON");
-    promise["metadata"]["labels"] = json!({"kratix.io/promise-version": version});
-    promise.to_string()
-}
-
 /// A Kratix serving the quickstart's Git store and Destination.
 fn platform(env: &[(&str, &str)]) -> Kratix {
     let mut k = Kratix::new();
@@ -106,7 +90,7 @@ fn set_binding_version(k: &Kratix, binding: &Value, version: &str) {
 #[test]
 fn requests_follow_the_revision_their_binding_names() {
     let k = platform(&[]);
-    apply(&k, &thing_at("v1", &["a"]));
+    apply(&k, &things::promise_at("v1", &["a"]));
     assert_eq!(revisions(&k), [("v1".to_string(), true)]);
     apply(&k, &things::request("floats", 1));
     apply(&k, &things::request("stays", 2));
@@ -146,7 +130,7 @@ fn requests_follow_the_revision_their_binding_names() {
 
     // v2 adds a pipeline: the floating request runs it, the pinned one does not run at all.
     let stays_runs = things::runs(&k, "stays").len();
-    apply(&k, &thing_at("v2", &["a", "b"]));
+    apply(&k, &things::promise_at("v2", &["a", "b"]));
     assert_eq!(
         revisions(&k),
         [("v1".to_string(), false), ("v2".to_string(), true)]
@@ -188,7 +172,7 @@ fn requests_follow_the_revision_their_binding_names() {
 
     // A version whose pipeline fails: the floating request's binding says so and keeps the
     // version it last applied.
-    k.apply_yaml(&thing_at("v3", &["a", "broken"]), &["--no-wait"])
+    k.apply_yaml(&things::promise_at("v3", &["a", "broken"]), &["--no-wait"])
         .assert_ok();
     let failed = eventually("the failed upgrade", WAIT, || {
         let b = binding_of(&k, "floats");
@@ -266,13 +250,13 @@ fn requests_follow_the_revision_their_binding_names() {
 #[test]
 fn pinned_requests_stay_at_the_version_they_were_made_with() {
     let k = platform(&[("KRATIX_RESOURCE_BINDING_VERSION", "pinned")]);
-    apply(&k, &thing_at("v1", &["a"]));
+    apply(&k, &things::promise_at("v1", &["a"]));
     apply(&k, &things::request("db", 1));
     let binding = applied(&k, "db", "v1");
     assert_eq!(binding["spec"]["version"], "v1");
     let runs = things::runs(&k, "db").len();
 
-    apply(&k, &thing_at("v2", &["a", "b"]));
+    apply(&k, &things::promise_at("v2", &["a", "b"]));
     std::thread::sleep(Duration::from_secs(2));
     assert_eq!(things::runs(&k, "db").len(), runs, "pinned: no re-run");
     assert_eq!(binding_of(&k, "db")["spec"]["version"], "v1");
