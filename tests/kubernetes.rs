@@ -734,3 +734,177 @@ fn lifecycle_through_jobs_reruns_removes_files_runs_delete_workflows_and_sweeps(
     assert!(left.is_empty());
     drop(controller);
 }
+
+/// A Promise with no API and no workflows, at a version, requiring others (`name@version`).
+fn plain_promise(name: &str, version: &str, requires: &[(&str, &str)]) -> String {
+    let required: Vec<Value> = requires
+        .iter()
+        .map(|(n, v)| json!({"name": n, "version": v}))
+        .collect();
+    json!({
+        "apiVersion": "platform.kratix.io/v1alpha1", "kind": "Promise",
+        "metadata": {"name": name, "labels": {"kratix.io/promise-version": version}},
+        "spec": {"requiredPromises": required},
+    })
+    .to_string()
+}
+
+/// The binding of a request, once it says `applied` was last applied.
+fn binding_applied(env: &TestEnv, request: &str, applied: &str) -> Value {
+    eventually(
+        &format!("{request}'s binding at {applied}"),
+        PATIENCE,
+        || {
+            env.list_json("resourcebindings", &["-A"])
+                .into_iter()
+                .find(|b| {
+                    b["spec"]["resourceRef"]["name"] == request
+                        && b["status"]["lastAppliedVersion"] == applied
+                })
+        },
+    )
+}
+
+#[test]
+fn versions_and_releases_work_with_the_controller() {
+    let Some(env) = TestEnv::start() else { return };
+    let daemon = GitDaemon::start().expect("git daemon");
+    let work = tempfile::tempdir().expect("work dir");
+    let controller = Controller::start(&env, "versions", work.path(), &["--pipelines", "local"]);
+    git_platform(&env, &daemon);
+
+    // A versioned Promise: a revision per version, requests bound to `latest` and upgraded.
+    env.apply(&support::things::promise_at("v1", &["a"]));
+    eventually("the Promise's CRD", PATIENCE, || {
+        env.get_json("crd", "things.test.kratix.io", None)
+    });
+    env.apply(&support::things::request("r1", 1));
+    settled(&env, &controller, "r1");
+    let binding = binding_applied(&env, "r1", "v1");
+    assert_eq!(binding["spec"]["version"], "latest");
+    env.apply(&support::things::promise_at("v2", &["a", "b"]));
+    let binding = binding_applied(&env, "r1", "v2");
+    assert_eq!(
+        condition(&binding, "UpgradeSucceeded").and_then(|c| c["status"].as_str()),
+        Some("True"),
+        "{binding:#}"
+    );
+    let revisions = env.list_json("promiserevisions", &[]);
+    let latest: Vec<(&str, bool)> = revisions
+        .iter()
+        .map(|r| {
+            (
+                r["spec"]["version"].as_str().unwrap_or_default(),
+                r["status"]["latest"].as_bool().unwrap_or(false),
+            )
+        })
+        .collect();
+    assert!(
+        latest.contains(&("v1", false)) && latest.contains(&("v2", true)),
+        "{latest:?}"
+    );
+    assert!(runs(&env, "r1").iter().any(|r| r.pipeline == "b"));
+
+    // A PromiseRelease installs its Promise from a URL with the Secret's header, and removes it.
+    let server = support::promise_server::PromiseServer::start("Bearer k8s-t0ken");
+    server.publish("/released.yaml", &plain_promise("released", "v1.0", &[]));
+    env.apply(
+        &json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "registry", "namespace": "default"},
+            "stringData": {"authorizationHeader": "Bearer k8s-t0ken"}})
+        .to_string(),
+    );
+    env.apply(
+        &json!({"apiVersion": "platform.kratix.io/v1alpha1", "kind": "PromiseRelease",
+            "metadata": {"name": "released"},
+            "spec": {"sourceRef": {"type": "http", "url": server.url("/released.yaml"),
+                "secretRef": {"name": "registry", "namespace": "default"}}}})
+        .to_string(),
+    );
+    eventually("the released Promise", PATIENCE, || {
+        let p = env.get_json("promise", "released", None)?;
+        (p["metadata"]["labels"]["kratix.io/promise-release-name"] == "released").then_some(())
+    });
+    let release = eventually("the release installed", PATIENCE, || {
+        let r = env.get_json("promiserelease", "released", None)?;
+        (r["status"]["status"] == "Installed").then_some(r)
+    });
+    assert_eq!(release["spec"]["version"], "v1.0");
+    env.kubectl(
+        &["delete", "promiserelease", "released", "--wait=false"],
+        "",
+    );
+    eventually("the release and its Promise gone", PATIENCE, || {
+        let gone = env.get_json("promiserelease", "released", None).is_none()
+            && env.get_json("promise", "released", None).is_none();
+        gone.then_some(())
+    });
+    assert!(!controller.log().contains("k8s-t0ken"));
+}
+
+#[test]
+fn required_promises_and_pausing_work_with_the_controller() {
+    let Some(env) = TestEnv::start() else { return };
+    let daemon = GitDaemon::start().expect("git daemon");
+    let work = tempfile::tempdir().expect("work dir");
+    let controller = Controller::start(&env, "parity", work.path(), &["--pipelines", "local"]);
+    git_platform(&env, &daemon);
+
+    // Required Promises: unavailable until the required one exists at its version.
+    env.apply(&plain_promise("needs", "v1", &[("base", "v2")]));
+    eventually("needs waiting for base", PATIENCE, || {
+        let p = env.get_json("promise", "needs", None)?;
+        let c = condition(&p, "RequirementsFulfilled")?;
+        (c["status"] == "False" && p["status"]["status"] == "Unavailable").then_some(())
+    });
+    env.apply(&plain_promise("base", "v1", &[]));
+    std::thread::sleep(Duration::from_secs(1));
+    let p = env.get_json("promise", "needs", None).expect("needs");
+    assert_eq!(
+        p["status"]["requiredPromises"][0]["state"],
+        "Requirement not installed at the specified version"
+    );
+    env.apply(&plain_promise("base", "v2", &[]));
+    eventually("needs available", PATIENCE, || {
+        let p = env.get_json("promise", "needs", None)?;
+        (p["status"]["status"] == "Available").then_some(())
+    });
+
+    // Pausing: a paused request runs nothing new until the label goes.
+    apply_promise(&env, &["a"]);
+    env.apply(&support::things::request("r1", 1));
+    settled(&env, &controller, "r1");
+    let before = runs(&env, "r1").len();
+    env.kubectl(
+        &[
+            "label",
+            "things",
+            "r1",
+            "-n",
+            "default",
+            "kratix.io/paused=true",
+        ],
+        "",
+    );
+    env.apply(&support::things::request("r1", 2));
+    eventually("r1 paused", PATIENCE, || {
+        let r = env.get_json("things", "r1", Some("default"))?;
+        let c = condition(&r, "Reconciled")?;
+        (c["reason"] == "PausedReconciliation").then_some(())
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(runs(&env, "r1").len(), before, "nothing runs while paused");
+    env.kubectl(
+        &[
+            "label",
+            "things",
+            "r1",
+            "-n",
+            "default",
+            "kratix.io/paused-",
+        ],
+        "",
+    );
+    settled(&env, &controller, "r1");
+    assert!(runs(&env, "r1").len() > before);
+}
