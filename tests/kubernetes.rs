@@ -805,6 +805,24 @@ fn versions_and_releases_work_with_the_controller() {
     );
     assert!(runs(&env, "r1").iter().any(|r| r.pipeline == "b"));
 
+    // Without an admission webhook nothing refuses deleting the latest revision here: the
+    // controller makes it again.
+    let latest_name = revisions
+        .iter()
+        .find(|r| r["spec"]["version"] == "v2")
+        .and_then(|r| r["metadata"]["name"].as_str())
+        .expect("the v2 revision")
+        .to_string();
+    let old_uid = env
+        .get_json("promiserevision", &latest_name, None)
+        .expect("revision")["metadata"]["uid"]
+        .clone();
+    env.kubectl(&["delete", "promiserevision", &latest_name], "");
+    eventually("the latest revision made again", PATIENCE, || {
+        let r = env.get_json("promiserevision", &latest_name, None)?;
+        (r["metadata"]["uid"] != old_uid && r["status"]["latest"] == true).then_some(())
+    });
+
     // A PromiseRelease installs its Promise from a URL with the Secret's header, and removes it.
     let server = support::promise_server::PromiseServer::start("Bearer k8s-t0ken");
     server.publish("/released.yaml", &plain_promise("released", "v1.0", &[]));

@@ -90,6 +90,9 @@ impl Runtime {
                         .into_iter()
                         .collect())
                 }
+                // A Promise keeps the revision of its current version: one deleted where
+                // nothing refuses it (Kubernetes has no admission for it here) comes back.
+                "PromiseRevision" => Ok(revisions::promise_key(obj).into_iter().collect()),
                 // A release keeps the Promise it installed.
                 "Promise" => Ok(label(RELEASE_NAME_LABEL)
                     .map(|r| ObjectKey::new(GROUP, "PromiseRelease", None, r))
