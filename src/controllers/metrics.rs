@@ -33,6 +33,8 @@ pub fn controller_of(group: &str, kind: &str) -> &'static str {
         "WorkPlacement" => "workplacement",
         "Destination" => "destination",
         "GitStateStore" | "BucketStateStore" => "statestore",
+        "PromiseRevision" => "promiserevision",
+        "PromiseRelease" => "promiserelease",
         _ => "other",
     }
 }

@@ -243,7 +243,13 @@ mod tests {
         let two = [rev("v1", false), rev("v2", true)];
         let dup = [rev("v1", false), rev("v1", true)];
         let no_latest = [rev("v1", false)];
-        let cases: Vec<(&str, &str, &[RevisionInfo], Result<&str, ResolveError>)> = vec![
+        type Case<'a> = (
+            &'a str,
+            &'a str,
+            &'a [RevisionInfo],
+            Result<&'a str, ResolveError>,
+        );
+        let cases: Vec<Case> = vec![
             ("latest follows the marked one", "latest", &two, Ok("db-v2")),
             ("an exact older version", "v1", &two, Ok("db-v1")),
             ("an exact latest version", "v2", &two, Ok("db-v2")),
