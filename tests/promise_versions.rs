@@ -277,3 +277,26 @@ fn promises_without_a_version_get_no_revisions_or_bindings() {
     let r = k.get_json("things", "plain", None).expect("plain");
     assert!(r["status"].get("promiseVersion").is_none(), "{r}");
 }
+
+#[test]
+fn the_binding_setting_is_a_flag_of_serve_and_controller() {
+    let k = Kratix::new();
+    for command in ["serve", "controller"] {
+        let help = k.run(&[command, "--help"]);
+        help.assert_ok();
+        assert!(
+            help.stdout.contains("--resource-binding-version")
+                && help.stdout.contains("KRATIX_RESOURCE_BINDING_VERSION"),
+            "{}",
+            help.stdout
+        );
+        let refused = k.run(&[command, "--resource-binding-version", "sometimes"]);
+        refused.assert_failed();
+        assert!(
+            refused.stderr.contains("invalid value 'sometimes'")
+                && refused.stderr.contains("floating"),
+            "{}",
+            refused.stderr
+        );
+    }
+}
