@@ -189,32 +189,15 @@ fn requests_follow_the_revision_their_binding_names() {
         "{c}"
     );
 
-    // A binding naming a version without a revision says so on the request.
-    set_binding_version(&k, &binding_of(&k, "stays"), "v9");
-    eventually("the missing revision on the request", WAIT, || {
-        let r = k.get_json("things", "stays", None)?;
-        r["status"]["message"]
-            .as_str()
-            .is_some_and(|m| {
-                m.contains("cannot find a PromiseRevision for Promise thing with version v9")
-            })
-            .then_some(())
-    });
-
-    // The latest revision cannot be deleted; an older one can.
+    // The latest revision cannot be deleted; older ones can.
     let names: Vec<(String, String)> = k
         .list_json("promiserevisions", &[])
         .iter()
         .map(|r| {
+            let text = |p: &str| r.pointer(p).and_then(Value::as_str).unwrap_or_default();
             (
-                r["spec"]["version"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string(),
-                r["metadata"]["name"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string(),
+                text("/spec/version").to_string(),
+                text("/metadata/name").to_string(),
             )
         })
         .collect();
@@ -239,6 +222,30 @@ fn requests_follow_the_revision_their_binding_names() {
         .is_some());
     k.run(&["delete", "promiserevision", &name_of("v1")])
         .assert_ok();
+
+    // Deleting the revision a request is bound to leaves the request, which says so.
+    k.run(&["delete", "promiserevision", &name_of("v2")])
+        .assert_ok();
+    let missing = |version: &str| {
+        eventually(
+            &format!("the missing {version} on the request"),
+            WAIT,
+            || {
+                let r = k.get_json("things", "stays", None)?;
+                let want = format!(
+                    "cannot find a PromiseRevision for Promise thing with version {version}"
+                );
+                r["status"]["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains(&want))
+                    .then_some(())
+            },
+        )
+    };
+    missing("v2");
+    // As does a binding naming a version that never existed.
+    set_binding_version(&k, &binding_of(&k, "stays"), "v9");
+    missing("v9");
 
     // Deleting the Promise takes its requests, bindings and revisions with it.
     k.run(&["delete", "promise", "thing", "--timeout", "120"])

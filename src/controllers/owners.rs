@@ -61,9 +61,14 @@ impl Runtime {
                 out.extend(lookups::request_keys(self, &key.name).await?);
                 out.extend(lookups::promises_requiring(self, &key.name).await?);
             }
-            // Requests of a versioned Promise run with its revisions.
+            // Requests of a versioned Promise run with its revisions; a deleted revision's
+            // Promise is known from its remembered owners.
             "PromiseRevision" => {
-                if let Some(promise) = obj.as_ref().and_then(revisions::promise_key) {
+                let promise = obj
+                    .as_ref()
+                    .and_then(revisions::promise_key)
+                    .or_else(|| out.iter().find(|k| k.kind == "Promise").cloned());
+                if let Some(promise) = promise {
                     out.extend(lookups::request_keys(self, &promise.name).await?);
                 }
             }
