@@ -8,8 +8,11 @@ use statestores::error_chain::ErrorChain;
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
-    let json =
-        matches!(&cli.command, Command::Controller(args) if args.log_format == LogFormat::Json);
+    let json = match &cli.command {
+        Command::Controller(args) => args.log_format == LogFormat::Json,
+        Command::Serve { log_format, .. } => *log_format == LogFormat::Json,
+        _ => false,
+    };
     let logs = tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("KRATIX_LOG")

@@ -18,6 +18,7 @@ use crate::writer::layout::{self, FileBytes, PlacementContext, PlacementFiles};
 use crate::writer::plan;
 
 use super::commit_message::{placement_message, PlacementWrite};
+use super::metrics::{WorkRef, WriteResult};
 use super::placement_conditions::{failed_conditions, written_conditions};
 use super::state_stores::StoreHandle;
 use super::{status, write_retry, Error, ErrorChain, Next, Runtime};
@@ -318,15 +319,18 @@ async fn write_batch(
         &first,
         !planned.puts.is_empty(),
     );
-    let outcome = if changes.is_empty() {
-        statestores::WriteOutcome::default()
+    let written = if changes.is_empty() {
+        Ok(statestores::WriteOutcome::default())
     } else {
-        handle
-            .store
-            .write(&changes, &info)
-            .await
-            .map_err(WriteError::Store)?
+        handle.store.write(&changes, &info).await
     };
+    rt.metrics.placement_written(
+        handle.store.kind(),
+        &work_ref(&batch[0], &first),
+        dest.metadata.name.as_deref().unwrap_or_default(),
+        WriteResult::of(&written),
+    );
+    let outcome = written.map_err(WriteError::Store)?;
     let version = outcome.version.map(|v| v.0);
     for (wp, desired) in per_wp {
         if wp.metadata.deletion_timestamp.is_some() {
@@ -392,6 +396,18 @@ async fn aggregated(
         return Ok((path, None));
     }
     Ok((path, Some(layout::aggregated_yaml(&placements))))
+}
+
+/// The Work of a placement, as the metrics of the pipeline that made it name it.
+fn work_ref(wp: &Object, spec: &WorkPlacementSpec) -> WorkRef {
+    WorkRef {
+        namespace: wp.metadata.namespace.clone().unwrap_or_default(),
+        promise: spec.promise_name.clone(),
+        resource: spec.resource_name.clone(),
+        pipeline: label(wp, labels::PIPELINE_NAME)
+            .unwrap_or_default()
+            .to_string(),
+    }
 }
 
 /// The commit of one write: what it is for, and who writes it.

@@ -96,7 +96,7 @@ impl Cache {
         }
         let values = secret.as_ref().map(secret::values).unwrap_or_default();
         let opened = match kind {
-            "GitStateStore" => self.open_git(&obj, &values, rt.settings.git_timeout),
+            "GitStateStore" => self.open_git(&obj, &values, rt),
             _ => open_bucket(&obj, &values),
         };
         match opened {
@@ -116,7 +116,7 @@ impl Cache {
         &self,
         obj: &Object,
         secret: &std::collections::BTreeMap<String, Vec<u8>>,
-        timeout: Duration,
+        rt: &Runtime,
     ) -> Result<StoreHandle, NotReady> {
         let spec: crate::api::state_store::GitStateStoreSpec = serde_json::from_value(
             obj.data.get("spec").cloned().unwrap_or_default(),
@@ -160,8 +160,9 @@ impl Cache {
         let mut options = GitOptions::new(url, spec.branch());
         options.cache_dir = Some(self.cache_dir.join("git").join(&name));
         options.credentials = credentials;
-        options.timeout = timeout;
-        let git = Git::open(options).map_err(|e| NotReady {
+        options.timeout = rt.settings.git_timeout;
+        let events: Arc<dyn statestores::PushEvents> = rt.metrics.clone();
+        let git = Git::open_with_events(options, Some(events)).map_err(|e| NotReady {
             reason: "ErrorInitialisingWriter",
             message: ErrorChain(&e).to_string(),
         })?;
