@@ -14,6 +14,7 @@ use crate::api::state_store::{SecretRef, StateStoreStatus};
 use crate::api::{ConditionStatus, KindInfo, Object, ObjectKey};
 use crate::store::Selector;
 
+use super::commit_message::Template;
 use super::readiness::{store_ready, store_status_word, StoreProbe};
 use super::{status, Error, ErrorChain, Next, Runtime};
 
@@ -28,6 +29,9 @@ pub struct StoreHandle {
     pub path: Option<String>,
     pub author_name: String,
     pub author_email: String,
+    /// The text above the trailers of each commit, from the store's
+    /// `kratix.io/commit-message-template` annotation.
+    pub message_template: Option<Arc<Template>>,
     /// Changes whenever the store's spec or Secret changes.
     fingerprint: String,
 }
@@ -79,9 +83,11 @@ impl Cache {
             Ok(s) => s,
             Err(not_ready) => return Ok(Err(not_ready)),
         };
+        // NB: annotations do not change the generation, yet the template is one of them.
         let fingerprint = format!(
-            "{}/{}",
+            "{}/{:?}/{}",
             obj.metadata.generation.unwrap_or(0),
+            template_text(&obj),
             secret
                 .as_ref()
                 .and_then(|s| s.metadata.resource_version.clone())
@@ -166,6 +172,16 @@ impl Cache {
             reason: "ErrorInitialisingWriter",
             message: ErrorChain(&e).to_string(),
         })?;
+        let message_template = match template_text(obj) {
+            None => None,
+            Some(text) => Some(Arc::new(Template::parse(text).map_err(|e| NotReady {
+                reason: "InvalidCommitMessageTemplate",
+                message: format!(
+                    "annotation {}: {e}",
+                    crate::api::labels::COMMIT_MESSAGE_TEMPLATE
+                ),
+            })?)),
+        };
         let author = spec.git_author.clone().unwrap_or_default();
         Ok(StoreHandle {
             store: Arc::new(git),
@@ -175,9 +191,19 @@ impl Cache {
                 .filter(|n| !n.is_empty())
                 .unwrap_or_else(|| "kratix".into()),
             author_email: author.email.unwrap_or_default(),
+            message_template,
             fingerprint: String::new(),
         })
     }
+}
+
+/// The store's commit message template, if it has one.
+fn template_text(obj: &Object) -> Option<&str> {
+    obj.metadata
+        .annotations
+        .as_ref()?
+        .get(crate::api::labels::COMMIT_MESSAGE_TEMPLATE)
+        .map(String::as_str)
 }
 
 fn open_bucket(
@@ -226,6 +252,7 @@ fn open_bucket(
         path: spec.path.clone(),
         author_name: "kratix".into(),
         author_email: String::new(),
+        message_template: None,
         fingerprint: String::new(),
     })
 }
