@@ -499,6 +499,101 @@ fn the_default_author_is_kratix() {
     }
 }
 
+/// GitStateStore `default` on `state.git` with this commit message template and `extra` spec.
+fn store_with_template(template: &str, extra: &str) -> String {
+    format!(
+        "apiVersion: platform.kratix.io/v1alpha1\nkind: GitStateStore\nmetadata:\n  name: default\n  annotations:\n    kratix.io/commit-message-template: {}\nspec:\n  url: state.git\n  branch: main\n{}",
+        serde_json::to_string(template).expect("a JSON string is YAML"),
+        indent(extra)
+    )
+}
+
+#[test]
+fn a_commit_message_template_and_git_author_make_the_commits_readable() {
+    let k = Kratix::new();
+    let template = "{annotation:example.com/ticket} {promise} {namespace}/{request} \
+                    (generation {generation}) by {pipeline} to {destination}\n\n{workflow} of {work}";
+    let request = "apiVersion: gw.kratix.io/v1alpha1\nkind: Bundle\nmetadata:\n  name: r1\n  \
+                   namespace: default\n  annotations:\n    example.com/ticket: OPS-42\nspec:\n  \
+                   version: v1\n";
+    k.apply_yaml(
+        &setup(&[
+            store_with_template(
+                template,
+                "gitAuthor: {name: Platform Bot, email: bot@example.com}",
+            ),
+            destination_yaml("worker-1", "{target: worker-1}", ""),
+            yaml(&bundle_with(&["render"])),
+            request.to_string(),
+        ]),
+        &[],
+    )
+    .assert_ok();
+    let repo = Repo::new(k.home().join("state.git"));
+    let commits = repo.commits();
+    let work = work_name(&k, "default", "r1", "render");
+    let commit = only_commit(
+        &commits,
+        "OPS-42 bundle default/r1 (generation 1) by render to worker-1",
+    );
+    assert_eq!(
+        commit.message,
+        format!(
+            "OPS-42 bundle default/r1 (generation 1) by render to worker-1\n\n\
+             resource/configure of {work}\n\n\
+             Kratix-Promise: bundle\nKratix-Resource: default/r1\nKratix-Pipeline: render\n\
+             Kratix-Destination: worker-1\nKratix-Workflow: resource/configure"
+        )
+    );
+    assert_eq!(commit.author, "Platform Bot <bot@example.com>");
+    assert_eq!(commit.committer, "Platform Bot <bot@example.com>");
+    // Git itself reads the trailers; the template's text does not hide them.
+    assert!(
+        repo.trailers(&commit.sha)
+            .contains("Kratix-Resource: default/r1"),
+        "{}",
+        repo.trailers(&commit.sha)
+    );
+    // A promise workflow has no request: its values are empty, the Promise's generation shows.
+    only_commit(&commits, "bundle / (generation 1) by deps to worker-1");
+}
+
+#[test]
+fn an_invalid_template_makes_the_store_not_ready_and_writes_nothing_until_fixed() {
+    let mut k = Kratix::new();
+    k.start_serve();
+    k.apply_yaml(
+        &setup(&[
+            store_with_template("[{ticket}] {promise", ""),
+            destination_yaml("worker-1", "{target: worker-1}", ""),
+            yaml(&bundle_with(&["render"])),
+            request_yaml("r1", "default", "v1"),
+        ]),
+        &["--no-wait"],
+    )
+    .assert_ok();
+    let ready = assert_blocked(&k);
+    assert_eq!(ready["reason"], "InvalidCommitMessageTemplate", "{ready}");
+    assert!(
+        ready["message"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("annotation kratix.io/commit-message-template: unknown variable {ticket} at character 2"),
+        "the message names the annotation and the mistake: {ready}"
+    );
+    let repo = Repo::new(k.home().join("state.git"));
+    assert_eq!(repo.head(), None, "nothing written with a wrong message");
+
+    k.run(&[
+        "annotate",
+        "gitstatestore",
+        "default",
+        "kratix.io/commit-message-template-",
+    ])
+    .assert_ok();
+    assert_recovered(&k, &repo);
+}
+
 // ---------------------------------------------------------------------------------------------
 // 2. Idempotence
 

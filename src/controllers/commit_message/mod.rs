@@ -61,7 +61,7 @@ pub fn placement_message(w: &PlacementWrite) -> String {
             annotations: w.annotations,
         })
     });
-    let mut message = match custom.as_deref().map(str::trim_end) {
+    let mut message = match custom.as_deref().map(str::trim) {
         // NB: a template whose values all came out empty says nothing; the default does.
         Some(text) if !text.trim().is_empty() => format!("{text}\n"),
         _ => format!(
