@@ -594,6 +594,164 @@ fn an_invalid_template_makes_the_store_not_ready_and_writes_nothing_until_fixed(
     assert_recovered(&k, &repo);
 }
 
+/// GETs `path` from `addr` over plain HTTP/1.0; the body.
+fn http_get(addr: &str, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).expect("the metrics endpoint answers");
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").expect("request sent");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("response read");
+    let (head, body) = response.split_once("\r\n\r\n").expect("headers end");
+    assert!(
+        head.starts_with("HTTP/1.0 200") || head.starts_with("HTTP/1.1 200"),
+        "{head}"
+    );
+    body.to_string()
+}
+
+/// The value of the sample `series` (name and labels, exactly as written) in `text`.
+fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .find_map(|l| l.rsplit_once(' ').filter(|(s, _)| *s == series))
+        .and_then(|(_, v)| v.parse().ok())
+}
+
+#[test]
+fn serve_exposes_metrics_of_runs_writes_and_pushes() {
+    let mut k = Kratix::new();
+    k.start_serve_args(&["--metrics-addr", "127.0.0.1:0"], &[]);
+    let addr = eventually("serve to say where its metrics are", WAIT, || {
+        k.serve_log().lines().find_map(|l| {
+            l.strip_prefix("metrics on http://")
+                .and_then(|rest| rest.strip_suffix("/metrics"))
+                .map(str::to_string)
+        })
+    });
+    k.apply_yaml(
+        &setup(&[
+            store_yaml("state.git", ""),
+            destination_yaml("worker-1", "{target: worker-1}", ""),
+            yaml(&bundle_with(&["render"])),
+            request_yaml("r1", "default", "v1"),
+        ]),
+        &[],
+    )
+    .assert_ok();
+    // The same output again: a write that changes nothing.
+    k.run(&["reconcile", "bundle", "r1"]).assert_ok();
+
+    let text = eventually("a no-op write to be counted", WAIT, || {
+        let text = http_get(&addr, "/metrics");
+        sample(
+            &text,
+            "kratix_state_store_writes_total{store=\"git\",result=\"unchanged\"}",
+        )
+        .filter(|n| *n >= 1.0)
+        .map(|_| text)
+    });
+    for family in [
+        "kratix_reconcile_total counter",
+        "kratix_reconcile_errors_total counter",
+        "kratix_pipeline_runs_total counter",
+        "kratix_pipeline_run_duration_seconds histogram",
+        "kratix_queue_depth gauge",
+        "kratix_pipeline_end_to_commit_seconds histogram",
+        "kratix_state_store_writes_total counter",
+        "kratix_git_commits_per_push histogram",
+        "kratix_git_push_conflicts_total counter",
+        "kratix_git_push_retries_total counter",
+    ] {
+        assert!(
+            text.lines().any(|l| l == format!("# TYPE {family}")),
+            "{family} missing in\n{text}"
+        );
+    }
+    let value = |series: &str| {
+        sample(&text, series).unwrap_or_else(|| panic!("{series} missing in\n{text}"))
+    };
+    let configure = "workflow_type=\"resource\",action=\"configure\",result=\"succeeded\"";
+    // Applied once, reconciled once.
+    assert_eq!(
+        value(&format!("kratix_pipeline_runs_total{{{configure}}}")),
+        2.0
+    );
+    assert_eq!(
+        value(&format!(
+            "kratix_pipeline_run_duration_seconds_count{{{configure}}}"
+        )),
+        2.0
+    );
+    let took = value(&format!(
+        "kratix_pipeline_run_duration_seconds_sum{{{configure}}}"
+    ));
+    assert!(took > 0.0 && took < 300.0, "two runs took {took} s");
+    assert_eq!(
+        value("kratix_pipeline_runs_total{workflow_type=\"promise\",action=\"configure\",result=\"succeeded\"}"),
+        1.0
+    );
+    // Each pipeline end timed once on its one Destination: the promise's and the request's two.
+    assert_eq!(value("kratix_pipeline_end_to_commit_seconds_count"), 3.0);
+    assert!(value("kratix_pipeline_end_to_commit_seconds_sum") < 300.0);
+    // Works' writes: static dependencies, the promise's pipeline, the request's.
+    assert_eq!(
+        value("kratix_state_store_writes_total{store=\"git\",result=\"changed\"}"),
+        3.0
+    );
+    let pushes = value("kratix_git_commits_per_push_count");
+    let pushed = value("kratix_git_commits_per_push_sum");
+    assert!(pushes >= 1.0 && pushes <= 4.0, "{pushes} pushes");
+    assert_eq!(
+        pushed, 4.0,
+        "every commit, the canary's too, was pushed once"
+    );
+    assert_eq!(value("kratix_git_push_conflicts_total"), 0.0);
+    assert_eq!(value("kratix_git_push_retries_total"), 0.0);
+    assert!(value("kratix_reconcile_total{controller=\"request\"}") >= 2.0);
+    assert!(value("kratix_reconcile_total{controller=\"workplacement\"}") >= 1.0);
+    assert!(value("kratix_queue_depth") >= 0.0);
+    // Object names never become labels.
+    for name in ["r1", "worker-1", "bundle", "default"] {
+        assert!(
+            !text
+                .lines()
+                .filter(|l| !l.starts_with('#'))
+                .any(|l| l.contains(&format!("\"{name}\""))),
+            "{name} is a label value in\n{text}"
+        );
+    }
+    assert_eq!(http_get(&addr, "/healthz"), "ok\n");
+}
+
+#[test]
+fn serve_logs_json_lines_on_request() {
+    let mut k = Kratix::new();
+    k.start_serve_args(&["--log-format", "json"], &[("KRATIX_LOG", "info")]);
+    k.apply_yaml(
+        &setup(&[
+            store_yaml("state.git", ""),
+            destination_yaml("worker-1", "{target: worker-1}", ""),
+            yaml(&bundle_with(&["render"])),
+            request_yaml("r1", "default", "v1"),
+        ]),
+        &[],
+    )
+    .assert_ok();
+    let run = eventually("serve to log a pipeline run", WAIT, || {
+        k.serve_log()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|l| l["fields"]["message"] == "pipeline run finished")
+    });
+    assert_eq!(run["level"], "INFO", "{run}");
+    assert!(run["fields"]["run"].is_string(), "{run}");
+    assert!(run["timestamp"].is_string(), "{run}");
+    // Every line from the logger is JSON (serve's own notes are plain text by contract).
+    for line in k.serve_log().lines().filter(|l| l.starts_with('{')) {
+        assert!(serde_json::from_str::<Value>(line).is_ok(), "{line}");
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // 2. Idempotence
 

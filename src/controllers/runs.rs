@@ -387,13 +387,14 @@ async fn execute(rt: &Runtime, run: &Object) -> Result<Finished, Error> {
     if finished.phase == PipelineRunPhase::Succeeded {
         if action == WorkflowAction::Configure && !control.suspend {
             if let Some(output) = &outcome.output {
-                works::upsert_from_run(rt, run, &promise, output, &outcome.metadata).await?;
+                // Before the Work is stored: its placements may be written at once.
                 rt.metrics.pipeline_ended(WorkRef {
                     namespace: key.namespace.clone().unwrap_or_default(),
                     promise: promise_name.clone(),
                     resource: spec.resource_name.clone(),
                     pipeline: pipeline.name().to_string(),
                 });
+                works::upsert_from_run(rt, run, &promise, output, &outcome.metadata).await?;
             }
         }
         if let Some(status_yaml) = &outcome.metadata.status {
