@@ -2,6 +2,7 @@
 
 pub mod apply;
 mod columns;
+mod complete_words;
 pub mod completion;
 pub mod controller;
 pub mod documents;
