@@ -700,7 +700,7 @@ fn serve_exposes_metrics_of_runs_writes_and_pushes() {
     );
     let pushes = value("kratix_git_commits_per_push_count");
     let pushed = value("kratix_git_commits_per_push_sum");
-    assert!(pushes >= 1.0 && pushes <= 4.0, "{pushes} pushes");
+    assert!((1.0..=4.0).contains(&pushes), "{pushes} pushes");
     assert_eq!(
         pushed, 4.0,
         "every commit, the canary's too, was pushed once"

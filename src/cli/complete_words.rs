@@ -122,11 +122,8 @@ fn take_flag(
 ) {
     match flag {
         "--home" => *home = Some(value.to_string()),
-        "-n" | "--namespace" => {
-            if namespace.is_some() {
-                *namespace = Some(value.to_string());
-            }
-        }
+        // NB: after `-A`, every namespace whatever `-n` says, as kubectl does.
+        "-n" | "--namespace" if namespace.is_some() => *namespace = Some(value.to_string()),
         "-f" | "--filename" => *files = true,
         _ => {}
     }
