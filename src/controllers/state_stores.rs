@@ -131,6 +131,17 @@ impl Cache {
             reason: "ErrorInitialisingWriter",
             message: e.to_string(),
         })?;
+        // Checked before anything is opened: a store with a bad template is used for nothing.
+        let message_template = match template_text(obj) {
+            None => None,
+            Some(text) => Some(Arc::new(Template::parse(text).map_err(|e| NotReady {
+                reason: "InvalidCommitMessageTemplate",
+                message: format!(
+                    "annotation {}: {e}",
+                    crate::api::labels::COMMIT_MESSAGE_TEMPLATE
+                ),
+            })?)),
+        };
         let name = obj.metadata.name.clone().unwrap_or_default();
         let text = |k: &str| {
             secret
@@ -172,16 +183,6 @@ impl Cache {
             reason: "ErrorInitialisingWriter",
             message: ErrorChain(&e).to_string(),
         })?;
-        let message_template = match template_text(obj) {
-            None => None,
-            Some(text) => Some(Arc::new(Template::parse(text).map_err(|e| NotReady {
-                reason: "InvalidCommitMessageTemplate",
-                message: format!(
-                    "annotation {}: {e}",
-                    crate::api::labels::COMMIT_MESSAGE_TEMPLATE
-                ),
-            })?)),
-        };
         let author = spec.git_author.clone().unwrap_or_default();
         Ok(StoreHandle {
             store: Arc::new(git),
