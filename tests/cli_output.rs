@@ -255,7 +255,7 @@ fn bash_completes(k: &Kratix, line: &str) -> Vec<String> {
 }
 
 #[test]
-fn bash_completes_kinds_and_object_names_of_the_home() {
+fn shells_complete_kinds_and_object_names_of_the_home() {
     let k = quickstart();
     let cases: &[(&str, &[&str])] = &[
         ("get web", &["webapps"]),
@@ -285,6 +285,67 @@ fn bash_completes_kinds_and_object_names_of_the_home() {
     ] {
         assert!(kinds.iter().any(|k| k == kind), "{kind} not in {kinds:?}");
     }
+    // The same through zsh's and fish's scripts, where those shells are installed (a fresh
+    // machine may lack them).
+    for (shell, line, want) in [
+        ("zsh", "get webapps ", vec!["blog", "shop"]),
+        ("zsh", "logs webapps -n default s", vec!["shop"]),
+        ("fish", "get webapps ", vec!["blog", "shop"]),
+        ("fish", "delete destination w", vec!["worker-1"]),
+    ] {
+        match other_shell_completes(&k, shell, line) {
+            Some(got) => assert_eq!(got, want, "{shell}: {line:?}"),
+            None => eprintln!("{shell} is not installed: its completion is not exercised"),
+        }
+    }
+}
+
+/// What zsh or fish completes for `line`, or `None` when the shell is not installed. zsh:
+/// the wrapper called as the completion system would, `compadd` printing what it is given
+/// (the real one then filters by the typed prefix, as done here).
+fn other_shell_completes(k: &Kratix, shell: &str, line: &str) -> Option<Vec<String>> {
+    let script_dir = tempfile::tempdir().expect("folder");
+    let script = script_dir.path().join("_kratix-rs");
+    std::fs::write(&script, kratix_rs(&["completion", shell]).stdout).expect("script written");
+    let code = match shell {
+        "zsh" => format!(
+            r#"autoload -U compinit; compinit -u -d {dir}/zcompdump
+               source {script}
+               compadd() {{ [[ $1 == -a ]] && print -l -- ${{(P)2}} }}
+               words=(kratix-rs ${{(z)LINE}}); [[ "$LINE" == *" " ]] && words+=("")
+               CURRENT=${{#words}}
+               _kratix-rs-dynamic | grep -- "^${{words[CURRENT]}}""#,
+            dir = script_dir.path().display(),
+            script = script.display()
+        ),
+        _ => format!(
+            r#"source {script}; complete -C "kratix-rs $LINE""#,
+            script = script.display()
+        ),
+    };
+    let bin_dir = support::binary().parent()?.to_path_buf();
+    let out = Command::new(shell)
+        .arg("-c")
+        .arg(code)
+        .env(
+            "PATH",
+            format!(
+                "{}:{}",
+                bin_dir.display(),
+                std::env::var("PATH").unwrap_or_default()
+            ),
+        )
+        .env("KRATIX_HOME", k.home())
+        .env("LINE", line)
+        .output()
+        .ok()?;
+    let mut got: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.split('\t').next().unwrap_or_default().to_string())
+        .filter(|l| !l.is_empty())
+        .collect();
+    got.sort();
+    Some(got)
 }
 
 #[test]
