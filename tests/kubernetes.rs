@@ -227,6 +227,28 @@ fn controller_runs_three_pipelines_in_order_with_one_commit_each() {
     let _kubelet = env.kubelet();
     let mut controller = Controller::start(&env, "solo", work.path(), &[]);
     git_platform(&env, &daemon);
+    // Readable commits, as in the embedded runtime: the same controller code.
+    env.kubectl(
+        &[
+            "annotate",
+            "gitstatestore",
+            "default",
+            "kratix.io/commit-message-template=deploy {promise}/{request} by {pipeline}",
+        ],
+        "",
+    );
+    env.kubectl(
+        &[
+            "patch",
+            "gitstatestore",
+            "default",
+            "--type",
+            "merge",
+            "-p",
+            r#"{"spec":{"gitAuthor":{"name":"Platform Bot","email":"bot@example.com"}}}"#,
+        ],
+        "",
+    );
     apply_promise(&env, &["a", "b", "c"]);
     env.apply(&support::things::request("r1", 3));
     let obj = settled(&env, &controller, "r1");
@@ -252,6 +274,27 @@ fn controller_runs_three_pipelines_in_order_with_one_commit_each() {
             (!c.is_empty()).then_some(c)
         });
         assert_eq!(commits.len(), 1, "one commit for pipeline {p}: {commits:?}");
+        assert_eq!(commits[0], format!("deploy thing/r1 by {p}"));
+    }
+    let authors = git(
+        &[
+            "--git-dir",
+            repo.to_str().expect("UTF-8"),
+            "log",
+            "--format=%an <%ae>|%cn <%ce>",
+            "main",
+            "--",
+            // NB: the canary may have been written before the store was patched.
+            "worker-1/resources/default/thing/r1",
+        ],
+        Path::new("/"),
+    );
+    assert_eq!(authors.lines().count(), 3, "{authors}");
+    for line in authors.lines() {
+        assert_eq!(
+            line, "Platform Bot <bot@example.com>|Platform Bot <bot@example.com>",
+            "{authors}"
+        );
     }
 
     // Operability: alive, ready, and the reconciles counted.
@@ -278,6 +321,22 @@ fn controller_runs_three_pipelines_in_order_with_one_commit_each() {
         .and_then(|n| n.parse::<u64>().ok())
         .expect("request reconciles counted");
     assert!(requests > 0, "{metrics}");
+    let runs = metrics
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix(
+                "kratix_pipeline_runs_total{workflow_type=\"resource\",action=\"configure\",result=\"succeeded\"} ",
+            )
+        })
+        .and_then(|n| n.parse::<u64>().ok())
+        .expect("pipeline runs counted");
+    assert_eq!(runs, 3, "{metrics}");
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l.starts_with("kratix_git_commits_per_push_count ") && !l.ends_with(" 0")),
+        "{metrics}"
+    );
 
     // Deleting the Promise deletes its requests, their files, and its CRD.
     env.kubectl(&["delete", "promise", "thing", "--wait=false"], "");

@@ -77,6 +77,9 @@ pub mod labels {
     /// pipeline left the workflow, `delete` when its object is deleted. Becomes the commit's
     /// `Kratix-Workflow`.
     pub const REMOVAL_REASON: &str = "kratix.io/removal-reason";
+    /// On a GitStateStore: the commit message's text above Kratix's trailers (an annotation,
+    /// so that the object stays valid for Kratix).
+    pub const COMMIT_MESSAGE_TEMPLATE: &str = "kratix.io/commit-message-template";
 }
 
 /// Finalizers: what must be done before an object of each kind may go.

@@ -330,7 +330,7 @@ async fn probe_api_server(cp: Arc<dyn ControlPlane>, reachable: Arc<AtomicBool>)
 }
 
 /// A task that ends with its handle.
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
+pub(super) struct AbortOnDrop(pub(super) tokio::task::JoinHandle<()>);
 
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {

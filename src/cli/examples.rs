@@ -75,7 +75,8 @@ pub const SERVE: &str = "\
 Examples:
   kratix-rs serve
   kratix-rs --home /srv/kratix serve --max-parallel 4
-  kratix-rs serve --resource-binding-version pinned";
+  kratix-rs serve --resource-binding-version pinned
+  KRATIX_LOG=info kratix-rs serve --metrics-addr 127.0.0.1:8080 --log-format json";
 
 pub const CONTROLLER: &str = "\
 Examples:

@@ -2,6 +2,7 @@
 
 pub mod apply;
 mod columns;
+mod complete_words;
 pub mod completion;
 pub mod controller;
 pub mod diff;
@@ -169,6 +170,13 @@ pub enum Command {
         /// the request is made).
         #[arg(long, env = crate::controllers::BINDING_VERSION_ENV, value_enum)]
         resource_binding_version: Option<crate::controllers::bindings::Strategy>,
+        /// Serve `/metrics` (Prometheus text format) and `/healthz` on this address, e.g.
+        /// `127.0.0.1:8080`; none without it.
+        #[arg(long)]
+        metrics_addr: Option<String>,
+        /// Log format on standard error; `KRATIX_LOG` sets the level (e.g. `info`).
+        #[arg(long, value_enum, default_value_t = controller::LogFormat::Text)]
+        log_format: controller::LogFormat,
     },
     /// Run every controller against a Kubernetes API server (Promises' APIs become CRDs), with
     /// optional leader election, health and metrics endpoints; until SIGTERM.

@@ -168,7 +168,7 @@ pub struct Runtime {
     owners_seen: Arc<Mutex<std::collections::HashMap<ObjectKey, Vec<ObjectKey>>>>,
     pub settings: Settings,
     /// Reconciles done per controller, and whether the controllers have started.
-    pub metrics: Arc<metrics::ReconcileMetrics>,
+    pub metrics: Arc<metrics::Metrics>,
     /// When set, stopping first carries out what is already set off, for at most this long
     /// (see [`Runtime::draining_on_stop`]).
     drain_on_stop: Option<Duration>,
@@ -295,6 +295,7 @@ impl Runtime {
                 };
                 continue;
             }
+            self.metrics.set_queue_depth(queue.len());
             let mut sleep = queue.time_to_next().unwrap_or(Duration::from_secs(1));
             if let Some(due) = resync_due {
                 sleep = sleep.min(due.saturating_duration_since(tokio::time::Instant::now()));
