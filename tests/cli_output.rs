@@ -285,8 +285,8 @@ fn shells_complete_kinds_and_object_names_of_the_home() {
     ] {
         assert!(kinds.iter().any(|k| k == kind), "{kind} not in {kinds:?}");
     }
-    // The same through zsh's and fish's scripts, where those shells are installed (a fresh
-    // machine may lack them).
+    // The same through zsh's and fish's scripts, where those shells are installed
+    // (scripts/test-deps.sh installs them; a developer's machine may lack them).
     for (shell, line, want) in [
         ("zsh", "get webapps ", vec!["blog", "shop"]),
         ("zsh", "logs webapps -n default s", vec!["shop"]),
