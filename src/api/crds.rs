@@ -10,11 +10,12 @@ use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use super::{
-    BucketStateStore, Destination, GitStateStore, PipelineRun, Promise, Work, WorkPlacement,
+    BucketStateStore, Destination, GitStateStore, PipelineRun, Promise, PromiseRelease,
+    PromiseRevision, ResourceBinding, Work, WorkPlacement,
 };
 
 /// The CRDs in a stable order: Promise, Destination, the state stores, Work, WorkPlacement,
-/// PipelineRun, HealthRecord.
+/// PipelineRun, then the kinds of Promise versions and releases, then HealthRecord.
 pub fn crds() -> Vec<CustomResourceDefinition> {
     vec![
         Promise::crd(),
@@ -24,6 +25,9 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
         Work::crd(),
         WorkPlacement::crd(),
         PipelineRun::crd(),
+        PromiseRevision::crd(),
+        ResourceBinding::crd(),
+        PromiseRelease::crd(),
         super::health_record::crd(),
     ]
 }
@@ -150,12 +154,15 @@ mod tests {
             ("Work", "Namespaced"),
             ("WorkPlacement", "Namespaced"),
             ("PipelineRun", "Namespaced"),
+            ("PromiseRevision", "Cluster"),
+            ("ResourceBinding", "Namespaced"),
+            ("PromiseRelease", "Cluster"),
             ("HealthRecord", "Namespaced"),
         ]
         .map(|(k, s)| (k.to_string(), s.to_string()));
         assert_eq!(got, want);
         let yaml = crds_yaml();
-        assert_eq!(yaml.matches("---\n").count(), 8);
+        assert_eq!(yaml.matches("---\n").count(), 11);
         assert!(yaml.starts_with("---\napiVersion: apiextensions.k8s.io/v1\n"));
     }
 

@@ -74,11 +74,14 @@ pub enum Builtin {
     WorkPlacement,
     PipelineRun,
     Secret,
+    PromiseRevision,
+    ResourceBinding,
+    PromiseRelease,
     HealthRecord,
 }
 
 impl Builtin {
-    pub const ALL: [Builtin; 9] = [
+    pub const ALL: [Builtin; 12] = [
         Builtin::Promise,
         Builtin::Destination,
         Builtin::GitStateStore,
@@ -87,6 +90,9 @@ impl Builtin {
         Builtin::WorkPlacement,
         Builtin::PipelineRun,
         Builtin::Secret,
+        Builtin::PromiseRevision,
+        Builtin::ResourceBinding,
+        Builtin::PromiseRelease,
         Builtin::HealthRecord,
     ];
 
@@ -116,6 +122,9 @@ impl Builtin {
             Builtin::WorkPlacement => kratix("WorkPlacement", "workplacements", &["wp"], true),
             Builtin::PipelineRun => kratix("PipelineRun", "pipelineruns", &["pr"], true),
             Builtin::Secret => KindInfo::builtin("", "v1", "Secret", "secrets", &[], true),
+            Builtin::PromiseRevision => kratix("PromiseRevision", "promiserevisions", &[], false),
+            Builtin::ResourceBinding => kratix("ResourceBinding", "resourcebindings", &[], true),
+            Builtin::PromiseRelease => kratix("PromiseRelease", "promisereleases", &[], false),
             Builtin::HealthRecord => kratix("HealthRecord", "healthrecords", &[], true),
         }
     }

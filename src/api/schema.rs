@@ -14,3 +14,11 @@ pub fn list_of_objects(_: &mut SchemaGenerator) -> Schema {
         "items": { "type": "object", "x-kubernetes-preserve-unknown-fields": true }
     })
 }
+
+/// A Promise's `spec`, as declared for the Promise, keeping unknown fields (a revision holds the
+/// spec as it was stored, whatever version of Kratix wrote it).
+pub fn promise_spec(generator: &mut SchemaGenerator) -> Schema {
+    let mut schema = generator.subschema_for::<super::PromiseSpec>();
+    schema.insert("x-kubernetes-preserve-unknown-fields".into(), true.into());
+    schema
+}

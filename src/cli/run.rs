@@ -49,6 +49,8 @@ pub enum Error {
     AlreadyServing { home: String },
     #[error(transparent)]
     Controller(#[from] super::controller::Error),
+    #[error(transparent)]
+    Endpoint(#[from] controllers::metrics::Error),
     #[error("writing to standard output")]
     Stdout(#[source] std::io::Error),
     #[error(transparent)]
@@ -160,6 +162,7 @@ async fn dispatch(command: Command, platform: &Platform, driver: &Driver) -> Res
         } => {
             let targets = delete_targets(&platform, &files, &target, namespace.as_deref()).await?;
             let cp = platform.control_plane();
+            refuse_protected(cp.as_ref(), &targets).await?;
             for (kind, key) in &targets {
                 match cp.delete(kind, key.namespace.as_deref(), &key.name).await {
                     Ok(_) => println!("{}/{} deleted", kind.kind.to_ascii_lowercase(), key.name),
@@ -308,18 +311,28 @@ async fn dispatch(command: Command, platform: &Platform, driver: &Driver) -> Res
         Command::Serve {
             max_parallel,
             intervals,
+            resource_binding_version,
+            metrics_addr,
+            log_format: _,
         } => {
             let lock = HomeLock::try_acquire(&platform.home)
                 .map_err(|e| Error::Controllers(controllers::Error::Store(e)))?
                 .ok_or_else(|| Error::AlreadyServing {
                     home: platform.home.display().to_string(),
                 })?;
-            eprintln!("serving {}", platform.home.display());
             let mut runtime = controllers::Runtime::new(platform.clone());
             if let Some(n) = max_parallel {
                 runtime = runtime.with_max_parallel(usize::from(n));
             }
             intervals.apply(&mut runtime.settings);
+            if let Some(strategy) = resource_binding_version {
+                runtime = runtime.with_binding_strategy(strategy);
+            }
+            let _endpoint = match &metrics_addr {
+                Some(addr) => Some(serve_metrics(addr, runtime.metrics.clone()).await?),
+                None => None,
+            };
+            eprintln!("serving {}", platform.home.display());
             runtime
                 .run(lock, async {
                     super::signal::shutdown().await;
@@ -333,6 +346,30 @@ async fn dispatch(command: Command, platform: &Platform, driver: &Driver) -> Res
         | Command::PipelineAdapter { .. }
         | Command::Completion { .. } => Ok(()),
     }
+}
+
+/// Serves `/metrics` and `/healthz` on `addr` until the handle is dropped.
+async fn serve_metrics(
+    addr: &str,
+    metrics: std::sync::Arc<controllers::metrics::Metrics>,
+) -> Result<super::controller::AbortOnDrop, Error> {
+    use controllers::metrics;
+    let listener = metrics::bind(addr).await?;
+    let answer: metrics::Answer = std::sync::Arc::new(move |path: &str| match path {
+        "/metrics" => (hyper::StatusCode::OK, metrics.render()),
+        "/healthz" => (hyper::StatusCode::OK, "ok\n".into()),
+        _ => (hyper::StatusCode::NOT_FOUND, "not found\n".into()),
+    });
+    eprintln!(
+        "metrics on http://{}/metrics",
+        listener
+            .local_addr()
+            .map(|a| a.to_string())
+            .unwrap_or_else(|_| addr.to_string())
+    );
+    Ok(super::controller::AbortOnDrop(tokio::spawn(
+        metrics::serve(listener, answer),
+    )))
 }
 
 fn key_for(kind: &KindInfo, name: &str, namespace: Option<&str>) -> ObjectKey {
@@ -396,6 +433,33 @@ async fn delete_targets(
             "delete needs either -f PATH or KIND NAME".into(),
         )),
     }
+}
+
+/// Refuses, before anything is deleted, to delete what Kratix's admission refuses: the latest
+/// revision of a Promise.
+async fn refuse_protected(
+    cp: &dyn ControlPlane,
+    targets: &[(KindInfo, ObjectKey)],
+) -> Result<(), Error> {
+    for (kind, key) in targets {
+        if (kind.group.as_str(), kind.kind.as_str()) != (crate::api::GROUP, "PromiseRevision") {
+            continue;
+        }
+        let found = cp
+            .get(kind, None, &key.name)
+            .await
+            .map_err(|source| Error::Store {
+                key: key.clone(),
+                source,
+            })?;
+        if let Some(reason) = found
+            .as_ref()
+            .and_then(controllers::revisions::deletion_refused)
+        {
+            return Err(Error::Usage(format!("{key}: {reason}")));
+        }
+    }
+    Ok(())
 }
 
 async fn wait_gone(

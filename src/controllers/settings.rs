@@ -27,6 +27,9 @@ pub struct Settings {
     /// default the number of cores). One object's pipelines run one after another whatever
     /// this is: a workflow creates its next run only once the previous one finished.
     pub max_parallel: usize,
+    /// How a new request of a versioned Promise is bound to a version
+    /// (`KRATIX_RESOURCE_BINDING_VERSION`: `floating`, the default, or `pinned`).
+    pub binding_strategy: super::bindings::Strategy,
     /// Reconciliation intervals: `KRATIX_RECONCILIATION_INTERVAL` (a Go duration or seconds,
     /// default Kratix's `10h`), `KRATIX_MIN_RECONCILIATION_INTERVAL` (default `1m`, Kratix's
     /// floor) and `KRATIX_RECONCILE_AFTER_FAILURE` (default `true`).
@@ -36,6 +39,9 @@ pub struct Settings {
     /// duration or seconds, default Kratix's `10h`; `0` turns it off).
     pub drift_interval: Option<Duration>,
 }
+
+/// The environment variable of [`Settings::binding_strategy`].
+pub const BINDING_VERSION_ENV: &str = "KRATIX_RESOURCE_BINDING_VERSION";
 
 impl Settings {
     pub fn from_env() -> Self {
@@ -56,6 +62,9 @@ impl Settings {
             )),
             git_timeout: Duration::from_secs(secs("KRATIX_GIT_TIMEOUT", 60).max(1)),
             max_parallel: max_parallel(std::env::var("KRATIX_MAX_PARALLEL").ok().as_deref()),
+            binding_strategy: super::bindings::Strategy::parse(
+                std::env::var(BINDING_VERSION_ENV).ok().as_deref(),
+            ),
             intervals: intervals::Policy {
                 default: duration_from_env(
                     "KRATIX_RECONCILIATION_INTERVAL",
