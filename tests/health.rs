@@ -142,3 +142,51 @@ fn get_shows_a_health_records_state() {
     bad.assert_failed();
     assert!(bad.stderr.contains("state"), "{}", bad.stderr);
 }
+
+/// The `thing` Promise labelled with `version`.
+fn versioned_promise(version: &str) -> String {
+    let mut promise: Value =
+        serde_json::from_str(&things::promise(&["first"])).expect("the Promise is JSON");
+    promise["metadata"]["labels"] = json!({"kratix.io/promise-version": version});
+    promise.to_string()
+}
+
+#[test]
+fn a_request_pinned_to_an_older_version_counts_that_versions_records() {
+    let mut k = Kratix::new().with_env("KRATIX_RESOURCE_BINDING_VERSION", "pinned");
+    k.apply_yaml(&versioned_promise("v1"), &["--no-wait"])
+        .assert_ok();
+    k.apply_yaml(&things::request("one", 1), &["--no-wait"])
+        .assert_ok();
+    k.start_serve();
+    eventually("request one bound to v1", WAIT, || {
+        k.list_json("resourcebindings", &["-A"])
+            .iter()
+            .any(|b| b["spec"]["version"] == "v1")
+            .then_some(())
+    });
+    // The Promise moves on to v2; the pinned request stays at v1.
+    k.apply_yaml(&versioned_promise("v2"), &["--no-wait"])
+        .assert_ok();
+    eventually("the v2 revision", WAIT, || {
+        k.list_json("promiserevisions", &[])
+            .iter()
+            .any(|r| r["spec"]["version"] == "v2")
+            .then_some(())
+    });
+    k.apply_yaml(
+        &record("v1-probe", "one", "degraded", Some("v1")),
+        &["--no-wait"],
+    )
+    .assert_ok();
+    k.apply_yaml(
+        &record("v2-probe", "one", "unhealthy", Some("v2")),
+        &["--no-wait"],
+    )
+    .assert_ok();
+    let status = eventually("the v1 record counted", WAIT, || {
+        let h = health(&k);
+        (sources(&h) == ["v1-probe"]).then_some(h)
+    });
+    assert_eq!(status["state"], "degraded", "{status}");
+}

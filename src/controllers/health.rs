@@ -87,17 +87,19 @@ pub fn aggregate(records: &[HealthRecord]) -> Value {
 }
 
 /// The request's `status.healthStatus` now: `None` when no record counts and it never had one
-/// (a request nobody checks has no health), else the aggregate. `had` is whether its status
+/// (a request nobody checks has no health), else the aggregate. `version` is the Promise version
+/// the request runs with (its binding's, else the Promise's label). `had` is whether its status
 /// holds a `healthStatus` already: once the last record goes, the state goes back to `ready`.
 pub async fn health_status(
     rt: &Runtime,
-    promise: &Object,
+    promise: &str,
+    version: Option<&str>,
     request: &Object,
     had: bool,
 ) -> Result<Option<Value>, Error> {
     let target = Target {
-        promise: promise.metadata.name.as_deref().unwrap_or_default(),
-        promise_version: label(promise, labels::PROMISE_VERSION),
+        promise,
+        promise_version: version,
         namespace: request.metadata.namespace.as_deref().unwrap_or_default(),
         name: request.metadata.name.as_deref().unwrap_or_default(),
     };

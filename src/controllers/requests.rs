@@ -152,7 +152,11 @@ pub async fn reconcile(rt: &Runtime, kind: &KindInfo, obj: Object) -> Result<Nex
             source,
         })?;
     let had_health = obj.data.pointer("/status/healthStatus").is_some();
-    let health = health::health_status(rt, &promise_obj, &obj, had_health).await?;
+    let version = match &pinned.bound {
+        Some(bound) => Some(bound.version.as_str()),
+        None => label(&promise_obj, labels::PROMISE_VERSION),
+    };
+    let health = health::health_status(rt, &promise_name, version, &obj, had_health).await?;
     status::update_status(rt.cp.as_ref(), kind, &key, |_, s| {
         status::set_conditions(s, conditions.clone());
         if let Some(health) = &health {
@@ -168,7 +172,8 @@ pub async fn reconcile(rt: &Runtime, kind: &KindInfo, obj: Object) -> Result<Nex
         }
     })
     .await?;
-    let periodic = intervals::schedule(rt, &subject, &promise_obj, &step, &records).await?;
+    // The interval of the revision the request runs with, as in Kratix.
+    let periodic = intervals::schedule(rt, &subject, &pinned.promise, &step, &records).await?;
     Ok(intervals::sooner(workflows::wake_after(&step), periodic).map_or(Next::Done, Next::After))
 }
 
