@@ -31,6 +31,11 @@ fn record(name: &str, request: &str, state: &str, version: Option<&str>) -> Stri
     .to_string()
 }
 
+fn apply_record(k: &Kratix, name: &str, request: &str, state: &str, version: Option<&str>) {
+    k.apply_yaml(&record(name, request, state, version), &["--no-wait"])
+        .assert_ok();
+}
+
 fn health(k: &Kratix) -> Value {
     k.get_json(things::KIND, "one", Some("default"))
         .map(|o| o["status"]["healthStatus"].clone())
@@ -50,13 +55,9 @@ fn sources(status: &Value) -> Vec<String> {
 fn health_records_combine_into_the_request_status_worst_first() {
     let mut k = Kratix::new();
     // The Promise is at version v2: records of v1 say nothing about it.
-    let promise = things::promise(&["first"]).replace(
-        r#""metadata":{"name":"thing"}"#,
-        r#""metadata":{"name":"thing","labels":{"kratix.io/promise-version":"v2"}}"#,
-    );
-    assert!(promise.contains("v2"), "the Promise carries its version");
     // Health needs no Destination: what the workflows write does not matter here.
-    k.apply_yaml(&promise, &["--no-wait"]).assert_ok();
+    k.apply_yaml(&versioned_promise("v2"), &["--no-wait"])
+        .assert_ok();
     k.apply_yaml(&things::request("one", 1), &["--no-wait"])
         .assert_ok();
     k.apply_yaml(&things::request("two", 1), &["--no-wait"])
@@ -64,23 +65,10 @@ fn health_records_combine_into_the_request_status_worst_first() {
     assert_eq!(health(&k), Value::Null, "nobody checked it: no health");
     k.start_serve();
 
-    k.apply_yaml(&record("probe-a", "one", "healthy", None), &["--no-wait"])
-        .assert_ok();
-    k.apply_yaml(
-        &record("probe-b", "one", "degraded", Some("v2")),
-        &["--no-wait"],
-    )
-    .assert_ok();
-    k.apply_yaml(
-        &record("old-probe", "one", "unhealthy", Some("v1")),
-        &["--no-wait"],
-    )
-    .assert_ok();
-    k.apply_yaml(
-        &record("probe-two", "two", "unhealthy", None),
-        &["--no-wait"],
-    )
-    .assert_ok();
+    apply_record(&k, "probe-a", "one", "healthy", None);
+    apply_record(&k, "probe-b", "one", "degraded", Some("v2"));
+    apply_record(&k, "old-probe", "one", "unhealthy", Some("v1"));
+    apply_record(&k, "probe-two", "two", "unhealthy", None);
     let status = eventually("both records of request one counted", WAIT, || {
         let h = health(&k);
         (sources(&h) == ["probe-a", "probe-b"]).then_some(h)
@@ -93,8 +81,7 @@ fn health_records_combine_into_the_request_status_worst_first() {
     assert_eq!(entry["details"], json!({"probe": "probe-b"}));
 
     // A record changes: the worst state moves with it.
-    k.apply_yaml(&record("probe-a", "one", "unhealthy", None), &["--no-wait"])
-        .assert_ok();
+    apply_record(&k, "probe-a", "one", "unhealthy", None);
     eventually("unhealthy wins", WAIT, || {
         (health(&k)["state"] == "unhealthy").then_some(())
     });
@@ -125,8 +112,7 @@ fn get_shows_a_health_records_state() {
     let k = Kratix::new();
     k.apply_yaml(&things::promise(&["first"]), &["--no-wait"])
         .assert_ok();
-    k.apply_yaml(&record("probe", "one", "ready", None), &["--no-wait"])
-        .assert_ok();
+    apply_record(&k, "probe", "one", "ready", None);
     let run = k.run(&["get", "healthrecords"]);
     run.assert_ok();
     assert!(run.stdout.contains("STATUS"), "{}", run.stdout);
@@ -174,16 +160,8 @@ fn a_request_pinned_to_an_older_version_counts_that_versions_records() {
             .any(|r| r["spec"]["version"] == "v2")
             .then_some(())
     });
-    k.apply_yaml(
-        &record("v1-probe", "one", "degraded", Some("v1")),
-        &["--no-wait"],
-    )
-    .assert_ok();
-    k.apply_yaml(
-        &record("v2-probe", "one", "unhealthy", Some("v2")),
-        &["--no-wait"],
-    )
-    .assert_ok();
+    apply_record(&k, "v1-probe", "one", "degraded", Some("v1"));
+    apply_record(&k, "v2-probe", "one", "unhealthy", Some("v2"));
     let status = eventually("the v1 record counted", WAIT, || {
         let h = health(&k);
         (sources(&h) == ["v1-probe"]).then_some(h)
