@@ -15,7 +15,8 @@ use crate::api::{
     crds, defaults, names, promise_api, validation, KindInfo, Object, ObjectKey, Promise, GROUP,
 };
 use checks::{
-    check_api_names, check_enum, check_labels, check_name, check_pipeline, check_store_path, shown,
+    check_api_names, check_enum, check_health_record, check_labels, check_name, check_pipeline,
+    check_reconciliation_interval, check_store_path, shown,
 };
 
 mod checks;
@@ -289,14 +290,7 @@ fn prepare_one(
                 &[crate::api::promise_release::TYPE_HTTP],
             )?;
         }
-        (GROUP, "HealthRecord") => {
-            if let Some(schema) = crds::schema_of("HealthRecord") {
-                value = validation::validate(schema, &value)
-                    .map_err(|e| e.to_string())?
-                    .object;
-            }
-            typed::<crate::api::HealthRecord>(&value)?;
-        }
+        (GROUP, "HealthRecord") => value = check_health_record(value)?,
         ("", "Secret") => value = normalise_secret(value)?,
         _ => {
             let promise = crate::platform::promise_defining(promises, &kind)
@@ -343,16 +337,7 @@ fn check_promise(value: &Value) -> Result<(), String> {
         check_api_names(&api.kind)?;
     }
     if let Some(workflows) = &promise.spec.workflows {
-        let interval = workflows
-            .config
-            .as_ref()
-            .and_then(|c| c.reconciliation_interval.as_deref());
-        if let Some(text) = interval {
-            let minimum = crate::controllers::Settings::from_env().intervals.minimum;
-            crate::controllers::intervals::check_setting(text, minimum).map_err(|reason| {
-                format!("spec.workflows.config.reconciliationInterval: {reason}")
-            })?;
-        }
+        check_reconciliation_interval(workflows)?;
         for (ty, actions) in [
             ("resource", &workflows.resource),
             ("promise", &workflows.promise),

@@ -161,6 +161,37 @@ pub(super) fn check_pipeline(
     Ok(())
 }
 
+/// A HealthRecord as its CRD declares it (`data.state` one of Kratix's states, defaulted).
+pub(super) fn check_health_record(value: Value) -> Result<Value, String> {
+    let value = match crate::api::crds::schema_of("HealthRecord") {
+        Some(schema) => {
+            crate::api::validation::validate(schema, &value)
+                .map_err(|e| e.to_string())?
+                .object
+        }
+        None => value,
+    };
+    serde_json::from_value::<crate::api::HealthRecord>(value.clone()).map_err(|e| e.to_string())?;
+    Ok(value)
+}
+
+/// A Promise's `spec.workflows.config.reconciliationInterval`: a duration of at least the
+/// platform's floor, as Kratix's webhook requires.
+pub(super) fn check_reconciliation_interval(
+    workflows: &crate::api::promise::Workflows,
+) -> Result<(), String> {
+    let Some(text) = workflows
+        .config
+        .as_ref()
+        .and_then(|c| c.reconciliation_interval.as_deref())
+    else {
+        return Ok(());
+    };
+    let minimum = crate::controllers::Settings::from_env().intervals.minimum;
+    crate::controllers::intervals::check_setting(text, minimum)
+        .map_err(|reason| format!("spec.workflows.config.reconciliationInterval: {reason}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
