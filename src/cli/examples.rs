@@ -27,6 +27,19 @@ Examples:
   kratix-rs get promise postgresql -o yaml
   kratix-rs get works -A -o name";
 
+pub const DESCRIBE: &str = "\
+Examples:
+  kratix-rs describe promise postgresql
+  kratix-rs describe postgresql acme-db -n team-a
+  kratix-rs describe destination worker-1";
+
+pub const EVENTS: &str = "\
+Examples:
+  kratix-rs events                          # events in namespace default
+  kratix-rs events -A                       # in every namespace
+  kratix-rs events postgresql acme-db -n team-a
+  kratix-rs events promise postgresql -o yaml";
+
 pub const WAIT: &str = "\
 Examples:
   kratix-rs wait promise postgresql --for condition=Available

@@ -4,8 +4,10 @@ pub mod apply;
 mod columns;
 pub mod completion;
 pub mod controller;
+pub mod describe;
 pub mod documents;
 mod driver;
+pub mod events;
 mod examples;
 pub mod get;
 pub mod logs;
@@ -80,6 +82,32 @@ pub enum Command {
         /// Add a LABELS column to the table.
         #[arg(long)]
         show_labels: bool,
+    },
+    /// Show one object for a person: metadata, conditions, pipeline runs, where its files went,
+    /// and its recent events.
+    #[command(after_help = examples::DESCRIBE)]
+    Describe {
+        /// A kind, plural, singular or short name, including the kinds Promises define.
+        #[arg(value_parser = completion::KindParser, hide_possible_values = true)]
+        kind: String,
+        name: String,
+        #[arg(short = 'n', long)]
+        namespace: Option<String>,
+    },
+    /// Show the events the controllers recorded (of every object, of a kind, or of one object).
+    #[command(after_help = examples::EVENTS)]
+    Events {
+        /// A kind, plural, singular or short name, including the kinds Promises define.
+        #[arg(value_parser = completion::KindParser, hide_possible_values = true)]
+        kind: Option<String>,
+        name: Option<String>,
+        #[arg(short = 'n', long)]
+        namespace: Option<String>,
+        /// Every namespace.
+        #[arg(short = 'A', long)]
+        all_namespaces: bool,
+        #[arg(short = 'o', long, value_enum, default_value_t = OutputFormat::Table)]
+        output: OutputFormat,
     },
     /// Wait for a condition of an object (for its current generation), or for its deletion.
     #[command(after_help = examples::WAIT)]

@@ -10,7 +10,7 @@ use crate::store::{self, ControlPlane};
 
 use super::driver::Driver;
 use super::metadata::{self, Which};
-use super::{apply, documents, get, logs, wait, Cli, Command, MetadataArgs};
+use super::{apply, describe, documents, events, get, logs, wait, Cli, Command, MetadataArgs};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -24,6 +24,10 @@ pub enum Error {
     Get(#[from] get::Error),
     #[error(transparent)]
     Logs(#[from] logs::Error),
+    #[error(transparent)]
+    Describe(#[from] describe::Error),
+    #[error(transparent)]
+    Events(#[from] events::Error),
     #[error(transparent)]
     Wait(#[from] wait::Error),
     #[error(transparent)]
@@ -168,6 +172,41 @@ async fn dispatch(command: Command, platform: &Platform, driver: &Driver) -> Res
             .await?;
             if text.is_empty() {
                 eprintln!("No resources found");
+            }
+            print!("{text}");
+            Ok(())
+        }
+        Command::Describe {
+            kind,
+            name,
+            namespace,
+        } => {
+            print!(
+                "{}",
+                describe::run(&platform, &kind, &name, namespace.as_deref()).await?
+            );
+            Ok(())
+        }
+        Command::Events {
+            kind,
+            name,
+            namespace,
+            all_namespaces,
+            output,
+        } => {
+            let text = events::run(
+                &platform,
+                events::EventsArgs {
+                    kind: kind.as_deref(),
+                    name: name.as_deref(),
+                    namespace: namespace.as_deref(),
+                    all_namespaces,
+                    output,
+                },
+            )
+            .await?;
+            if text.is_empty() {
+                eprintln!("No events found");
             }
             print!("{text}");
             Ok(())

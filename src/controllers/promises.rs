@@ -1,6 +1,7 @@
 //! The Promise controller: static dependencies, the promise configure workflow, availability,
 //! and the ordered teardown (requests first, then the promise delete workflow, then its Works).
 
+use crate::events::{self, Reason};
 use serde_json::{json, Value};
 
 use crate::api::hash::spec_hash;
@@ -91,9 +92,19 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
         .unwrap_or("not-set")
         .to_string();
     let requirements = requirements_of(rt, &promise, &obj).await?;
+    let before: PromiseStatus = status::status_or_default(&obj);
     if !requirements.fulfilled() {
         // Nothing is installed and no workflow runs until every required Promise is there;
         // a change to any Promise wakes the Promises that require it.
+        if let Some(message) = newly_unfulfilled(&before, &requirements) {
+            events::record(
+                rt.cp.as_ref(),
+                &obj,
+                Reason::RequirementsNotFulfilled,
+                &message,
+            )
+            .await;
+        }
         let generation = obj.metadata.generation;
         status::update_status(rt.cp.as_ref(), &kind, &subject.key(), |_, s| {
             set_requirements(s, &requirements);
@@ -157,7 +168,30 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
         }
     })
     .await?;
+    if available && before.status.as_deref() != Some("Available") {
+        events::record(
+            rt.cp.as_ref(),
+            &obj,
+            Reason::PromiseAvailable,
+            "Ready to fulfil resource requests",
+        )
+        .await;
+    }
     Ok(workflows::wake_after(&step).map_or(Next::Done, Next::After))
+}
+
+/// The message of a `RequirementsNotFulfilled` event when the requirements were fulfilled (or
+/// said something else) before; `None` when nothing changed.
+fn newly_unfulfilled(before: &PromiseStatus, requirements: &Requirements) -> Option<String> {
+    let now = requirements.condition.as_ref()?;
+    let was = before
+        .conditions
+        .iter()
+        .find(|c| c.type_ == requirements::REQUIREMENTS_FULFILLED);
+    match was {
+        Some(c) if c.status == now.status && c.message == now.message => None,
+        _ => Some(now.message.clone()),
+    }
 }
 
 /// Where each of the Promise's required Promises stands.
@@ -287,6 +321,13 @@ async fn teardown(rt: &Runtime, subject: &Subject, promise: &Promise) -> Result<
         finalizers::WORKFLOWS,
     )
     .await?;
+    events::record(
+        rt.cp.as_ref(),
+        &subject.object,
+        Reason::Deleted,
+        "delete workflow ran and every file of the Promise was removed",
+    )
+    .await;
     Ok(Next::Done)
 }
 

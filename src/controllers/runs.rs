@@ -18,6 +18,7 @@ use super::claims::{self, Executor, Verdict};
 use super::run_failure::Error as Failure;
 use super::run_outcome::{self, Finished};
 use super::{lookups, now_rfc3339, status, works, Error, ErrorChain, Next, Runtime};
+use crate::events::{self, Reason};
 
 /// The run's status; `None` when it does not parse (a phase this version does not know).
 fn status_of(run: &Object) -> Option<PipelineRunStatus> {
@@ -376,6 +377,8 @@ async fn execute(rt: &Runtime, run: &Object) -> Result<Finished, Error> {
             merge_status(rt, &parent_kind, &ObjectKey::of(&object), status_yaml).await?;
         }
     }
+    let (reason, message) = outcome_event(&spec, &finished);
+    events::record(rt.cp.as_ref(), &object, reason, &message).await;
     info!(run = %run_name, phase = ?finished.phase, "pipeline run finished");
     Ok(finished)
 }
@@ -404,4 +407,16 @@ async fn merge_status(
     })
     .await?;
     Ok(())
+}
+
+/// The event a finished run records on its object.
+fn outcome_event(spec: &crate::api::PipelineRunSpec, finished: &Finished) -> (Reason, String) {
+    let what = format!("{} pipeline {}", spec.workflow_action, spec.pipeline_name);
+    match finished.phase {
+        PipelineRunPhase::Succeeded => (Reason::PipelineSucceeded, format!("{what} succeeded")),
+        _ => (
+            Reason::PipelineFailed,
+            format!("{what} failed: {}", finished.message),
+        ),
+    }
 }
