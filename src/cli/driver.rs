@@ -4,7 +4,7 @@
 //! (a `serve`, another command), it only watches, and takes over as soon as that process lets go
 //! of the home.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -12,6 +12,8 @@ use tokio::task::JoinHandle;
 use crate::controllers;
 use crate::platform::Platform;
 use crate::store::embedded::HomeLock;
+
+use super::progress::printer::Progress;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -25,6 +27,8 @@ pub enum Error {
 pub struct Driver {
     platform: Platform,
     running: Mutex<Option<Running>>,
+    /// The command's progress, looked at between two checks of a wait.
+    progress: Mutex<Option<Arc<Progress>>>,
 }
 
 #[derive(Debug)]
@@ -38,6 +42,27 @@ impl Driver {
         Driver {
             platform,
             running: Mutex::new(None),
+            progress: Mutex::new(None),
+        }
+    }
+
+    /// Shows `progress` while this driver's waits run.
+    pub fn show_progress(&self, progress: Arc<Progress>) {
+        *self
+            .progress
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(progress);
+    }
+
+    /// Lets the progress (if any) look at its objects.
+    pub async fn look(&self) {
+        let progress = self
+            .progress
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        if let Some(p) = progress {
+            p.look().await;
         }
     }
 

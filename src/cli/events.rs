@@ -173,7 +173,7 @@ mod tests {
             (
                 "seen once",
                 event("a", 1, "2026-01-01T10:04:55Z", "2026-01-01T10:04:55Z", "m"),
-                "5s     Normal   PipelineStarted   redis/r   m",
+                "5s          Normal   PipelineStarted   redis/r   m",
             ),
             (
                 "repeated",

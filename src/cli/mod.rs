@@ -13,6 +13,7 @@ pub mod get;
 pub mod logs;
 pub mod metadata;
 pub mod output;
+pub mod progress;
 pub mod run;
 mod signal;
 pub mod wait;
@@ -82,6 +83,12 @@ pub enum Command {
         /// Add a LABELS column to the table.
         #[arg(long)]
         show_labels: bool,
+        /// After the objects, print a line for every change until interrupted (or `--timeout`).
+        #[arg(short = 'w', long)]
+        watch: bool,
+        /// With `--watch`: stop after this many seconds.
+        #[arg(long, requires = "watch")]
+        timeout: Option<u64>,
     },
     /// Show one object for a person: metadata, conditions, pipeline runs, where its files went,
     /// and its recent events.
@@ -124,6 +131,8 @@ pub enum Command {
         for_: String,
         #[arg(long, default_value_t = 300)]
         timeout: u64,
+        #[command(flatten)]
+        progress: ProgressArgs,
     },
     /// Re-run an object's configure workflow from its first pipeline.
     #[command(after_help = examples::RECONCILE)]
@@ -194,6 +203,25 @@ pub struct WaitArgs {
     /// Give up waiting after this many seconds.
     #[arg(long, default_value_t = 600)]
     pub timeout: u64,
+    #[command(flatten)]
+    pub progress: ProgressArgs,
+}
+
+/// How the waiting commands show progress.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ProgressArgs {
+    /// No progress: only the command's own lines, as before progress existed.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+    /// `json`: one JSON event per line on standard output (the command's own lines included)
+    /// instead of text.
+    #[arg(short = 'o', long, value_enum)]
+    pub output: Option<ProgressOutput>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProgressOutput {
+    Json,
 }
 
 impl WaitArgs {

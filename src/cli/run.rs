@@ -1,6 +1,9 @@
 //! Carries out one parsed command.
 
+use std::sync::Arc;
 use std::time::Duration;
+
+use serde_json::json;
 
 use crate::api::{labels, KindInfo, ObjectKey};
 use crate::controllers;
@@ -10,7 +13,11 @@ use crate::store::{self, ControlPlane};
 
 use super::driver::Driver;
 use super::metadata::{self, Which};
-use super::{apply, describe, documents, events, get, logs, wait, Cli, Command, MetadataArgs};
+use super::progress::printer::{object_event, Mode, Progress};
+use super::{
+    apply, describe, documents, events, get, logs, wait, Cli, Command, MetadataArgs, ProgressArgs,
+    ProgressOutput,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -98,6 +105,7 @@ async fn dispatch(command: Command, platform: &Platform, driver: &Driver) -> Res
                 eprintln!("warning: {document}: {warning}");
             }
             let cp = platform.control_plane();
+            let progress = progress_for(&platform, &w.progress);
             let before = snapshot(cp.as_ref(), &prepared).await;
             let stored = apply::store_all(cp.as_ref(), &prepared).await?;
             for ((p, obj), old_rv) in prepared.iter().zip(&stored).zip(before) {
@@ -106,18 +114,33 @@ async fn dispatch(command: Command, platform: &Platform, driver: &Driver) -> Res
                     Some(rv) if Some(&rv) == obj.metadata.resource_version.as_ref() => "unchanged",
                     Some(_) => "configured",
                 };
-                println!(
-                    "{}/{} {verb}",
-                    p.kind.kind.to_ascii_lowercase(),
-                    p.key().name
+                progress.say(
+                    &format!(
+                        "{}/{} {verb}",
+                        p.kind.kind.to_ascii_lowercase(),
+                        p.key().name
+                    ),
+                    object_event(
+                        &p.key(),
+                        &p.kind,
+                        json!({"event": "Applied", "result": verb}),
+                    ),
                 );
             }
             if !w.no_wait {
                 let targets: Vec<(KindInfo, ObjectKey)> =
                     prepared.iter().map(|p| (p.kind.clone(), p.key())).collect();
-                wait::settle(driver, &platform, &targets, w.timeout()).await?;
-                println!("all {} objects settled", targets.len());
-                print_state_store_hints(&platform, &prepared).await;
+                with_progress(driver, &progress, &targets, || {
+                    wait::settle(driver, &platform, &targets, w.timeout())
+                })
+                .await?;
+                progress.say(
+                    &format!("all {} objects settled", targets.len()),
+                    json!({"event": "AllSettled", "objects": targets.len()}),
+                );
+                if progress.mode() != Mode::Json {
+                    print_state_store_hints(&platform, &prepared).await;
+                }
             }
             Ok(())
         }
@@ -129,9 +152,13 @@ async fn dispatch(command: Command, platform: &Platform, driver: &Driver) -> Res
         } => {
             let targets = delete_targets(&platform, &files, &target, namespace.as_deref()).await?;
             let cp = platform.control_plane();
+            let progress = progress_for(&platform, &w.progress);
             for (kind, key) in &targets {
                 match cp.delete(kind, key.namespace.as_deref(), &key.name).await {
-                    Ok(_) => println!("{}/{} deleted", kind.kind.to_ascii_lowercase(), key.name),
+                    Ok(_) => progress.say(
+                        &format!("{}/{} deleted", kind.kind.to_ascii_lowercase(), key.name),
+                        object_event(key, kind, json!({"event": "DeleteRequested"})),
+                    ),
                     Err(store::Error::NotFound { .. }) => {
                         return Err(Error::NotFound { key: key.clone() })
                     }
@@ -144,7 +171,10 @@ async fn dispatch(command: Command, platform: &Platform, driver: &Driver) -> Res
                 }
             }
             if !w.no_wait {
-                wait_gone(driver, &platform, &targets, w.timeout()).await?;
+                with_progress(driver, &progress, &targets, || {
+                    wait_gone(driver, &platform, &targets, w.timeout())
+                })
+                .await?;
             }
             Ok(())
         }
@@ -156,20 +186,22 @@ async fn dispatch(command: Command, platform: &Platform, driver: &Driver) -> Res
             selector,
             output,
             show_labels,
+            watch,
+            timeout,
         } => {
-            let text = get::run(
-                &platform,
-                get::GetArgs {
-                    kind: &kind,
-                    name: name.as_deref(),
-                    namespace: namespace.as_deref(),
-                    all_namespaces,
-                    selector: selector.as_deref(),
-                    output,
-                    show_labels,
-                },
-            )
-            .await?;
+            let args = get::GetArgs {
+                kind: &kind,
+                name: name.as_deref(),
+                namespace: namespace.as_deref(),
+                all_namespaces,
+                selector: selector.as_deref(),
+                output,
+                show_labels,
+            };
+            if watch {
+                return Ok(get::watch(&platform, args, timeout.map(Duration::from_secs)).await?);
+            }
+            let text = get::run(&platform, args).await?;
             if text.is_empty() {
                 eprintln!("No resources found");
             }
@@ -217,12 +249,18 @@ async fn dispatch(command: Command, platform: &Platform, driver: &Driver) -> Res
             namespace,
             for_,
             timeout,
+            progress,
         } => {
             let kind = platform.resolve_kind(&kind).await?;
             let key = key_for(&kind, &name, namespace.as_deref());
             let timeout = Duration::from_secs(timeout);
+            let progress = progress_for(&platform, &progress);
+            let targets = [(kind.clone(), key.clone())];
             if for_ == "delete" {
-                return wait_gone(driver, &platform, &[(kind, key)], timeout).await;
+                return with_progress(driver, &progress, &targets, || {
+                    wait_gone(driver, &platform, &targets, timeout)
+                })
+                .await;
             }
             let spec = for_.strip_prefix("condition=").ok_or_else(|| {
                 Error::Usage(format!(
@@ -231,11 +269,9 @@ async fn dispatch(command: Command, platform: &Platform, driver: &Driver) -> Res
             })?;
             let (type_, status) = spec.split_once('=').unwrap_or((spec, "True"));
             let cp = platform.control_plane();
-            wait::drive_until(
-                driver,
-                timeout,
-                &format!("{key} to have condition {type_}={status}"),
-                || {
+            let what = format!("{key} to have condition {type_}={status}");
+            with_progress(driver, &progress, &targets, || async {
+                wait::drive_until(driver, timeout, &what, || {
                     let (cp, kind, key) = (cp.clone(), kind.clone(), key.clone());
                     async move {
                         let obj = wait::get(cp.as_ref(), &kind, &key).await?;
@@ -243,13 +279,22 @@ async fn dispatch(command: Command, platform: &Platform, driver: &Driver) -> Res
                             .filter(|o| wait::condition_met(o, type_, status))
                             .map(|_| ()))
                     }
-                },
-            )
+                })
+                .await
+                .map_err(Error::from)
+            })
             .await?;
-            println!(
-                "{} {} condition met",
-                kind.kind.to_ascii_lowercase(),
-                key.name
+            progress.say(
+                &format!(
+                    "{} {} condition met",
+                    kind.kind.to_ascii_lowercase(),
+                    key.name
+                ),
+                object_event(
+                    &key,
+                    &kind,
+                    json!({"event": "ConditionMet", "condition": type_, "status": status}),
+                ),
             );
             Ok(())
         }
@@ -262,10 +307,14 @@ async fn dispatch(command: Command, platform: &Platform, driver: &Driver) -> Res
             let kind = platform.resolve_kind(&kind).await?;
             let key = key_for(&kind, &name, namespace.as_deref());
             request_manual_reconciliation(platform.control_plane().as_ref(), &kind, &key).await?;
-            println!(
-                "{} {} reconciliation requested",
-                kind.kind.to_ascii_lowercase(),
-                key.name
+            let progress = progress_for(&platform, &w.progress);
+            progress.say(
+                &format!(
+                    "{} {} reconciliation requested",
+                    kind.kind.to_ascii_lowercase(),
+                    key.name
+                ),
+                object_event(&key, &kind, json!({"event": "ReconciliationRequested"})),
             );
             if w.no_wait {
                 return Ok(());
@@ -286,8 +335,16 @@ async fn dispatch(command: Command, platform: &Platform, driver: &Driver) -> Res
                 }
             })
             .await?;
-            wait::settle(driver, &platform, &[(kind, key)], w.timeout()).await?;
-            println!("reconciled");
+            // Progress from here: before, the conditions describe the previous run.
+            let targets = [(kind.clone(), key.clone())];
+            with_progress(driver, &progress, &targets, || {
+                wait::settle(driver, &platform, &targets, w.timeout())
+            })
+            .await?;
+            progress.say(
+                "reconciled",
+                object_event(&key, &kind, json!({"event": "Reconciled"})),
+            );
             Ok(())
         }
         Command::Logs {
@@ -333,6 +390,35 @@ async fn dispatch(command: Command, platform: &Platform, driver: &Driver) -> Res
         | Command::PipelineAdapter { .. }
         | Command::Completion { .. } => Ok(()),
     }
+}
+
+/// The progress a waiting command shows, as its flags and standard error ask.
+fn progress_for(platform: &Platform, args: &ProgressArgs) -> Arc<Progress> {
+    let mode = Mode::choose(
+        args.quiet,
+        args.output == Some(ProgressOutput::Json),
+        std::io::IsTerminal::is_terminal(&std::io::stderr()),
+    );
+    Arc::new(Progress::new(platform.control_plane(), mode))
+}
+
+/// Runs `wait` with `progress` following `targets`, and shows how they ended, failed or not.
+async fn with_progress<F, Fut, E>(
+    driver: &Driver,
+    progress: &Arc<Progress>,
+    targets: &[(KindInfo, ObjectKey)],
+    wait: F,
+) -> Result<(), Error>
+where
+    F: FnOnce() -> Fut,
+    Fut: std::future::Future<Output = Result<(), E>>,
+    Error: From<E>,
+{
+    progress.follow(targets);
+    driver.show_progress(progress.clone());
+    let result = wait().await;
+    progress.finish().await;
+    Ok(result?)
 }
 
 fn key_for(kind: &KindInfo, name: &str, namespace: Option<&str>) -> ObjectKey {

@@ -146,6 +146,7 @@ where
         if let Some(result) = check().await? {
             return Ok(result);
         }
+        driver.look().await;
         if Instant::now() >= deadline {
             return Err(Error::Timeout {
                 seconds: timeout.as_secs(),
