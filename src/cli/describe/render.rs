@@ -68,7 +68,6 @@ pub fn render(d: &Described, now: &str) -> String {
             field(name, value);
         }
     }
-    let mut out = out;
     out.push_str(&conditions(obj, now));
     if is_workflow_kind(&d.kind) || !d.runs.is_empty() {
         out.push_str(&pipelines(obj, &d.runs));
