@@ -13,7 +13,11 @@ use crate::controllers;
 use crate::platform::Platform;
 use crate::store::embedded::HomeLock;
 
-use super::progress::printer::Progress;
+/// What looks at the stored objects between two checks of a wait (the command's progress).
+#[async_trait::async_trait]
+pub trait Observer: std::fmt::Debug + Send + Sync {
+    async fn look(&self);
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -28,7 +32,7 @@ pub struct Driver {
     platform: Platform,
     running: Mutex<Option<Running>>,
     /// The command's progress, looked at between two checks of a wait.
-    progress: Mutex<Option<Arc<Progress>>>,
+    progress: Mutex<Option<Arc<dyn Observer>>>,
 }
 
 #[derive(Debug)]
@@ -47,7 +51,7 @@ impl Driver {
     }
 
     /// Shows `progress` while this driver's waits run.
-    pub fn show_progress(&self, progress: Arc<Progress>) {
+    pub fn show_progress(&self, progress: Arc<dyn Observer>) {
         *self
             .progress
             .lock()

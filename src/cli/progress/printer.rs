@@ -112,11 +112,6 @@ impl Progress {
         };
     }
 
-    /// Looks at the followed objects, unless it did so very recently, and shows what changed.
-    pub async fn look(&self) {
-        self.look_now(false).await;
-    }
-
     /// Looks a last time, whenever the previous look was.
     pub async fn finish(&self) {
         self.look_now(true).await;
@@ -179,6 +174,14 @@ impl Progress {
             }
             _ => {}
         }
+    }
+}
+
+#[async_trait::async_trait]
+impl crate::cli::driver::Observer for Progress {
+    /// Looks at the followed objects, unless it did so very recently, and shows what changed.
+    async fn look(&self) {
+        self.look_now(false).await;
     }
 }
 
