@@ -344,6 +344,62 @@ mod tests {
     use super::*;
 
     #[test]
+    fn requirements_not_fulfilled_is_recorded_on_a_change_only() {
+        let unfulfilled = |message: &str| {
+            Condition::new(
+                requirements::REQUIREMENTS_FULFILLED,
+                ConditionStatus::False,
+                "RequirementsNotInstalled",
+                message,
+            )
+        };
+        let fulfilled = Condition::new(
+            requirements::REQUIREMENTS_FULFILLED,
+            ConditionStatus::True,
+            "RequirementsInstalled",
+            "ok",
+        );
+        let before = |c: Option<Condition>| PromiseStatus {
+            conditions: c.into_iter().collect(),
+            ..PromiseStatus::default()
+        };
+        let now = |c: Option<Condition>| Requirements {
+            statuses: vec![],
+            condition: c,
+        };
+        let cases = [
+            (
+                "first time",
+                before(None),
+                now(Some(unfulfilled("a"))),
+                Some("a"),
+            ),
+            (
+                "was fulfilled",
+                before(Some(fulfilled.clone())),
+                now(Some(unfulfilled("a"))),
+                Some("a"),
+            ),
+            (
+                "same as before",
+                before(Some(unfulfilled("a"))),
+                now(Some(unfulfilled("a"))),
+                None,
+            ),
+            (
+                "another reason",
+                before(Some(unfulfilled("a"))),
+                now(Some(unfulfilled("b"))),
+                Some("b"),
+            ),
+            ("requires nothing", before(None), now(None), None),
+        ];
+        for (name, before, now, want) in cases {
+            assert_eq!(newly_unfulfilled(&before, &now).as_deref(), want, "{name}");
+        }
+    }
+
+    #[test]
     fn available_once_configured() {
         let cases = [
             (true, ConditionStatus::True, "PromiseAvailable"),

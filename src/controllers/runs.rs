@@ -420,3 +420,40 @@ fn outcome_event(spec: &crate::api::PipelineRunSpec, finished: &Finished) -> (Re
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_finished_run_records_success_or_its_failure() {
+        let spec = crate::api::PipelineRunSpec {
+            pipeline_name: "p".into(),
+            workflow_action: "configure".into(),
+            ..Default::default()
+        };
+        let cases = [
+            (
+                Finished {
+                    phase: PipelineRunPhase::Succeeded,
+                    message: String::new(),
+                    exit_code: Some(0),
+                    control: None,
+                },
+                Reason::PipelineSucceeded,
+                "configure pipeline p succeeded",
+            ),
+            (
+                Finished::failed("exit code 3".into()),
+                Reason::PipelineFailed,
+                "configure pipeline p failed: exit code 3",
+            ),
+        ];
+        for (finished, reason, message) in cases {
+            assert_eq!(
+                outcome_event(&spec, &finished),
+                (reason, message.to_string())
+            );
+        }
+    }
+}

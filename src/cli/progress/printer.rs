@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use crate::api::{KindInfo, ObjectKey};
 use crate::store::ControlPlane;
 
-use super::{changes, line, status_of, Status};
+use super::{changes, line, status_of, Outcome, Status};
 
 /// How progress is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -166,8 +166,8 @@ impl Progress {
             Mode::Plain => write_lines(&mut std::io::stderr().lock(), &lines),
             Mode::Json => write_lines(&mut std::io::stdout().lock(), &lines),
             Mode::Terminal if changed || inner.drawn == 0 => {
-                let block = redraw(&inner.targets, inner.drawn, width());
-                inner.drawn = inner.targets.len();
+                let (block, drawn) = redraw(&inner.targets, inner.drawn, width());
+                inner.drawn = drawn;
                 let mut err = std::io::stderr().lock();
                 let _ = err.write_all(block.as_bytes());
                 let _ = err.flush();
@@ -225,23 +225,69 @@ fn width() -> usize {
         .unwrap_or(DEFAULT_WIDTH)
 }
 
-/// The terminal block: back up over the `drawn` lines, then one cleared line per object,
-/// cut to `width` so that no line wraps (a wrapped line would throw the count off).
-fn redraw(targets: &[Target], drawn: usize, width: usize) -> String {
-    let label_width = targets.iter().map(|t| t.label.len()).max().unwrap_or(0);
+/// At most this many lines are redrawn: moving up past the top of the screen is not possible,
+/// so more objects than fit are summed up in the last line.
+const MAX_LINES: usize = 20;
+
+/// The terminal block: back up over the `drawn` lines, then one cleared line per object (cut
+/// to `width`, so that no line wraps and throws the count off), and clear what is left below.
+/// Returns the text and how many lines it drew.
+fn redraw(targets: &[Target], drawn: usize, width: usize) -> (String, usize) {
+    let lines = block(targets);
     let mut out = String::new();
     if drawn > 0 {
         out.push_str(&format!("\x1b[{drawn}A"));
     }
-    for t in targets {
-        let text = t.shown.as_ref().map(line).unwrap_or_else(|| "…".into());
-        let full = format!("{:<label_width$}  {text}", t.label);
-        let cut: String = full.chars().take(width.saturating_sub(1)).collect();
+    for l in &lines {
+        let cut: String = l.chars().take(width.saturating_sub(1)).collect();
         out.push_str("\r\x1b[2K");
         out.push_str(&cut);
         out.push('\n');
     }
-    out
+    out.push_str("\x1b[J");
+    (out, lines.len())
+}
+
+/// One line per object while they fit in [`MAX_LINES`]; otherwise the objects still under way
+/// first and a last line counting the rest.
+fn block(targets: &[Target]) -> Vec<String> {
+    let label_width = targets.iter().map(|t| t.label.len()).max().unwrap_or(0);
+    let show = |t: &Target| {
+        let text = t.shown.as_ref().map(line).unwrap_or_else(|| "…".into());
+        format!("{:<label_width$}  {text}", t.label)
+    };
+    if targets.len() <= MAX_LINES {
+        return targets.iter().map(show).collect();
+    }
+    let done = |t: &&Target| {
+        t.shown.as_ref().is_some_and(|s| {
+            matches!(
+                s.outcome,
+                Outcome::Settled | Outcome::Failed(_) | Outcome::Gone
+            )
+        })
+    };
+    let mut lines: Vec<String> = targets
+        .iter()
+        .filter(|t| !done(t))
+        .take(MAX_LINES - 1)
+        .map(show)
+        .collect();
+    let count = |f: fn(&Outcome) -> bool| {
+        targets
+            .iter()
+            .filter(|t| t.shown.as_ref().is_some_and(|s| f(&s.outcome)))
+            .count()
+    };
+    lines.push(format!(
+        "{} objects: {} settled, {} failed, {} deleted, {} under way",
+        targets.len(),
+        count(|o| matches!(o, Outcome::Settled)),
+        count(|o| matches!(o, Outcome::Failed(_))),
+        count(|o| matches!(o, Outcome::Gone)),
+        targets.iter().filter(|t| !done(t)).count(),
+    ));
+    lines
 }
 
 #[cfg(test)]
@@ -276,24 +322,42 @@ mod tests {
             ..Status::default()
         };
         let targets = [
-            target("promise/a", Some(settled)),
+            target("promise/a", Some(settled.clone())),
             target("promise/long-name", None),
         ];
         let cases = [
             (
                 0,
                 80,
-                "\r\x1b[2Kpromise/a          settled\n\r\x1b[2Kpromise/long-name  …\n",
+                "\r\x1b[2Kpromise/a          settled\n\r\x1b[2Kpromise/long-name  …\n\x1b[J",
             ),
             (
                 2,
                 80,
-                "\x1b[2A\r\x1b[2Kpromise/a          settled\n\r\x1b[2Kpromise/long-name  …\n",
+                "\x1b[2A\r\x1b[2Kpromise/a          settled\n\r\x1b[2Kpromise/long-name  …\n\x1b[J",
             ),
-            (0, 12, "\r\x1b[2Kpromise/a  \n\r\x1b[2Kpromise/lon\n"),
+            (0, 12, "\r\x1b[2Kpromise/a  \n\r\x1b[2Kpromise/lon\n\x1b[J"),
         ];
         for (drawn, width, want) in cases {
-            assert_eq!(redraw(&targets, drawn, width), want, "{drawn} {width}");
+            assert_eq!(
+                redraw(&targets, drawn, width),
+                (want.to_string(), 2),
+                "{drawn} {width}"
+            );
         }
+        // More objects than fit: those under way, then a count of everything.
+        let many: Vec<Target> = (0..45)
+            .map(|i| target(&format!("p/{i:02}"), (i % 3 == 0).then(|| settled.clone())))
+            .collect();
+        let lines = block(&many);
+        assert_eq!(lines.len(), MAX_LINES, "{lines:#?}");
+        assert!(
+            lines[..MAX_LINES - 1].iter().all(|l| l.ends_with('…')),
+            "{lines:#?}"
+        );
+        assert_eq!(
+            lines.last().map(String::as_str),
+            Some("45 objects: 15 settled, 0 failed, 0 deleted, 30 under way")
+        );
     }
 }
