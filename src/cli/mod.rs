@@ -17,6 +17,7 @@ pub mod progress;
 pub mod run;
 mod signal;
 pub mod wait;
+mod waiting;
 
 use std::path::PathBuf;
 use std::time::Duration;
