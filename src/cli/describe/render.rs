@@ -53,12 +53,12 @@ pub fn render(d: &Described, now: &str) -> String {
     }
     if let Some(generation) = obj.metadata.generation {
         let observed = text(obj.data.pointer("/status/observedGeneration"));
-        let observed = if observed.is_empty() {
-            "not observed yet".to_string()
-        } else {
-            format!("observed {observed}")
+        let shown = match (observed.is_empty(), is_observed_kind(&d.kind)) {
+            (false, _) => format!("{generation} (observed {observed})"),
+            (true, true) => format!("{generation} (not observed yet)"),
+            (true, false) => generation.to_string(),
         };
-        field("Generation", format!("{generation} ({observed})"));
+        field("Generation", shown);
     }
     if let Some(deleting) = &obj.metadata.deletion_timestamp {
         field("Deleting", format!("since {}", deleting.0));
@@ -87,6 +87,16 @@ pub fn render(d: &Described, now: &str) -> String {
         out.push_str(&indent(&events_table(&d.events, now, false, mixed)));
     }
     out
+}
+
+/// Kinds whose controller records the generation it has seen (`status.observedGeneration`).
+fn is_observed_kind(kind: &KindInfo) -> bool {
+    is_workflow_kind(kind)
+        || (kind.group == GROUP
+            && matches!(
+                kind.kind.as_str(),
+                "Destination" | "GitStateStore" | "BucketStateStore" | "Work" | "WorkPlacement"
+            ))
 }
 
 fn is_workflow_kind(kind: &KindInfo) -> bool {
