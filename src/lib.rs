@@ -1,8 +1,8 @@
 //! kratix-rs: the core of Kratix, the platform framework.
 //!
-//! Dependencies point one way: `cli` → `controllers` → `events` and (`workflow`, `works`, `scheduler`,
-//! `writer`, `pipeline`) → (`store`, `api`, `statestores`). `workflow`, `scheduler` and the
-//! decision parts of `writer` do no I/O.
+//! Dependencies point one way: `cli` → `controllers` → `events` and (`workflow`, `works`,
+//! `scheduler`, `writer`, `pipeline`) → (`store`, `api`, `statestores`). `workflow`, `scheduler`
+//! and the decision parts of `writer` do no I/O.
 
 pub mod api;
 pub mod cli;
