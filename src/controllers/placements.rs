@@ -373,7 +373,7 @@ async fn write_batch(
         .await?;
         if !last.is_empty() {
             events::record(
-                rt.cp.as_ref(),
+                &rt.cp,
                 &wp,
                 Reason::WorkWritten,
                 &written_message(&dest_name, &last),
@@ -471,7 +471,7 @@ async fn mark_failed(
         })
         .await?;
         events::record(
-            rt.cp.as_ref(),
+            &rt.cp,
             wp,
             Reason::WriteFailed,
             &format!("{reason}: {message}"),

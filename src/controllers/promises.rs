@@ -97,13 +97,7 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
         // Nothing is installed and no workflow runs until every required Promise is there;
         // a change to any Promise wakes the Promises that require it.
         if let Some(message) = newly_unfulfilled(&before, &requirements) {
-            events::record(
-                rt.cp.as_ref(),
-                &obj,
-                Reason::RequirementsNotFulfilled,
-                &message,
-            )
-            .await;
+            events::record(&rt.cp, &obj, Reason::RequirementsNotFulfilled, &message).await;
         }
         let generation = obj.metadata.generation;
         status::update_status(rt.cp.as_ref(), &kind, &subject.key(), |_, s| {
@@ -170,7 +164,7 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
     .await?;
     if available && before.status.as_deref() != Some("Available") {
         events::record(
-            rt.cp.as_ref(),
+            &rt.cp,
             &obj,
             Reason::PromiseAvailable,
             "Ready to fulfil resource requests",
@@ -322,7 +316,7 @@ async fn teardown(rt: &Runtime, subject: &Subject, promise: &Promise) -> Result<
     )
     .await?;
     events::record(
-        rt.cp.as_ref(),
+        &rt.cp,
         &subject.object,
         Reason::Deleted,
         "delete workflow ran and every file of the Promise was removed",

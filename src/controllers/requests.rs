@@ -200,7 +200,7 @@ async fn teardown(rt: &Runtime, subject: &Subject, promise: &Promise) -> Result<
     )
     .await?;
     events::record(
-        rt.cp.as_ref(),
+        &rt.cp,
         &subject.object,
         Reason::Deleted,
         "delete workflow ran and every file of the request was removed",

@@ -378,7 +378,7 @@ async fn execute(rt: &Runtime, run: &Object) -> Result<Finished, Error> {
         }
     }
     let (reason, message) = outcome_event(&spec, &finished);
-    events::record(rt.cp.as_ref(), &object, reason, &message).await;
+    events::record(&rt.cp, &object, reason, &message).await;
     info!(run = %run_name, phase = ?finished.phase, "pipeline run finished");
     Ok(finished)
 }

@@ -53,13 +53,7 @@ pub async fn drive(
             index + 1,
             pipelines.len()
         );
-        events::record(
-            rt.cp.as_ref(),
-            &subject.object,
-            Reason::PipelineStarted,
-            &message,
-        )
-        .await;
+        events::record(&rt.cp, &subject.object, Reason::PipelineStarted, &message).await;
         if manual {
             // Conditions first: whoever waits for the label to go (`reconcile`, `apply`) must
             // then see the re-run in progress, not the previous run's outcome.

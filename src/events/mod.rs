@@ -5,6 +5,9 @@
 
 mod model;
 
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+
 use tracing::warn;
 
 use crate::api::{KindInfo, Object, ObjectKey};
@@ -12,8 +15,8 @@ use crate::store::{self, ControlPlane, Selector};
 use statestores::error_chain::ErrorChain;
 
 pub use model::{
-    event_name, label_of, new_event, repeated, to_prune, EventType, Involved, Reason, Stored,
-    COMPONENT, INVOLVED_LABEL, MAX_AGE_MS, MAX_PER_OBJECT,
+    event_name, expired, label_of, new_event, repeated, sweep_due, to_prune, EventType, Involved,
+    Reason, Stored, COMPONENT, INVOLVED_LABEL, MAX_AGE_MS, MAX_PER_OBJECT, SWEEP_EVERY_MS,
 };
 
 /// The kind of the events: core/v1 `Event`.
@@ -35,11 +38,60 @@ const ATTEMPTS: usize = 3;
 /// Records that `reason` happened to `obj`: a repeat of the same reason and message bumps the
 /// stored event's count and last-seen time; a new one is stored, and the object's oldest
 /// events beyond the bounds go. Never fails: what goes wrong is logged.
-pub async fn record(cp: &dyn ControlPlane, obj: &Object, reason: Reason, message: &str) {
+pub async fn record(cp: &Arc<dyn ControlPlane>, obj: &Object, reason: Reason, message: &str) {
     let involved = Involved::of(obj);
-    if let Err(err) = try_record(cp, &involved, reason, message).await {
+    if let Err(err) = try_record(cp.as_ref(), &involved, reason, message).await {
         warn!(object = %involved.key, reason = reason.as_str(), error = %ErrorChain(&err), "recording an event failed");
     }
+    sweep_in_background(cp);
+}
+
+/// When this process last swept (milliseconds since the epoch; `i64::MIN`: never).
+static LAST_SWEEP_MS: AtomicI64 = AtomicI64::new(i64::MIN);
+
+/// Starts a [`sweep`] in a task of its own when one is due, so that no reconcile waits for it.
+fn sweep_in_background(cp: &Arc<dyn ControlPlane>) {
+    let now = now_ms();
+    let last = LAST_SWEEP_MS.load(Ordering::Relaxed);
+    let last_ms = (last != i64::MIN).then_some(last);
+    if !sweep_due(last_ms, now)
+        || LAST_SWEEP_MS
+            .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+            .is_err()
+    {
+        return;
+    }
+    let cp = cp.clone();
+    tokio::spawn(async move {
+        if let Err(err) = sweep(cp.as_ref(), now).await {
+            warn!(error = %ErrorChain(&err), "removing old events failed");
+        }
+    });
+}
+
+/// Removes every event, of any object, not seen for [`MAX_AGE_MS`] before `now_ms`; returns how
+/// many went.
+pub async fn sweep(cp: &dyn ControlPlane, now_ms: i64) -> store::Result<usize> {
+    let mut gone = 0;
+    for event in cp.list(&kind(), None, &Selector::everything()).await? {
+        if !expired(last_seen_ms(&event), now_ms) {
+            continue;
+        }
+        let name = event.metadata.name.clone().unwrap_or_default();
+        match cp
+            .delete(&kind(), event.metadata.namespace.as_deref(), &name)
+            .await
+        {
+            Ok(_) => gone += 1,
+            Err(store::Error::NotFound { .. }) => {}
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(gone)
+}
+
+fn now_ms() -> i64 {
+    jiff::Timestamp::now().as_millisecond()
 }
 
 async fn try_record(
@@ -93,7 +145,7 @@ async fn prune(cp: &dyn ControlPlane, involved: &Involved) -> store::Result<()> 
             last_seen_ms: last_seen_ms(e),
         })
         .collect();
-    for name in to_prune(&stored, jiff::Timestamp::now().as_millisecond()) {
+    for name in to_prune(&stored, now_ms()) {
         match cp.delete(&kind(), Some(&namespace), &name).await {
             Ok(_) | Err(store::Error::NotFound { .. }) => {}
             Err(err) => return Err(err),
@@ -160,4 +212,70 @@ pub async fn all(cp: &dyn ControlPlane, namespace: Option<&str>) -> store::Resul
     let mut events = cp.list(&kind(), namespace, &Selector::everything()).await?;
     sort_by_last_seen(&mut events);
     Ok(events)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{json, Value};
+
+    fn object() -> Object {
+        serde_json::from_value(json!({
+            "apiVersion": "example.com/v1", "kind": "Redis",
+            "metadata": {"name": "r", "namespace": "team", "uid": "u1"},
+        }))
+        .expect("an object")
+    }
+
+    fn store(home: &std::path::Path) -> Arc<dyn ControlPlane> {
+        Arc::new(crate::store::embedded::EmbeddedStore::open(home).expect("a store"))
+    }
+
+    #[tokio::test]
+    async fn repeats_are_counted_and_an_object_keeps_a_bounded_number() {
+        let home = tempfile::tempdir().expect("a home");
+        let cp = store(home.path());
+        let key = ObjectKey::of(&object());
+        for _ in 0..3 {
+            record(&cp, &object(), Reason::PipelineStarted, "same").await;
+        }
+        let events = of_object(cp.as_ref(), &key).await.expect("listed");
+        assert_eq!(events.len(), 1);
+        assert_eq!(events[0].data["count"], 3);
+        assert_eq!(events[0].metadata.namespace.as_deref(), Some("team"));
+        for i in 0..MAX_PER_OBJECT + 5 {
+            record(&cp, &object(), Reason::WorkWritten, &format!("write {i}")).await;
+        }
+        let events = of_object(cp.as_ref(), &key).await.expect("listed");
+        assert_eq!(events.len(), MAX_PER_OBJECT);
+        // The newest stay.
+        assert_eq!(
+            events.last().map(|e| e.data["message"].clone()),
+            Some(json!(format!("write {}", MAX_PER_OBJECT + 4)))
+        );
+    }
+
+    #[tokio::test]
+    async fn a_sweep_removes_what_nobody_saw_for_a_day() {
+        let home = tempfile::tempdir().expect("a home");
+        let cp = store(home.path());
+        let involved = Involved::of(&object());
+        let old: Object = serde_json::from_value(new_event(
+            &involved,
+            Reason::Deleted,
+            "old",
+            "2000-01-01T00:00:00Z",
+        ))
+        .expect("an event");
+        let now = format!("{:.3}", jiff::Timestamp::now());
+        let new: Object =
+            serde_json::from_value(new_event(&involved, Reason::PipelineStarted, "new", &now))
+                .expect("an event");
+        cp.create(&kind(), &old).await.expect("stored");
+        cp.create(&kind(), &new).await.expect("stored");
+        assert_eq!(sweep(cp.as_ref(), now_ms()).await.expect("swept"), 1);
+        let left = all(cp.as_ref(), None).await.expect("listed");
+        let messages: Vec<&Value> = left.iter().map(|e| &e.data["message"]).collect();
+        assert_eq!(messages, [&json!("new")]);
+    }
 }

@@ -205,15 +205,30 @@ pub struct Stored {
     pub last_seen_ms: Option<i64>,
 }
 
+/// Whether an event last seen at `last_seen_ms` (`None`: unreadable) is too old to keep.
+pub fn expired(last_seen_ms: Option<i64>, now_ms: i64) -> bool {
+    last_seen_ms.is_none_or(|ms| now_ms.saturating_sub(ms) > MAX_AGE_MS)
+}
+
+/// How often a process looks through every event for those too old to keep: events of objects
+/// that get no new events (deleted ones, say) are otherwise never pruned.
+pub const SWEEP_EVERY_MS: i64 = 60 * 60 * 1000;
+
+/// Whether a sweep is due, the last having been at `last_ms` (`None`: never in this process).
+pub fn sweep_due(last_ms: Option<i64>, now_ms: i64) -> bool {
+    last_ms.is_none_or(|last| now_ms.saturating_sub(last) >= SWEEP_EVERY_MS)
+}
+
 /// The names of one object's events that go: those last seen more than [`MAX_AGE_MS`] before
 /// `now_ms` (or when, unreadably), then the oldest beyond [`MAX_PER_OBJECT`].
 pub fn to_prune(events: &[Stored], now_ms: i64) -> Vec<String> {
     let mut kept: Vec<&Stored> = Vec::new();
     let mut gone = Vec::new();
     for event in events {
-        match event.last_seen_ms {
-            Some(ms) if now_ms.saturating_sub(ms) <= MAX_AGE_MS => kept.push(event),
-            _ => gone.push(event.name.clone()),
+        if expired(event.last_seen_ms, now_ms) {
+            gone.push(event.name.clone());
+        } else {
+            kept.push(event);
         }
     }
     // Newest first; the name breaks ties so that the choice does not depend on list order.
@@ -322,6 +337,28 @@ mod tests {
         assert_eq!(third.data["lastTimestamp"], "2026-01-01T00:02:00Z");
         assert_eq!(third.data["involvedObject"]["uid"], "u2");
         assert_eq!(third.metadata.name, first.metadata.name);
+    }
+
+    #[test]
+    fn sweeps_are_hourly_and_take_what_is_a_day_old() {
+        let now = 10 * MAX_AGE_MS;
+        let cases = [
+            ("never swept", None, true),
+            ("just swept", Some(now - 1), false),
+            ("an hour ago", Some(now - SWEEP_EVERY_MS), true),
+        ];
+        for (name, last, due) in cases {
+            assert_eq!(sweep_due(last, now), due, "{name}");
+        }
+        let cases = [
+            ("unreadable", None, true),
+            ("a day old", Some(now - MAX_AGE_MS), false),
+            ("older", Some(now - MAX_AGE_MS - 1), true),
+            ("recent", Some(now), false),
+        ];
+        for (name, seen, gone) in cases {
+            assert_eq!(expired(seen, now), gone, "{name}");
+        }
     }
 
     #[test]
