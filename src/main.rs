@@ -2,7 +2,8 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use kratix::cli::controller::LogFormat;
-use kratix::cli::{run::run, Cli, Command};
+use kratix::cli::run::{run, Error};
+use kratix::cli::{Cli, Command};
 use statestores::error_chain::ErrorChain;
 
 #[tokio::main]
@@ -23,11 +24,17 @@ async fn main() -> ExitCode {
         logs.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
             .init();
     }
+    // `diff` exits as `kubectl diff` does: 1 for differences, 2 for errors.
+    let failure = match &cli.command {
+        Command::Diff { .. } => ExitCode::from(2),
+        _ => ExitCode::FAILURE,
+    };
     match run(cli).await {
         Ok(()) => ExitCode::SUCCESS,
+        Err(Error::Differences) => ExitCode::from(1),
         Err(err) => {
             eprintln!("error: {}", ErrorChain(&err));
-            ExitCode::FAILURE
+            failure
         }
     }
 }

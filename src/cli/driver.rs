@@ -27,12 +27,28 @@ pub enum Error {
 }
 
 /// Runs the home's controllers in this process whenever it may.
-#[derive(Debug)]
 pub struct Driver {
     platform: Platform,
     running: Mutex<Option<Running>>,
     /// The command's progress, looked at between two checks of a wait.
     progress: Mutex<Option<Arc<dyn Observer>>>,
+    /// Changes the controllers' runtime before they start.
+    customise: Option<Customise>,
+}
+
+/// Changes a runtime before its controllers start.
+pub type Customise =
+    std::sync::Arc<dyn Fn(controllers::Runtime) -> controllers::Runtime + Send + Sync>;
+
+impl std::fmt::Debug for Driver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Driver")
+            .field("platform", &self.platform)
+            .field("running", &self.running)
+            .field("customised", &self.customise.is_some())
+            .field("progress", &self.progress)
+            .finish()
+    }
 }
 
 #[derive(Debug)]
@@ -47,6 +63,15 @@ impl Driver {
             platform,
             running: Mutex::new(None),
             progress: Mutex::new(None),
+            customise: None,
+        }
+    }
+
+    /// A driver whose controllers run in a runtime changed by `customise`.
+    pub fn customised(platform: Platform, customise: Customise) -> Self {
+        Driver {
+            customise: Some(customise),
+            ..Driver::new(platform)
         }
     }
 
@@ -84,7 +109,10 @@ impl Driver {
             return Ok(());
         };
         let (stop, stopped) = oneshot::channel::<()>();
-        let runtime = controllers::Runtime::new(self.platform.clone());
+        let mut runtime = controllers::Runtime::new(self.platform.clone());
+        if let Some(customise) = &self.customise {
+            runtime = customise(runtime);
+        }
         let limit = runtime.settings.shutdown_grace;
         let runtime = runtime.draining_on_stop(limit);
         let task = tokio::spawn(async move {

@@ -14,6 +14,12 @@ Examples:
   kratix-rs apply -f manifests/ -o json     # one JSON event per line, for scripts
   kratix-rs apply -f manifests/ --quiet     # no progress, only the result lines";
 
+pub const DIFF: &str = "\
+Examples:
+  kratix-rs diff -f request.yaml
+  kratix-rs diff -f manifests/ && echo 'nothing would change'
+  cat promise.yaml | kratix-rs diff -f - > preview.patch";
+
 pub const DELETE: &str = "\
 Examples:
   kratix-rs delete -f request.yaml
@@ -43,6 +49,14 @@ Examples:
   kratix-rs events -A                       # in every namespace
   kratix-rs events postgresql acme-db -n team-a
   kratix-rs events promise postgresql -o yaml";
+
+pub const TREE: &str = "\
+Examples:
+  kratix-rs tree promise postgresql
+  kratix-rs tree postgresql acme-db -n team-a
+  kratix-rs tree destination worker-1
+  kratix-rs tree promise postgresql -o dot | dot -Tsvg > postgresql.svg
+  kratix-rs tree postgresql acme-db -n team-a -o mermaid";
 
 pub const WAIT: &str = "\
 Examples:

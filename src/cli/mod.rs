@@ -5,6 +5,7 @@ mod columns;
 pub mod completion;
 pub mod controller;
 pub mod describe;
+pub mod diff;
 pub mod documents;
 mod driver;
 pub mod events;
@@ -16,6 +17,7 @@ pub mod output;
 pub mod progress;
 pub mod run;
 mod signal;
+pub mod tree;
 pub mod wait;
 mod waiting;
 
@@ -50,6 +52,18 @@ pub enum Command {
         files: Vec<PathBuf>,
         #[command(flatten)]
         wait: WaitArgs,
+    },
+    /// Show what applying objects would write to the state stores, as unified diffs per
+    /// Destination, without changing the home or any store. Exit status 0: no differences,
+    /// 1: differences, 2 or more: an error.
+    #[command(after_help = examples::DIFF)]
+    Diff {
+        /// A file, a folder (every *.yaml / *.yml inside, recursively) or `-` for standard input.
+        #[arg(short = 'f', long = "filename", required = true)]
+        files: Vec<PathBuf>,
+        /// Give up waiting for the workflows after this many seconds.
+        #[arg(long, default_value_t = 600)]
+        timeout: u64,
     },
     /// Delete objects (running their delete workflows and removing their files first).
     #[command(after_help = examples::DELETE)]
@@ -116,6 +130,20 @@ pub enum Command {
         all_namespaces: bool,
         #[arg(short = 'o', long, value_enum, default_value_t = OutputFormat::Table)]
         output: OutputFormat,
+    },
+    /// Show where a Promise, a request or a Destination led: pipeline runs, Works, placements,
+    /// and the state store's commit and paths.
+    #[command(after_help = examples::TREE)]
+    Tree {
+        /// `promise`, `destination`, or a kind a Promise defines.
+        #[arg(value_parser = completion::KindParser, hide_possible_values = true)]
+        kind: String,
+        name: String,
+        #[arg(short = 'n', long)]
+        namespace: Option<String>,
+        /// `text` (box-drawing branches on a terminal, ASCII otherwise), `dot` or `mermaid`.
+        #[arg(short = 'o', long, value_enum, default_value_t = tree::TreeFormat::Text)]
+        output: tree::TreeFormat,
     },
     /// Wait for a condition of an object (for its current generation), or for its deletion.
     #[command(after_help = examples::WAIT)]

@@ -14,7 +14,9 @@ use super::driver::Driver;
 use super::metadata::{self, Which};
 use super::progress::printer::{object_event, Mode};
 use super::waiting::{self, key_for, progress_for, with_progress};
-use super::{apply, describe, documents, events, get, logs, wait, Cli, Command, MetadataArgs};
+use super::{
+    apply, describe, diff, documents, events, get, logs, tree, wait, Cli, Command, MetadataArgs,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -47,6 +49,13 @@ pub enum Error {
     Controller(#[from] super::controller::Error),
     #[error("writing to standard output")]
     Stdout(#[source] std::io::Error),
+    #[error(transparent)]
+    Diff(#[from] diff::Error),
+    #[error(transparent)]
+    Tree(#[from] tree::Error),
+    /// `diff` found differences (and printed them): not a failure, but exit status 1.
+    #[error("the state stores would change")]
+    Differences,
 }
 
 pub async fn run(cli: Cli) -> Result<(), Error> {
@@ -127,6 +136,34 @@ async fn dispatch(command: Command, platform: &Platform, driver: &Driver) -> Res
                     print_state_store_hints(&platform, &prepared).await;
                 }
             }
+            Ok(())
+        }
+        Command::Diff { files, timeout } => {
+            let sections = diff::run(&platform.home, &files, Duration::from_secs(timeout)).await?;
+            print!("{}", diff::render(&sections));
+            if sections.is_empty() {
+                Ok(())
+            } else {
+                Err(Error::Differences)
+            }
+        }
+        Command::Tree {
+            kind,
+            name,
+            namespace,
+            output,
+        } => {
+            let terminal = std::io::IsTerminal::is_terminal(&std::io::stdout());
+            let text = tree::run(
+                &platform,
+                &kind,
+                &name,
+                namespace.as_deref(),
+                output,
+                terminal,
+            )
+            .await?;
+            print!("{text}");
             Ok(())
         }
         Command::Delete {

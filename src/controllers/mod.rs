@@ -169,6 +169,8 @@ pub struct Runtime {
     /// When set, stopping first carries out what is already set off, for at most this long
     /// (see [`Runtime::draining_on_stop`]).
     drain_on_stop: Option<Duration>,
+    /// Folders pipeline sandboxes hide besides the home (see [`Runtime::hiding_also`]).
+    also_hidden: Vec<std::path::PathBuf>,
 }
 
 impl Runtime {
@@ -190,6 +192,7 @@ impl Runtime {
             settings,
             metrics: Arc::default(),
             drain_on_stop: None,
+            also_hidden: Vec::new(),
         }
     }
 
@@ -200,6 +203,19 @@ impl Runtime {
     /// `limit`.
     pub fn draining_on_stop(mut self, limit: Duration) -> Self {
         self.drain_on_stop = Some(limit);
+        self
+    }
+
+    /// Opens state stores through `cache` instead of one of its own.
+    pub fn with_state_stores(mut self, cache: Arc<state_stores::Cache>) -> Self {
+        self.state_stores = cache;
+        self
+    }
+
+    /// Pipeline sandboxes hide `folder` too, as they hide the home: the home of a platform this
+    /// one is a scratch copy of holds the same Secrets.
+    pub fn hiding_also(mut self, folder: std::path::PathBuf) -> Self {
+        self.also_hidden.push(folder);
         self
     }
 

@@ -356,7 +356,9 @@ async fn execute(rt: &Runtime, run: &Object) -> Result<Finished, Error> {
             timeout: rt.settings.pipeline_timeout,
             images,
             isolation,
-            hidden: vec![rt.platform.home.clone()],
+            hidden: std::iter::once(rt.platform.home.clone())
+                .chain(rt.also_hidden.iter().cloned())
+                .collect(),
         })
         .await
         .map_err(|e| bad(e.into()))?;

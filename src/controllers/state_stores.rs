@@ -32,12 +32,25 @@ pub struct StoreHandle {
     fingerprint: String,
 }
 
+/// Turns the backend opened for store `(kind, name)` into the one the controllers use.
+pub type Wrap = Arc<dyn Fn(&str, &str, Arc<dyn StateStore>) -> Arc<dyn StateStore> + Send + Sync>;
+
 /// Opened stores by `(kind, name)`, reopened when their spec or Secret changes.
-#[derive(Debug)]
 pub struct Cache {
     cache_dir: PathBuf,
     home: PathBuf,
     entries: Mutex<HashMap<(String, String), StoreHandle>>,
+    wrap: Option<Wrap>,
+}
+
+impl std::fmt::Debug for Cache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cache")
+            .field("cache_dir", &self.cache_dir)
+            .field("home", &self.home)
+            .field("wrapped", &self.wrap.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 /// Why a store cannot be opened; becomes the `Ready` condition's reason.
@@ -53,6 +66,16 @@ impl Cache {
             cache_dir,
             home,
             entries: Mutex::new(HashMap::new()),
+            wrap: None,
+        }
+    }
+
+    /// Every backend it opens goes through `wrap` before anybody uses it (`diff` keeps writes
+    /// in memory this way). `home` resolves relative repository paths, as in [`Cache::new`].
+    pub fn wrapped(cache_dir: PathBuf, home: PathBuf, wrap: Wrap) -> Self {
+        Self {
+            wrap: Some(wrap),
+            ..Self::new(cache_dir, home)
         }
     }
 
@@ -102,6 +125,9 @@ impl Cache {
         match opened {
             Ok(mut handle) => {
                 handle.fingerprint = fingerprint;
+                if let Some(wrap) = &self.wrap {
+                    handle.store = wrap(kind, name, handle.store);
+                }
                 entries.insert(cache_key, handle.clone());
                 Ok(Ok(handle))
             }
@@ -153,7 +179,16 @@ impl Cache {
                 })
             }
         };
-        let url = match local_repository_path(&self.home, &spec.url) {
+        let local = local_repository_path(&self.home, &spec.url);
+        let url = match &local {
+            // Opening a local repository creates it when it is missing. Behind a wrap (a
+            // preview) nothing may be created there: an empty repository in the cache stands in.
+            Some(path) if self.wrap.is_some() && !path.exists() => self
+                .cache_dir
+                .join("missing-git")
+                .join(&name)
+                .display()
+                .to_string(),
             Some(path) if !spec.url.starts_with("file://") => path.display().to_string(),
             _ => spec.url.clone(),
         };

@@ -275,6 +275,12 @@ pub fn aggregated_yaml(placements: &[NamedWorkloads]) -> Vec<u8> {
 }
 
 /// `relative` under the store's `spec.path`, as Kratix's Git writer roots it.
+/// The key under which every file of a Destination lies: the store's `spec.path`, then the
+/// Destination's (empty: the store's root).
+pub fn destination_root(store_path: Option<&str>, destination_path: &str) -> String {
+    store_key(store_path, &go_join(&[destination_path]))
+}
+
 fn store_key(store_path: Option<&str>, relative: &str) -> String {
     let joined = go_join(&[store_path.unwrap_or(""), relative]);
     let key = joined.trim_start_matches('/');

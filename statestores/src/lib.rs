@@ -14,12 +14,14 @@ mod dir;
 pub mod error_chain;
 mod git;
 mod memory;
+mod overlay;
 
 pub use bucket::{Bucket, BucketAuth, BucketOptions};
 pub use dir::LocalDir;
 pub use git::{redact_url, Git, GitCredentials, GitOptions};
 pub use key::{Key, KeyError};
 pub use memory::InMemory;
+pub use overlay::{Overlay, Pending};
 
 use bytes::Bytes;
 use std::fmt::Debug;

@@ -119,6 +119,22 @@ impl EmbeddedStore {
         &self.inner.home
     }
 
+    /// Writes a consistent copy of the whole control plane as the database of `home` (which
+    /// must not have one yet), from one read transaction: writers in other processes carry on.
+    pub async fn copy_into(&self, home: &Path) -> Result<()> {
+        let target = home.join(DATABASE_FILE);
+        self.run(move |conn| {
+            let shown = target.display().to_string();
+            conn.execute("VACUUM INTO ?1", [shown.as_str()])
+                .map(drop)
+                .map_err(|source| Error::Backend {
+                    context: format!("copy the control plane into {shown}"),
+                    source: Box::new(source),
+                })
+        })
+        .await
+    }
+
     /// `update` and `update_status`: read the stored object, let `rule` decide what the write
     /// becomes, and apply it, all in one transaction.
     async fn modify(

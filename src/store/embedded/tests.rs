@@ -739,3 +739,50 @@ fn concurrent_writers_lose_no_update() {
         assert_eq!(counter.metadata.generation, Some(want + 1));
     });
 }
+
+#[tokio::test]
+async fn a_copy_holds_every_object_and_changes_apart_from_the_original() {
+    let (dir, original) = store();
+    let first = original
+        .create(&work(), &new_work("default", "one", json!({"x": "1"})))
+        .await
+        .expect("create");
+    let copy_home = dir.path().join("copy");
+    std::fs::create_dir_all(&copy_home).expect("copy home");
+    original.copy_into(&copy_home).await.expect("copy");
+    let copy = EmbeddedStore::open(&copy_home).expect("open the copy");
+
+    let everything = Selector::everything();
+    assert_eq!(
+        get_work(&copy, "one").await,
+        first,
+        "the same object, identity included"
+    );
+    copy.create(&work(), &new_work("default", "two", json!({})))
+        .await
+        .expect("create in the copy");
+    assert_eq!(
+        names(
+            &original
+                .list(&work(), None, &everything)
+                .await
+                .expect("list")
+        ),
+        ["default/one"],
+        "the original does not see the copy's writes"
+    );
+    assert_eq!(
+        names(&copy.list(&work(), None, &everything).await.expect("list")),
+        ["default/one", "default/two"]
+    );
+    let selected = Selector::parse("x=1").expect("selector");
+    assert_eq!(
+        names(&copy.list(&work(), None, &selected).await.expect("list")),
+        ["default/one"],
+        "labels are indexed in the copy too"
+    );
+    assert!(
+        original.copy_into(&copy_home).await.is_err(),
+        "an existing database is never overwritten"
+    );
+}

@@ -465,3 +465,23 @@ fn paths_clean_like_go() {
         assert_eq!(go_join(parts), expected, "join {parts:?}");
     }
 }
+
+#[test]
+fn destination_roots_join_store_and_destination_paths() {
+    let cases = [
+        (None, "worker-1", "worker-1"),
+        (Some("clusters"), "worker-1", "clusters/worker-1"),
+        (Some("/clusters/"), "/worker-1/", "clusters/worker-1"),
+        (None, ".", ""),
+        (None, "/", ""),
+        (Some("a"), "", "a"),
+        (Some("a"), "b/../c", "a/c"),
+    ];
+    for (store, destination, want) in cases {
+        assert_eq!(
+            destination_root(store, destination),
+            want,
+            "{store:?} + {destination:?}"
+        );
+    }
+}
