@@ -8,9 +8,19 @@ use statestores::error_chain::ErrorChain;
 
 #[tokio::main]
 async fn main() -> ExitCode {
+    if std::env::args_os().nth(1).as_deref() == Some(kratix::cli::completion::COMPLETE.as_ref()) {
+        let words: Vec<String> = std::env::args_os()
+            .skip(2)
+            .map(|w| w.to_string_lossy().into_owned())
+            .collect();
+        return kratix::cli::completion::complete(&words).await;
+    }
     let cli = Cli::parse();
-    let json =
-        matches!(&cli.command, Command::Controller(args) if args.log_format == LogFormat::Json);
+    let json = match &cli.command {
+        Command::Controller(args) => args.log_format == LogFormat::Json,
+        Command::Serve { log_format, .. } => *log_format == LogFormat::Json,
+        _ => false,
+    };
     let logs = tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("KRATIX_LOG")

@@ -210,6 +210,161 @@ fn completion_scripts_are_generated_for_each_shell_and_offer_kinds() {
     kratix_rs(&["completion", "tcsh"]).assert_failed();
 }
 
+/// What bash's completion offers for the command line `line` (the word being typed last,
+/// possibly empty), with the scripts `kratix-rs completion bash` prints, on the home of `k`.
+fn bash_completes(k: &Kratix, line: &str) -> Vec<String> {
+    let bin_dir = support::binary()
+        .parent()
+        .expect("the binary's folder")
+        .to_path_buf();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let script = r#"
+        source <(kratix-rs completion bash)
+        read -r -a COMP_WORDS <<< "kratix-rs $LINE"
+        [[ "$LINE" == *" " ]] && COMP_WORDS+=("")
+        COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))
+        COMP_LINE="kratix-rs $LINE"
+        COMP_POINT=${#COMP_LINE}
+        _kratix_rs_dynamic kratix-rs "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}"
+        printf '%s\n' "${COMPREPLY[@]}"
+    "#;
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(script)
+        .env("PATH", path)
+        .env("KRATIX_HOME", k.home())
+        .env("LINE", line)
+        .output()
+        .expect("bash runs");
+    assert!(
+        out.status.success(),
+        "bash: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut got: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| l.trim().to_string())
+        .collect();
+    got.sort();
+    got
+}
+
+#[test]
+fn shells_complete_kinds_and_object_names_of_the_home() {
+    let k = quickstart();
+    let cases: &[(&str, &[&str])] = &[
+        ("get web", &["webapps"]),
+        ("get webapps ", &["blog", "shop"]),
+        ("get webapps s", &["shop"]),
+        ("logs webapps -n default b", &["blog"]),
+        ("get webapps -n elsewhere ", &[]),
+        ("get -A webapps ", &["blog", "shop"]),
+        ("delete destination ", &["worker-1"]),
+        ("wait promise ", &["webapp"]),
+        ("--home elsewhere get promises ", &[]),
+        // Not a kind or a name: clap's completion of the command definitions.
+        ("get webapps -o ya", &["yaml"]),
+        ("completion f", &["fish"]),
+        ("get webapps --sh", &["--show-labels"]),
+    ];
+    for (line, want) in cases {
+        assert_eq!(bash_completes(&k, line), *want, "{line:?}");
+    }
+    let kinds = bash_completes(&k, "get ");
+    for kind in [
+        "promises",
+        "destinations",
+        "gitstatestores",
+        "webapps",
+        "works",
+    ] {
+        assert!(kinds.iter().any(|k| k == kind), "{kind} not in {kinds:?}");
+    }
+    // The same through zsh's and fish's scripts, where those shells are installed
+    // (scripts/test-deps.sh installs them; a developer's machine may lack them).
+    for (shell, line, want) in [
+        ("zsh", "get webapps ", vec!["blog", "shop"]),
+        ("zsh", "logs webapps -n default s", vec!["shop"]),
+        ("fish", "get webapps ", vec!["blog", "shop"]),
+        ("fish", "delete destination w", vec!["worker-1"]),
+    ] {
+        match other_shell_completes(&k, shell, line) {
+            Some(got) => assert_eq!(got, want, "{shell}: {line:?}"),
+            None => eprintln!("{shell} is not installed: its completion is not exercised"),
+        }
+    }
+}
+
+/// What zsh or fish completes for `line`, or `None` when the shell is not installed. zsh:
+/// the wrapper called as the completion system would, `compadd` printing what it is given
+/// (the real one then filters by the typed prefix, as done here).
+fn other_shell_completes(k: &Kratix, shell: &str, line: &str) -> Option<Vec<String>> {
+    let script_dir = tempfile::tempdir().expect("folder");
+    let script = script_dir.path().join("_kratix-rs");
+    std::fs::write(&script, kratix_rs(&["completion", shell]).stdout).expect("script written");
+    let code = match shell {
+        "zsh" => format!(
+            r#"autoload -U compinit; compinit -u -d {dir}/zcompdump
+               source {script}
+               compadd() {{ [[ $1 == -a ]] && print -l -- ${{(P)2}} }}
+               words=(kratix-rs ${{(z)LINE}}); [[ "$LINE" == *" " ]] && words+=("")
+               CURRENT=${{#words}}
+               _kratix-rs-dynamic | grep -- "^${{words[CURRENT]}}""#,
+            dir = script_dir.path().display(),
+            script = script.display()
+        ),
+        _ => format!(
+            r#"source {script}; complete -C "kratix-rs $LINE""#,
+            script = script.display()
+        ),
+    };
+    let bin_dir = support::binary().parent()?.to_path_buf();
+    let out = Command::new(shell)
+        .arg("-c")
+        .arg(code)
+        .env(
+            "PATH",
+            format!(
+                "{}:{}",
+                bin_dir.display(),
+                std::env::var("PATH").unwrap_or_default()
+            ),
+        )
+        .env("KRATIX_HOME", k.home())
+        .env("LINE", line)
+        .output()
+        .ok()?;
+    let mut got: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.split('\t').next().unwrap_or_default().to_string())
+        .filter(|l| !l.is_empty())
+        .collect();
+    got.sort();
+    Some(got)
+}
+
+#[test]
+fn zsh_and_fish_scripts_ask_for_kinds_and_names() {
+    let zsh = kratix_rs(&["completion", "zsh"]).stdout;
+    assert!(zsh.starts_with("#compdef kratix-rs"), "{zsh}");
+    assert!(zsh.contains("kratix-rs __complete -- \"${(@)words[2,CURRENT]}\""));
+    assert!(zsh
+        .trim_end()
+        .ends_with("compdef _kratix-rs-dynamic kratix-rs\nfi"));
+    let fish = kratix_rs(&["completion", "fish"]).stdout;
+    assert!(fish.contains("kratix-rs __complete -- (commandline -opc)[2..-1] (commandline -ct)"));
+    // The helper itself never shows among the commands.
+    for script in [&zsh, &fish, &kratix_rs(&["completion", "bash"]).stdout] {
+        assert_eq!(script.matches("__complete").count(), 1, "{script}");
+    }
+    assert!(!kratix_rs(&["--help"]).stdout.contains("__complete"));
+}
+
 #[test]
 fn every_command_help_has_examples() {
     let top = kratix_rs(&["--help"]);

@@ -499,6 +499,259 @@ fn the_default_author_is_kratix() {
     }
 }
 
+/// GitStateStore `default` on `state.git` with this commit message template and `extra` spec.
+fn store_with_template(template: &str, extra: &str) -> String {
+    format!(
+        "apiVersion: platform.kratix.io/v1alpha1\nkind: GitStateStore\nmetadata:\n  name: default\n  annotations:\n    kratix.io/commit-message-template: {}\nspec:\n  url: state.git\n  branch: main\n{}",
+        serde_json::to_string(template).expect("a JSON string is YAML"),
+        indent(extra)
+    )
+}
+
+#[test]
+fn a_commit_message_template_and_git_author_make_the_commits_readable() {
+    let k = Kratix::new();
+    let template = "{annotation:example.com/ticket} {promise} {namespace}/{request} \
+                    (generation {generation}) by {pipeline} to {destination}\n\n{workflow} of {work}";
+    let request = "apiVersion: gw.kratix.io/v1alpha1\nkind: Bundle\nmetadata:\n  name: r1\n  \
+                   namespace: default\n  annotations:\n    example.com/ticket: OPS-42\nspec:\n  \
+                   version: v1\n";
+    k.apply_yaml(
+        &setup(&[
+            store_with_template(
+                template,
+                "gitAuthor: {name: Platform Bot, email: bot@example.com}",
+            ),
+            destination_yaml("worker-1", "{target: worker-1}", ""),
+            yaml(&bundle_with(&["render"])),
+            request.to_string(),
+        ]),
+        &[],
+    )
+    .assert_ok();
+    let repo = Repo::new(k.home().join("state.git"));
+    let commits = repo.commits();
+    let work = work_name(&k, "default", "r1", "render");
+    let commit = only_commit(
+        &commits,
+        "OPS-42 bundle default/r1 (generation 1) by render to worker-1",
+    );
+    assert_eq!(
+        commit.message,
+        format!(
+            "OPS-42 bundle default/r1 (generation 1) by render to worker-1\n\n\
+             resource/configure of {work}\n\n\
+             Kratix-Promise: bundle\nKratix-Resource: default/r1\nKratix-Pipeline: render\n\
+             Kratix-Destination: worker-1\nKratix-Workflow: resource/configure"
+        )
+    );
+    assert_eq!(commit.author, "Platform Bot <bot@example.com>");
+    assert_eq!(commit.committer, "Platform Bot <bot@example.com>");
+    // Git itself reads the trailers; the template's text does not hide them.
+    assert!(
+        repo.trailers(&commit.sha)
+            .contains("Kratix-Resource: default/r1"),
+        "{}",
+        repo.trailers(&commit.sha)
+    );
+    // A promise workflow has no request: its values are empty, the Promise's generation shows.
+    only_commit(&commits, "bundle / (generation 1) by deps to worker-1");
+}
+
+#[test]
+fn an_invalid_template_makes_the_store_not_ready_and_writes_nothing_until_fixed() {
+    let mut k = Kratix::new();
+    k.start_serve();
+    k.apply_yaml(
+        &setup(&[
+            store_with_template("[{ticket}] {promise", ""),
+            destination_yaml("worker-1", "{target: worker-1}", ""),
+            yaml(&bundle_with(&["render"])),
+            request_yaml("r1", "default", "v1"),
+        ]),
+        &["--no-wait"],
+    )
+    .assert_ok();
+    let ready = assert_blocked(&k);
+    assert_eq!(ready["reason"], "InvalidCommitMessageTemplate", "{ready}");
+    assert!(
+        ready["message"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("annotation kratix.io/commit-message-template: unknown variable {ticket} at character 2"),
+        "the message names the annotation and the mistake: {ready}"
+    );
+    let repo = Repo::new(k.home().join("state.git"));
+    assert_eq!(repo.head(), None, "nothing written with a wrong message");
+
+    k.run(&[
+        "annotate",
+        "gitstatestore",
+        "default",
+        "kratix.io/commit-message-template-",
+    ])
+    .assert_ok();
+    assert_recovered(&k, &repo);
+}
+
+/// GETs `path` from `addr` over plain HTTP/1.0; the body.
+fn http_get(addr: &str, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).expect("the metrics endpoint answers");
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").expect("request sent");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("response read");
+    let (head, body) = response.split_once("\r\n\r\n").expect("headers end");
+    assert!(
+        head.starts_with("HTTP/1.0 200") || head.starts_with("HTTP/1.1 200"),
+        "{head}"
+    );
+    body.to_string()
+}
+
+/// The value of the sample `series` (name and labels, exactly as written) in `text`.
+fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .find_map(|l| l.rsplit_once(' ').filter(|(s, _)| *s == series))
+        .and_then(|(_, v)| v.parse().ok())
+}
+
+#[test]
+fn serve_exposes_metrics_of_runs_writes_and_pushes() {
+    let mut k = Kratix::new();
+    k.start_serve_args(&["--metrics-addr", "127.0.0.1:0"], &[]);
+    let addr = eventually("serve to say where its metrics are", WAIT, || {
+        k.serve_log().lines().find_map(|l| {
+            l.strip_prefix("metrics on http://")
+                .and_then(|rest| rest.strip_suffix("/metrics"))
+                .map(str::to_string)
+        })
+    });
+    k.apply_yaml(
+        &setup(&[
+            store_yaml("state.git", ""),
+            destination_yaml("worker-1", "{target: worker-1}", ""),
+            yaml(&bundle_with(&["render"])),
+            request_yaml("r1", "default", "v1"),
+        ]),
+        &[],
+    )
+    .assert_ok();
+    // The same output again: a write that changes nothing.
+    k.run(&["reconcile", "bundle", "r1"]).assert_ok();
+
+    let text = eventually("a no-op write to be counted", WAIT, || {
+        let text = http_get(&addr, "/metrics");
+        sample(
+            &text,
+            "kratix_state_store_writes_total{store=\"git\",result=\"unchanged\"}",
+        )
+        .filter(|n| *n >= 1.0)
+        .map(|_| text)
+    });
+    for family in [
+        "kratix_reconcile_total counter",
+        "kratix_reconcile_errors_total counter",
+        "kratix_pipeline_runs_total counter",
+        "kratix_pipeline_run_duration_seconds histogram",
+        "kratix_queue_depth gauge",
+        "kratix_pipeline_end_to_commit_seconds histogram",
+        "kratix_state_store_writes_total counter",
+        "kratix_git_commits_per_push histogram",
+        "kratix_git_push_conflicts_total counter",
+        "kratix_git_push_retries_total counter",
+    ] {
+        assert!(
+            text.lines().any(|l| l == format!("# TYPE {family}")),
+            "{family} missing in\n{text}"
+        );
+    }
+    let value = |series: &str| {
+        sample(&text, series).unwrap_or_else(|| panic!("{series} missing in\n{text}"))
+    };
+    let configure = "workflow_type=\"resource\",action=\"configure\",result=\"succeeded\"";
+    // Applied once, reconciled once.
+    assert_eq!(
+        value(&format!("kratix_pipeline_runs_total{{{configure}}}")),
+        2.0
+    );
+    assert_eq!(
+        value(&format!(
+            "kratix_pipeline_run_duration_seconds_count{{{configure}}}"
+        )),
+        2.0
+    );
+    let took = value(&format!(
+        "kratix_pipeline_run_duration_seconds_sum{{{configure}}}"
+    ));
+    assert!(took > 0.0 && took < 300.0, "two runs took {took} s");
+    assert_eq!(
+        value("kratix_pipeline_runs_total{workflow_type=\"promise\",action=\"configure\",result=\"succeeded\"}"),
+        1.0
+    );
+    // Each pipeline end timed once on its one Destination: the promise's and the request's two.
+    assert_eq!(value("kratix_pipeline_end_to_commit_seconds_count"), 3.0);
+    assert!(value("kratix_pipeline_end_to_commit_seconds_sum") < 300.0);
+    // Works' writes: static dependencies, the promise's pipeline, the request's.
+    assert_eq!(
+        value("kratix_state_store_writes_total{store=\"git\",result=\"changed\"}"),
+        3.0
+    );
+    let pushes = value("kratix_git_commits_per_push_count");
+    let pushed = value("kratix_git_commits_per_push_sum");
+    assert!((1.0..=4.0).contains(&pushes), "{pushes} pushes");
+    assert_eq!(
+        pushed, 4.0,
+        "every commit, the canary's too, was pushed once"
+    );
+    assert_eq!(value("kratix_git_push_conflicts_total"), 0.0);
+    assert_eq!(value("kratix_git_push_retries_total"), 0.0);
+    assert!(value("kratix_reconcile_total{controller=\"request\"}") >= 2.0);
+    assert!(value("kratix_reconcile_total{controller=\"workplacement\"}") >= 1.0);
+    assert!(value("kratix_queue_depth") >= 0.0);
+    // Object names never become labels.
+    for name in ["r1", "worker-1", "bundle", "default"] {
+        assert!(
+            !text
+                .lines()
+                .filter(|l| !l.starts_with('#'))
+                .any(|l| l.contains(&format!("\"{name}\""))),
+            "{name} is a label value in\n{text}"
+        );
+    }
+    assert_eq!(http_get(&addr, "/healthz"), "ok\n");
+}
+
+#[test]
+fn serve_logs_json_lines_on_request() {
+    let mut k = Kratix::new();
+    k.start_serve_args(&["--log-format", "json"], &[("KRATIX_LOG", "info")]);
+    k.apply_yaml(
+        &setup(&[
+            store_yaml("state.git", ""),
+            destination_yaml("worker-1", "{target: worker-1}", ""),
+            yaml(&bundle_with(&["render"])),
+            request_yaml("r1", "default", "v1"),
+        ]),
+        &[],
+    )
+    .assert_ok();
+    let run = eventually("serve to log a pipeline run", WAIT, || {
+        k.serve_log()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|l| l["fields"]["message"] == "pipeline run finished")
+    });
+    assert_eq!(run["level"], "INFO", "{run}");
+    assert!(run["fields"]["run"].is_string(), "{run}");
+    assert!(run["timestamp"].is_string(), "{run}");
+    // Every line from the logger is JSON (serve's own notes are plain text by contract).
+    for line in k.serve_log().lines().filter(|l| l.starts_with('{')) {
+        assert!(serde_json::from_str::<Value>(line).is_ok(), "{line}");
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // 2. Idempotence
 

@@ -227,6 +227,28 @@ fn controller_runs_three_pipelines_in_order_with_one_commit_each() {
     let _kubelet = env.kubelet();
     let mut controller = Controller::start(&env, "solo", work.path(), &[]);
     git_platform(&env, &daemon);
+    // Readable commits, as in the embedded runtime: the same controller code.
+    env.kubectl(
+        &[
+            "annotate",
+            "gitstatestore",
+            "default",
+            "kratix.io/commit-message-template=deploy {promise}/{request} by {pipeline}",
+        ],
+        "",
+    );
+    env.kubectl(
+        &[
+            "patch",
+            "gitstatestore",
+            "default",
+            "--type",
+            "merge",
+            "-p",
+            r#"{"spec":{"gitAuthor":{"name":"Platform Bot","email":"bot@example.com"}}}"#,
+        ],
+        "",
+    );
     apply_promise(&env, &["a", "b", "c"]);
     env.apply(&support::things::request("r1", 3));
     let obj = settled(&env, &controller, "r1");
@@ -269,6 +291,27 @@ fn controller_runs_three_pipelines_in_order_with_one_commit_each() {
             (!c.is_empty()).then_some(c)
         });
         assert_eq!(commits.len(), 1, "one commit for pipeline {p}: {commits:?}");
+        assert_eq!(commits[0], format!("deploy thing/r1 by {p}"));
+    }
+    let authors = git(
+        &[
+            "--git-dir",
+            repo.to_str().expect("UTF-8"),
+            "log",
+            "--format=%an <%ae>|%cn <%ce>",
+            "main",
+            "--",
+            // NB: the canary may have been written before the store was patched.
+            "worker-1/resources/default/thing/r1",
+        ],
+        Path::new("/"),
+    );
+    assert_eq!(authors.lines().count(), 3, "{authors}");
+    for line in authors.lines() {
+        assert_eq!(
+            line, "Platform Bot <bot@example.com>|Platform Bot <bot@example.com>",
+            "{authors}"
+        );
     }
 
     // Operability: alive, ready, and the reconciles counted.
@@ -295,6 +338,22 @@ fn controller_runs_three_pipelines_in_order_with_one_commit_each() {
         .and_then(|n| n.parse::<u64>().ok())
         .expect("request reconciles counted");
     assert!(requests > 0, "{metrics}");
+    let runs = metrics
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix(
+                "kratix_pipeline_runs_total{workflow_type=\"resource\",action=\"configure\",result=\"succeeded\"} ",
+            )
+        })
+        .and_then(|n| n.parse::<u64>().ok())
+        .expect("pipeline runs counted");
+    assert_eq!(runs, 3, "{metrics}");
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l.starts_with("kratix_git_commits_per_push_count ") && !l.ends_with(" 0")),
+        "{metrics}"
+    );
 
     // Deleting the Promise deletes its requests, their files, and its CRD.
     env.kubectl(&["delete", "promise", "thing", "--wait=false"], "");
@@ -750,4 +809,196 @@ fn lifecycle_through_jobs_reruns_removes_files_runs_delete_workflows_and_sweeps(
     });
     assert!(left.is_empty());
     drop(controller);
+}
+
+/// A Promise with no API and no workflows, at a version, requiring others (`name@version`).
+fn plain_promise(name: &str, version: &str, requires: &[(&str, &str)]) -> String {
+    let required: Vec<Value> = requires
+        .iter()
+        .map(|(n, v)| json!({"name": n, "version": v}))
+        .collect();
+    json!({
+        "apiVersion": "platform.kratix.io/v1alpha1", "kind": "Promise",
+        "metadata": {"name": name, "labels": {"kratix.io/promise-version": version}},
+        "spec": {"requiredPromises": required},
+    })
+    .to_string()
+}
+
+/// The binding of a request, once it says `applied` was last applied.
+fn binding_applied(env: &TestEnv, request: &str, applied: &str) -> Value {
+    eventually(
+        &format!("{request}'s binding at {applied}"),
+        PATIENCE,
+        || {
+            env.list_json("resourcebindings", &["-A"])
+                .into_iter()
+                .find(|b| {
+                    b["spec"]["resourceRef"]["name"] == request
+                        && b["status"]["lastAppliedVersion"] == applied
+                })
+        },
+    )
+}
+
+#[test]
+fn versions_and_releases_work_with_the_controller() {
+    let Some(env) = TestEnv::start() else { return };
+    let daemon = GitDaemon::start().expect("git daemon");
+    let work = tempfile::tempdir().expect("work dir");
+    let controller = Controller::start(&env, "versions", work.path(), &["--pipelines", "local"]);
+    git_platform(&env, &daemon);
+
+    // A versioned Promise: a revision per version, requests bound to `latest` and upgraded.
+    env.apply(&support::things::promise_at("v1", &["a"]));
+    eventually("the Promise's CRD", PATIENCE, || {
+        env.get_json("crd", "things.test.kratix.io", None)
+    });
+    env.apply(&support::things::request("r1", 1));
+    settled(&env, &controller, "r1");
+    let binding = binding_applied(&env, "r1", "v1");
+    assert_eq!(binding["spec"]["version"], "latest");
+    env.apply(&support::things::promise_at("v2", &["a", "b"]));
+    let binding = binding_applied(&env, "r1", "v2");
+    assert_eq!(
+        condition(&binding, "UpgradeSucceeded").and_then(|c| c["status"].as_str()),
+        Some("True"),
+        "{binding:#}"
+    );
+    let revisions = env.list_json("promiserevisions", &[]);
+    let latest: Vec<(&str, bool)> = revisions
+        .iter()
+        .map(|r| {
+            (
+                r["spec"]["version"].as_str().unwrap_or_default(),
+                r["status"]["latest"].as_bool().unwrap_or(false),
+            )
+        })
+        .collect();
+    assert!(
+        latest.contains(&("v1", false)) && latest.contains(&("v2", true)),
+        "{latest:?}"
+    );
+    assert!(runs(&env, "r1").iter().any(|r| r.pipeline == "b"));
+
+    // Without an admission webhook nothing refuses deleting the latest revision here: the
+    // controller makes it again.
+    let latest_name = revisions
+        .iter()
+        .find(|r| r["spec"]["version"] == "v2")
+        .and_then(|r| r["metadata"]["name"].as_str())
+        .expect("the v2 revision")
+        .to_string();
+    let old_uid = env
+        .get_json("promiserevision", &latest_name, None)
+        .expect("revision")["metadata"]["uid"]
+        .clone();
+    env.kubectl(&["delete", "promiserevision", &latest_name], "");
+    eventually("the latest revision made again", PATIENCE, || {
+        let r = env.get_json("promiserevision", &latest_name, None)?;
+        (r["metadata"]["uid"] != old_uid && r["status"]["latest"] == true).then_some(())
+    });
+
+    // A PromiseRelease installs its Promise from a URL with the Secret's header, and removes it.
+    let server = support::promise_server::PromiseServer::start("Bearer k8s-t0ken");
+    server.publish("/released.yaml", &plain_promise("released", "v1.0", &[]));
+    env.apply(
+        &json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "registry", "namespace": "default"},
+            "stringData": {"authorizationHeader": "Bearer k8s-t0ken"}})
+        .to_string(),
+    );
+    env.apply(
+        &json!({"apiVersion": "platform.kratix.io/v1alpha1", "kind": "PromiseRelease",
+            "metadata": {"name": "released"},
+            "spec": {"sourceRef": {"type": "http", "url": server.url("/released.yaml"),
+                "secretRef": {"name": "registry", "namespace": "default"}}}})
+        .to_string(),
+    );
+    eventually("the released Promise", PATIENCE, || {
+        let p = env.get_json("promise", "released", None)?;
+        (p["metadata"]["labels"]["kratix.io/promise-release-name"] == "released").then_some(())
+    });
+    let release = eventually("the release installed", PATIENCE, || {
+        let r = env.get_json("promiserelease", "released", None)?;
+        (r["status"]["status"] == "Installed").then_some(r)
+    });
+    assert_eq!(release["spec"]["version"], "v1.0");
+    env.kubectl(
+        &["delete", "promiserelease", "released", "--wait=false"],
+        "",
+    );
+    eventually("the release and its Promise gone", PATIENCE, || {
+        let gone = env.get_json("promiserelease", "released", None).is_none()
+            && env.get_json("promise", "released", None).is_none();
+        gone.then_some(())
+    });
+    assert!(!controller.log().contains("k8s-t0ken"));
+}
+
+#[test]
+fn required_promises_and_pausing_work_with_the_controller() {
+    let Some(env) = TestEnv::start() else { return };
+    let daemon = GitDaemon::start().expect("git daemon");
+    let work = tempfile::tempdir().expect("work dir");
+    let controller = Controller::start(&env, "parity", work.path(), &["--pipelines", "local"]);
+    git_platform(&env, &daemon);
+
+    // Required Promises: unavailable until the required one exists at its version.
+    env.apply(&plain_promise("needs", "v1", &[("base", "v2")]));
+    eventually("needs waiting for base", PATIENCE, || {
+        let p = env.get_json("promise", "needs", None)?;
+        let c = condition(&p, "RequirementsFulfilled")?;
+        (c["status"] == "False" && p["status"]["status"] == "Unavailable").then_some(())
+    });
+    env.apply(&plain_promise("base", "v1", &[]));
+    std::thread::sleep(Duration::from_secs(1));
+    let p = env.get_json("promise", "needs", None).expect("needs");
+    assert_eq!(
+        p["status"]["requiredPromises"][0]["state"],
+        "Requirement not installed at the specified version"
+    );
+    env.apply(&plain_promise("base", "v2", &[]));
+    eventually("needs available", PATIENCE, || {
+        let p = env.get_json("promise", "needs", None)?;
+        (p["status"]["status"] == "Available").then_some(())
+    });
+
+    // Pausing: a paused request runs nothing new until the label goes.
+    apply_promise(&env, &["a"]);
+    env.apply(&support::things::request("r1", 1));
+    settled(&env, &controller, "r1");
+    let before = runs(&env, "r1").len();
+    env.kubectl(
+        &[
+            "label",
+            "things",
+            "r1",
+            "-n",
+            "default",
+            "kratix.io/paused=true",
+        ],
+        "",
+    );
+    env.apply(&support::things::request("r1", 2));
+    eventually("r1 paused", PATIENCE, || {
+        let r = env.get_json("things", "r1", Some("default"))?;
+        let c = condition(&r, "Reconciled")?;
+        (c["reason"] == "PausedReconciliation").then_some(())
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(runs(&env, "r1").len(), before, "nothing runs while paused");
+    env.kubectl(
+        &[
+            "label",
+            "things",
+            "r1",
+            "-n",
+            "default",
+            "kratix.io/paused-",
+        ],
+        "",
+    );
+    settled(&env, &controller, "r1");
+    assert!(runs(&env, "r1").len() > before);
 }

@@ -608,7 +608,7 @@ async fn deploy_renders_and_applies_to_a_real_api_server() {
     let (ok, rendered, err) = env.kubectl(&["kustomize", dir], "");
     assert!(ok, "kubectl kustomize deploy: {err}");
     let kinds = rendered.lines().filter(|l| l.starts_with("kind: ")).count();
-    assert_eq!(kinds, 15, "{rendered}");
+    assert_eq!(kinds, 18, "{rendered}");
     // The namespace must exist for a server-side dry run of what goes in it.
     let (ok, _, err) = env.kubectl(
         &["apply", "-f", "-"],

@@ -10,11 +10,12 @@ use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use super::{
-    BucketStateStore, Destination, GitStateStore, PipelineRun, Promise, Work, WorkPlacement,
+    BucketStateStore, Destination, GitStateStore, PipelineRun, Promise, PromiseRelease,
+    PromiseRevision, ResourceBinding, Work, WorkPlacement,
 };
 
 /// The CRDs in a stable order: Promise, Destination, the state stores, Work, WorkPlacement,
-/// PipelineRun.
+/// PipelineRun, then the kinds of Promise versions and releases.
 pub fn crds() -> Vec<CustomResourceDefinition> {
     vec![
         Promise::crd(),
@@ -24,6 +25,9 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
         Work::crd(),
         WorkPlacement::crd(),
         PipelineRun::crd(),
+        PromiseRevision::crd(),
+        ResourceBinding::crd(),
+        PromiseRelease::crd(),
     ]
 }
 
@@ -149,11 +153,14 @@ mod tests {
             ("Work", "Namespaced"),
             ("WorkPlacement", "Namespaced"),
             ("PipelineRun", "Namespaced"),
+            ("PromiseRevision", "Cluster"),
+            ("ResourceBinding", "Namespaced"),
+            ("PromiseRelease", "Cluster"),
         ]
         .map(|(k, s)| (k.to_string(), s.to_string()));
         assert_eq!(got, want);
         let yaml = crds_yaml();
-        assert_eq!(yaml.matches("---\n").count(), 7);
+        assert_eq!(yaml.matches("---\n").count(), 10);
         assert!(yaml.starts_with("---\napiVersion: apiextensions.k8s.io/v1\n"));
     }
 

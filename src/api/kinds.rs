@@ -74,10 +74,13 @@ pub enum Builtin {
     WorkPlacement,
     PipelineRun,
     Secret,
+    PromiseRevision,
+    ResourceBinding,
+    PromiseRelease,
 }
 
 impl Builtin {
-    pub const ALL: [Builtin; 8] = [
+    pub const ALL: [Builtin; 11] = [
         Builtin::Promise,
         Builtin::Destination,
         Builtin::GitStateStore,
@@ -86,6 +89,9 @@ impl Builtin {
         Builtin::WorkPlacement,
         Builtin::PipelineRun,
         Builtin::Secret,
+        Builtin::PromiseRevision,
+        Builtin::ResourceBinding,
+        Builtin::PromiseRelease,
     ];
 
     /// The state-store kind named `kind` (a Destination's `stateStoreRef.kind`), if it is one.
@@ -114,6 +120,9 @@ impl Builtin {
             Builtin::WorkPlacement => kratix("WorkPlacement", "workplacements", &["wp"], true),
             Builtin::PipelineRun => kratix("PipelineRun", "pipelineruns", &["pr"], true),
             Builtin::Secret => KindInfo::builtin("", "v1", "Secret", "secrets", &[], true),
+            Builtin::PromiseRevision => kratix("PromiseRevision", "promiserevisions", &[], false),
+            Builtin::ResourceBinding => kratix("ResourceBinding", "resourcebindings", &[], true),
+            Builtin::PromiseRelease => kratix("PromiseRelease", "promisereleases", &[], false),
         }
     }
 }

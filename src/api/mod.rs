@@ -16,10 +16,12 @@ pub mod pipeline;
 pub mod pipeline_run;
 pub mod promise;
 pub mod promise_api;
+pub mod promise_release;
 pub mod schema;
 pub mod secret;
 pub mod state_store;
 pub mod validation;
+pub mod versions;
 pub mod work;
 pub mod work_placement;
 pub mod workflow_status;
@@ -33,8 +35,10 @@ pub use pipeline_run::{
     PipelineRun, PipelineRunPhase, PipelineRunSpec, PipelineRunStatus, RunExecutor, WorkflowControl,
 };
 pub use promise::{Promise, PromiseSpec, PromiseStatus};
+pub use promise_release::PromiseRelease;
 pub use secret::Secret;
 pub use state_store::{BucketStateStore, GitStateStore};
+pub use versions::{PromiseRevision, ResourceBinding};
 pub use work::{Work, WorkSpec, WorkStatus, Workload, WorkloadGroup};
 pub use work_placement::{WorkPlacement, WorkPlacementSpec, WorkPlacementStatus};
 
@@ -73,6 +77,9 @@ pub mod labels {
     /// pipeline left the workflow, `delete` when its object is deleted. Becomes the commit's
     /// `Kratix-Workflow`.
     pub const REMOVAL_REASON: &str = "kratix.io/removal-reason";
+    /// On a GitStateStore: the commit message's text above Kratix's trailers (an annotation,
+    /// so that the object stays valid for Kratix).
+    pub const COMMIT_MESSAGE_TEMPLATE: &str = "kratix.io/commit-message-template";
 }
 
 /// Finalizers: what must be done before an object of each kind may go.

@@ -12,6 +12,25 @@ pub const DNS1123_SUBDOMAIN_MAX: usize = 253;
 /// Longest label value.
 pub const LABEL_VALUE_MAX: usize = 63;
 
+/// The name Kratix gives an object it derives from others (a PromiseRevision, a
+/// ResourceBinding): `name` cut to 56 characters without trailing punctuation, `-`, and the
+/// first five hex digits of the md5 of `inputs` joined by `-` (of `name` when none), as
+/// `objectutil.GenerateDeterministicObjectName` does:
+/// <https://github.com/syntasso/kratix/blob/ae170e22e974e45bb7cfda00986057e01b3ccfde/lib/objectutil/name.go>.
+pub fn deterministic_name(name: &str, inputs: &[&str]) -> String {
+    let hashed = if inputs.is_empty() {
+        name.to_string()
+    } else {
+        inputs.join("-")
+    };
+    let id = super::hash::md5_hex(hashed.as_bytes());
+    let mut base: String = name.chars().take(DNS1123_LABEL_MAX - 1 - 5 - 1).collect();
+    while base.ends_with(|c: char| !c.is_ascii_alphanumeric()) {
+        base.pop();
+    }
+    format!("{base}-{}", &id[..5])
+}
+
 fn is_alnum_lower(c: char) -> bool {
     c.is_ascii_lowercase() || c.is_ascii_digit()
 }
@@ -257,6 +276,38 @@ mod tests {
                 ("a\n", false),
             ],
         );
+    }
+
+    #[test]
+    fn deterministic_names_are_kratix_s() {
+        // md5("v1") = "6654c734ccab8f440ff0825eb443dc7f", md5("a-db") = "b5c8c7a5…"
+        let long = "a".repeat(70);
+        let cases: Vec<(&str, Vec<&str>, String)> = vec![
+            ("db", vec!["v1"], "db-6654c".into()),
+            (
+                "db",
+                vec![],
+                format!("db-{}", &crate::api::hash::md5_hex(b"db")[..5]),
+            ),
+            (
+                "a-db",
+                vec![],
+                format!("a-db-{}", &crate::api::hash::md5_hex(b"a-db")[..5]),
+            ),
+            (
+                &long,
+                vec!["x"],
+                format!(
+                    "{}-{}",
+                    "a".repeat(56),
+                    &crate::api::hash::md5_hex(b"x")[..5]
+                ),
+            ),
+            ("db--", vec!["v1"], "db-6654c".into()),
+        ];
+        for (name, inputs, want) in cases {
+            assert_eq!(deterministic_name(name, &inputs), want, "{name} {inputs:?}");
+        }
     }
 
     #[test]

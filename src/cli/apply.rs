@@ -275,6 +275,20 @@ fn prepare_one(
         (GROUP, "PipelineRun") => {
             typed::<crate::api::PipelineRun>(&value)?;
         }
+        (GROUP, "PromiseRevision") => {
+            typed::<crate::api::PromiseRevision>(&value)?;
+        }
+        (GROUP, "ResourceBinding") => {
+            typed::<crate::api::ResourceBinding>(&value)?;
+        }
+        (GROUP, "PromiseRelease") => {
+            let release = typed::<crate::api::PromiseRelease>(&value)?;
+            check_enum(
+                "spec.sourceRef.type",
+                Some(release.spec.source_ref.type_.as_str()),
+                &[crate::api::promise_release::TYPE_HTTP],
+            )?;
+        }
         ("", "Secret") => value = normalise_secret(value)?,
         _ => {
             let promise = crate::platform::promise_defining(promises, &kind)

@@ -131,6 +131,24 @@ pub fn columns(kind: &KindInfo) -> Vec<Column> {
                     .to_string()
             }),
         ],
+        "PromiseRevision" => vec![
+            col("PROMISE", |o| at(o, "/spec/promiseRef/name")),
+            col("VERSION", |o| at(o, "/spec/version")),
+            col("LATEST", |o| {
+                let latest = o.data.pointer("/status/latest").and_then(Value::as_bool);
+                latest.unwrap_or(false).to_string()
+            }),
+        ],
+        "ResourceBinding" => vec![
+            col("RESOURCE", |o| at(o, "/spec/resourceRef/name")),
+            col("PROMISE", |o| at(o, "/spec/promiseRef/name")),
+            col("DESIRED", |o| at(o, "/spec/version")),
+            col("APPLIED", |o| at(o, "/status/lastAppliedVersion")),
+        ],
+        "PromiseRelease" => vec![
+            col("STATUS", |o| at(o, "/status/status")),
+            col("VERSION", |o| at(o, "/spec/version")),
+        ],
         // Resource requests of a Promise's API.
         _ => vec![
             col("STATUS", |o| condition_field(o, "Reconciled", "message")),
@@ -312,6 +330,32 @@ mod tests {
                 json!({"metadata": {"name": "s"}, "type": "Opaque",
                     "data": {"a": "YQ==", "b": "Yg=="}}),
                 vec!["TYPE=Opaque", "DATA=2"],
+            ),
+            (
+                Builtin::PromiseRevision.info(),
+                json!({"metadata": {"name": "db-1a2b3"}, "spec": {"promiseRef": {"name": "db"},
+                    "version": "v2", "promiseSpec": {}}, "status": {"latest": true}}),
+                vec!["PROMISE=db", "VERSION=v2", "LATEST=true"],
+            ),
+            (
+                Builtin::PromiseRevision.info(),
+                json!({"metadata": {"name": "db-4c5d6"}, "spec": {"promiseRef": {"name": "db"},
+                    "version": "v1", "promiseSpec": {}}}),
+                vec!["PROMISE=db", "VERSION=v1", "LATEST=false"],
+            ),
+            (
+                Builtin::ResourceBinding.info(),
+                json!({"metadata": {"name": "a-db-1a2b3"}, "spec": {"version": "latest",
+                    "promiseRef": {"name": "db"}, "resourceRef": {"name": "a",
+                    "namespace": "default"}}, "status": {"lastAppliedVersion": "v1"}}),
+                vec!["RESOURCE=a", "PROMISE=db", "DESIRED=latest", "APPLIED=v1"],
+            ),
+            (
+                Builtin::PromiseRelease.info(),
+                json!({"metadata": {"name": "r"}, "spec": {"version": "v1.0",
+                    "sourceRef": {"type": "http", "url": "http://x/p.yaml"}},
+                    "status": {"status": "Installed"}}),
+                vec!["STATUS=Installed", "VERSION=v1.0"],
             ),
         ];
         for (kind, value, want) in cases {

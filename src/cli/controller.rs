@@ -109,6 +109,11 @@ pub struct ControllerArgs {
     /// Log format on standard error; `KRATIX_LOG` sets the level (e.g. `info`).
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+    /// How new requests of a versioned Promise are bound: `floating` (`spec.version:
+    /// latest`, following each new Promise version) or `pinned` (the version current when the
+    /// request is made).
+    #[arg(long, env = crate::controllers::BINDING_VERSION_ENV, value_enum, default_value_t)]
+    pub resource_binding_version: crate::controllers::bindings::Strategy,
 }
 
 impl ControllerArgs {
@@ -169,7 +174,7 @@ pub async fn run(args: ControllerArgs) -> Result<(), Error> {
     })?;
     let cp: Arc<dyn ControlPlane> = Arc::new(kube.clone());
     let platform = Platform::with_control_plane(&args.work_dir, cp.clone())?;
-    let runtime = runtime(platform, executor);
+    let runtime = runtime(platform, executor).with_binding_strategy(args.resource_binding_version);
 
     let (role_tx, role_rx) = watch::channel(Role::Standby);
     let api_reachable = Arc::new(AtomicBool::new(false));
@@ -325,7 +330,7 @@ async fn probe_api_server(cp: Arc<dyn ControlPlane>, reachable: Arc<AtomicBool>)
 }
 
 /// A task that ends with its handle.
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
+pub(super) struct AbortOnDrop(pub(super) tokio::task::JoinHandle<()>);
 
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {

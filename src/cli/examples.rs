@@ -29,6 +29,7 @@ Examples:
 pub const GET: &str = "\
 Examples:
   kratix-rs get promises
+  kratix-rs get resourcebindings -A
   kratix-rs get destinations -o wide
   kratix-rs get workplacements -A --show-labels
   kratix-rs get pipelineruns -n default -l kratix.io/promise-name=postgresql
@@ -91,7 +92,9 @@ Examples:
 pub const SERVE: &str = "\
 Examples:
   kratix-rs serve
-  kratix-rs --home /srv/kratix serve --max-parallel 4";
+  kratix-rs --home /srv/kratix serve --max-parallel 4
+  kratix-rs serve --resource-binding-version pinned
+  KRATIX_LOG=info kratix-rs serve --metrics-addr 127.0.0.1:8080 --log-format json";
 
 pub const CONTROLLER: &str = "\
 Examples:

@@ -2,6 +2,7 @@
 
 pub mod apply;
 mod columns;
+mod complete_words;
 pub mod completion;
 pub mod controller;
 pub mod describe;
@@ -202,6 +203,18 @@ pub enum Command {
         /// `KRATIX_MAX_PARALLEL`, else the number of cores).
         #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
         max_parallel: Option<u16>,
+        /// How new requests of a versioned Promise are bound: `floating` (`spec.version:
+        /// latest`, following each new Promise version) or `pinned` (the version current when
+        /// the request is made).
+        #[arg(long, env = crate::controllers::BINDING_VERSION_ENV, value_enum)]
+        resource_binding_version: Option<crate::controllers::bindings::Strategy>,
+        /// Serve `/metrics` (Prometheus text format) and `/healthz` on this address, e.g.
+        /// `127.0.0.1:8080`; none without it.
+        #[arg(long)]
+        metrics_addr: Option<String>,
+        /// Log format on standard error; `KRATIX_LOG` sets the level (e.g. `info`).
+        #[arg(long, value_enum, default_value_t = controller::LogFormat::Text)]
+        log_format: controller::LogFormat,
     },
     /// Run every controller against a Kubernetes API server (Promises' APIs become CRDs), with
     /// optional leader election, health and metrics endpoints; until SIGTERM.

@@ -39,7 +39,7 @@ pub fn redact(kind: &KindInfo, obj: &Object) -> Value {
 
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
-/// Where a state store keeps the URL that may hold a password.
+/// Where a state store (or a release) keeps the URL that may hold a password.
 fn url_field(kind: &KindInfo) -> Option<&'static str> {
     if kind.group != crate::api::GROUP {
         return None;
@@ -47,6 +47,7 @@ fn url_field(kind: &KindInfo) -> Option<&'static str> {
     match kind.kind.as_str() {
         "GitStateStore" => Some("/spec/url"),
         "BucketStateStore" => Some("/spec/endpoint"),
+        "PromiseRelease" => Some("/spec/sourceRef/url"),
         _ => None,
     }
 }
@@ -181,7 +182,17 @@ mod tests {
             "metadata": {"name": "b"},
             "spec": {"endpoint": "https://u:hunter4@s3.local", "bucketName": "b"},
         }));
+        let release = object(json!({
+            "apiVersion": "platform.kratix.io/v1alpha1", "kind": "PromiseRelease",
+            "metadata": {"name": "r"},
+            "spec": {"sourceRef": {"type": "http", "url": "https://u:hunter4@h/p.yaml"}},
+        }));
         let cases = [
+            (
+                crate::platform::builtin(crate::api::Builtin::PromiseRelease),
+                release,
+                "https://u:<redacted>@h/p.yaml",
+            ),
             (
                 crate::platform::builtin(crate::api::Builtin::Secret),
                 secret,

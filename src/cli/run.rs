@@ -47,6 +47,8 @@ pub enum Error {
     AlreadyServing { home: String },
     #[error(transparent)]
     Controller(#[from] super::controller::Error),
+    #[error(transparent)]
+    Endpoint(#[from] controllers::metrics::Error),
     #[error("writing to standard output")]
     Stdout(#[source] std::io::Error),
     #[error(transparent)]
@@ -282,17 +284,29 @@ async fn dispatch(command: Command, platform: &Platform, driver: &Driver) -> Res
         }
         Command::Label(args) => change_metadata(&platform, Which::Labels, args).await,
         Command::Annotate(args) => change_metadata(&platform, Which::Annotations, args).await,
-        Command::Serve { max_parallel } => {
+        Command::Serve {
+            max_parallel,
+            resource_binding_version,
+            metrics_addr,
+            log_format: _,
+        } => {
             let lock = HomeLock::try_acquire(&platform.home)
                 .map_err(|e| Error::Controllers(controllers::Error::Store(e)))?
                 .ok_or_else(|| Error::AlreadyServing {
                     home: platform.home.display().to_string(),
                 })?;
-            eprintln!("serving {}", platform.home.display());
             let mut runtime = controllers::Runtime::new(platform.clone());
             if let Some(n) = max_parallel {
                 runtime = runtime.with_max_parallel(usize::from(n));
             }
+            if let Some(strategy) = resource_binding_version {
+                runtime = runtime.with_binding_strategy(strategy);
+            }
+            let _endpoint = match &metrics_addr {
+                Some(addr) => Some(serve_metrics(addr, runtime.metrics.clone()).await?),
+                None => None,
+            };
+            eprintln!("serving {}", platform.home.display());
             runtime
                 .run(lock, async {
                     super::signal::shutdown().await;
@@ -306,6 +320,30 @@ async fn dispatch(command: Command, platform: &Platform, driver: &Driver) -> Res
         | Command::PipelineAdapter { .. }
         | Command::Completion { .. } => Ok(()),
     }
+}
+
+/// Serves `/metrics` and `/healthz` on `addr` until the handle is dropped.
+async fn serve_metrics(
+    addr: &str,
+    metrics: std::sync::Arc<controllers::metrics::Metrics>,
+) -> Result<super::controller::AbortOnDrop, Error> {
+    use controllers::metrics;
+    let listener = metrics::bind(addr).await?;
+    let answer: metrics::Answer = std::sync::Arc::new(move |path: &str| match path {
+        "/metrics" => (hyper::StatusCode::OK, metrics.render()),
+        "/healthz" => (hyper::StatusCode::OK, "ok\n".into()),
+        _ => (hyper::StatusCode::NOT_FOUND, "not found\n".into()),
+    });
+    eprintln!(
+        "metrics on http://{}/metrics",
+        listener
+            .local_addr()
+            .map(|a| a.to_string())
+            .unwrap_or_else(|_| addr.to_string())
+    );
+    Ok(super::controller::AbortOnDrop(tokio::spawn(
+        metrics::serve(listener, answer),
+    )))
 }
 
 async fn snapshot(cp: &dyn ControlPlane, prepared: &[apply::Prepared]) -> Vec<Option<String>> {

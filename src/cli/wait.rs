@@ -82,6 +82,21 @@ pub fn settlement(kind: &KindInfo, obj: &Object) -> Settlement {
                 )),
             }
         }
+        "PromiseRelease" if kratix_kind => {
+            if !observed_current_generation(obj) {
+                return Settlement::Pending("not reconciled yet".into());
+            }
+            let installed = condition(obj, "Installed");
+            match cond_str(installed, "status").as_str() {
+                "True" => Settlement::Settled,
+                "False" => Settlement::Failed(format!(
+                    "{}: {}",
+                    cond_str(installed, "reason"),
+                    cond_str(installed, "message")
+                )),
+                _ => Settlement::Pending("not installed yet".into()),
+            }
+        }
         _ if is_request => workflow_settlement(obj),
         _ => Settlement::Settled,
     }

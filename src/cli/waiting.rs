@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::api::{labels, KindInfo, ObjectKey};
+use crate::controllers;
 use crate::platform::Platform;
 use crate::store::{self, ControlPlane};
 
@@ -59,6 +60,7 @@ pub(super) async fn delete(
 ) -> Result<(), Error> {
     let targets = delete_targets(platform, files, target, namespace).await?;
     let cp = platform.control_plane();
+    refuse_protected(cp.as_ref(), &targets).await?;
     let progress = progress_for(platform, &w.progress);
     for (kind, key) in &targets {
         match cp.delete(kind, key.namespace.as_deref(), &key.name).await {
@@ -294,5 +296,32 @@ async fn request_manual_reconciliation(
         Ok(metadata::Outcome::Changed)
     })
     .await?;
+    Ok(())
+}
+
+/// Refuses, before anything is deleted, to delete what Kratix's admission refuses: the latest
+/// revision of a Promise.
+async fn refuse_protected(
+    cp: &dyn ControlPlane,
+    targets: &[(KindInfo, ObjectKey)],
+) -> Result<(), Error> {
+    for (kind, key) in targets {
+        if (kind.group.as_str(), kind.kind.as_str()) != (crate::api::GROUP, "PromiseRevision") {
+            continue;
+        }
+        let found = cp
+            .get(kind, None, &key.name)
+            .await
+            .map_err(|source| Error::Store {
+                key: key.clone(),
+                source,
+            })?;
+        if let Some(reason) = found
+            .as_ref()
+            .and_then(controllers::revisions::deletion_refused)
+        {
+            return Err(Error::Usage(format!("{key}: {reason}")));
+        }
+    }
     Ok(())
 }

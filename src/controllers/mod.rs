@@ -3,6 +3,7 @@
 //! holder of the home lock); everything they need to resume after a crash is stored.
 
 mod backoff;
+pub mod bindings;
 mod change_batch;
 mod claims;
 mod commit_message;
@@ -18,8 +19,11 @@ pub mod placements;
 pub mod promises;
 mod queue;
 mod readiness;
+mod release_fetch;
+pub mod releases;
 pub mod requests;
 pub mod requirements;
+pub mod revisions;
 mod run_failure;
 mod run_outcome;
 mod run_record;
@@ -50,7 +54,7 @@ use backoff::Backoff;
 use change_batch::ChangeBatch;
 pub use kube_time::{now_ms, now_rfc3339};
 use queue::Queue;
-pub use settings::Settings;
+pub use settings::{Settings, BINDING_VERSION_ENV};
 pub use statestores::error_chain::ErrorChain;
 
 #[derive(Debug, thiserror::Error)]
@@ -165,7 +169,7 @@ pub struct Runtime {
     owners_seen: Arc<Mutex<std::collections::HashMap<ObjectKey, Vec<ObjectKey>>>>,
     pub settings: Settings,
     /// Reconciles done per controller, and whether the controllers have started.
-    pub metrics: Arc<metrics::ReconcileMetrics>,
+    pub metrics: Arc<metrics::Metrics>,
     /// When set, stopping first carries out what is already set off, for at most this long
     /// (see [`Runtime::draining_on_stop`]).
     drain_on_stop: Option<Duration>,
@@ -216,6 +220,13 @@ impl Runtime {
     /// one is a scratch copy of holds the same Secrets.
     pub fn hiding_also(mut self, folder: std::path::PathBuf) -> Self {
         self.also_hidden.push(folder);
+        self
+    }
+
+    /// Binds new requests of versioned Promises as `strategy` says, instead of the setting
+    /// from the environment.
+    pub fn with_binding_strategy(mut self, strategy: bindings::Strategy) -> Self {
+        self.settings.binding_strategy = strategy;
         self
     }
 
@@ -285,6 +296,7 @@ impl Runtime {
                 };
                 continue;
             }
+            self.metrics.set_queue_depth(queue.len());
             let mut sleep = queue.time_to_next().unwrap_or(Duration::from_secs(1));
             if let Some(due) = resync_due {
                 sleep = sleep.min(due.saturating_duration_since(tokio::time::Instant::now()));
@@ -487,6 +499,8 @@ impl Runtime {
             "WorkPlacement" => placements::reconcile(self, obj).await,
             "Destination" => destinations::reconcile(self, obj).await,
             "GitStateStore" | "BucketStateStore" => state_stores::reconcile(self, &kind, obj).await,
+            "PromiseRevision" => revisions::reconcile(self, obj).await,
+            "PromiseRelease" => releases::reconcile(self, obj).await,
             _ => Ok(Next::Done),
         }
     }

@@ -5,7 +5,9 @@ use crate::api::{labels, ObjectKey, GROUP};
 use crate::platform::builtin;
 use crate::store::Selector;
 
-use super::{destinations, lookups, state_stores, Error, Runtime};
+use crate::api::promise_release::RELEASE_NAME_LABEL;
+
+use super::{bindings, destinations, lookups, releases, revisions, state_stores, Error, Runtime};
 
 impl Runtime {
     /// The objects to reconcile when `key` changed: itself and those that depend on it.
@@ -14,6 +16,7 @@ impl Runtime {
         if key.group.is_empty() {
             if key.kind == "Secret" {
                 out.extend(state_stores::stores_using_secret(self, key).await?);
+                out.extend(releases::using_secret(self, key).await?);
             }
             out.retain(|k| !k.group.is_empty());
             return Ok(out);
@@ -58,6 +61,17 @@ impl Runtime {
                 out.extend(lookups::request_keys(self, &key.name).await?);
                 out.extend(lookups::promises_requiring(self, &key.name).await?);
             }
+            // Requests of a versioned Promise run with its revisions; a deleted revision's
+            // Promise is known from its remembered owners.
+            "PromiseRevision" => {
+                let promise = obj
+                    .as_ref()
+                    .and_then(revisions::promise_key)
+                    .or_else(|| out.iter().find(|k| k.kind == "Promise").cloned());
+                if let Some(promise) = promise {
+                    out.extend(lookups::request_keys(self, &promise.name).await?);
+                }
+            }
             _ => {}
         }
         Ok(out)
@@ -71,6 +85,24 @@ impl Runtime {
         if key.group == GROUP {
             return match key.kind.as_str() {
                 "PipelineRun" | "Work" => self.owner_of_workflow_object(obj).await,
+                // A binding's request runs with the version it names.
+                "ResourceBinding" => {
+                    let kind = match label(labels::PROMISE_NAME) {
+                        Some(promise) => lookups::request_kind_of(self, promise).await?,
+                        None => None,
+                    };
+                    Ok(bindings::request_of(kind.as_ref(), obj)
+                        .into_iter()
+                        .collect())
+                }
+                // A Promise keeps the revision of its current version: one deleted where
+                // nothing refuses it (Kubernetes has no admission for it here) comes back.
+                "PromiseRevision" => Ok(revisions::promise_key(obj).into_iter().collect()),
+                // A release keeps the Promise it installed.
+                "Promise" => Ok(label(RELEASE_NAME_LABEL)
+                    .map(|r| ObjectKey::new(GROUP, "PromiseRelease", None, r))
+                    .into_iter()
+                    .collect()),
                 "WorkPlacement" => {
                     let mut out = Vec::new();
                     if let Some(work) = label(labels::WORK) {

@@ -17,7 +17,10 @@ use crate::store::Selector;
 use crate::writer::layout::{self, FileBytes, PlacementContext, PlacementFiles};
 use crate::writer::plan;
 
-use super::commit_message::{placement_message, PlacementWrite};
+use super::commit_message::{
+    generation_and_annotations, placement_message, ObjectMeta, PlacementWrite,
+};
+use super::metrics::{WorkRef, WriteResult};
 use super::placement_conditions::{failed_conditions, written_conditions};
 use super::state_stores::StoreHandle;
 use super::write_summary::LastWrite;
@@ -312,6 +315,13 @@ async fn write_batch(
         changes.push(Change::Delete(key));
     }
     let first = spec_of(&batch[0]).map_err(|e| WriteError::Invalid(e.to_string()))?;
+    let object = match &handle.message_template {
+        Some(t) if t.needs_object() => Some(
+            generation_and_annotations(rt, &first.promise_name, request_of(&batch[0], &first))
+                .await?,
+        ),
+        _ => None,
+    };
     let info = write_info(
         handle,
         dest,
@@ -319,17 +329,21 @@ async fn write_batch(
         &batch[0],
         &first,
         !planned.puts.is_empty(),
+        object.as_ref(),
     );
-    let outcome = if changes.is_empty() {
-        statestores::WriteOutcome::default()
+    let written = if changes.is_empty() {
+        Ok(statestores::WriteOutcome::default())
     } else {
-        handle
-            .store
-            .write(&changes, &info)
-            .await
-            .map_err(WriteError::Store)?
+        handle.store.write(&changes, &info).await
     };
-    let written: BTreeSet<String> = outcome
+    rt.metrics.placement_written(
+        handle.store.kind(),
+        &work_ref(&batch[0], &first),
+        dest.metadata.name.as_deref().unwrap_or_default(),
+        WriteResult::of(&written),
+    );
+    let outcome = written.map_err(WriteError::Store)?;
+    let written_keys: BTreeSet<String> = outcome
         .written
         .iter()
         .map(|k| k.as_str().to_string())
@@ -354,7 +368,7 @@ async fn write_batch(
         let before = status::status_or_default::<WorkPlacementStatus>(&wp)
             .files
             .unwrap_or_default();
-        let last = LastWrite::of(&before, &files, &written, &removed, version.clone());
+        let last = LastWrite::of(&before, &files, &written_keys, &removed, version.clone());
         update_wp_status(rt, &wp, |s| {
             if !last.is_empty() {
                 s.extra.insert(
@@ -426,6 +440,25 @@ async fn aggregated(
     Ok((path, Some(layout::aggregated_yaml(&placements))))
 }
 
+/// The Work of a placement, as the metrics of the pipeline that made it name it.
+fn work_ref(wp: &Object, spec: &WorkPlacementSpec) -> WorkRef {
+    WorkRef {
+        namespace: wp.metadata.namespace.clone().unwrap_or_default(),
+        promise: spec.promise_name.clone(),
+        resource: spec.resource_name.clone(),
+        pipeline: label(wp, labels::PIPELINE_NAME)
+            .unwrap_or_default()
+            .to_string(),
+    }
+}
+
+/// The request (namespace, name) a placement is for; none for a promise workflow's.
+fn request_of<'a>(wp: &'a Object, spec: &'a WorkPlacementSpec) -> Option<(&'a str, &'a str)> {
+    let resource = spec.resource_name.as_str();
+    let namespace = wp.metadata.namespace.as_deref().unwrap_or_default();
+    (!resource.is_empty()).then_some((namespace, resource))
+}
+
 /// The commit of one write: what it is for, and who writes it.
 fn write_info(
     handle: &StoreHandle,
@@ -434,13 +467,12 @@ fn write_info(
     wp: &Object,
     spec: &WorkPlacementSpec,
     puts: bool,
+    object: Option<&ObjectMeta>,
 ) -> WriteInfo {
-    let resource = spec.resource_name.as_str();
-    let namespace = wp.metadata.namespace.as_deref().unwrap_or_default();
     let message = placement_message(&PlacementWrite {
         work: label(wp, labels::WORK).unwrap_or_default(),
         promise: &spec.promise_name,
-        resource: (!resource.is_empty()).then_some((namespace, resource)),
+        resource: request_of(wp, spec),
         pipeline: label(wp, labels::PIPELINE_NAME),
         destination: dest.metadata.name.as_deref().unwrap_or_default(),
         work_type: work.and_then(|w| label(w, labels::WORK_TYPE)),
@@ -451,6 +483,9 @@ fn write_info(
             .and_then(|a| a.get(labels::REMOVAL_REASON))
             .map(String::as_str),
         puts,
+        template: handle.message_template.as_deref(),
+        generation: object.and_then(|o| o.generation),
+        annotations: object.map(|o| &o.annotations),
     });
     WriteInfo {
         message,

@@ -16,7 +16,7 @@ use crate::workflow::{Action, Step, WorkflowType};
 use super::lifecycle::{self, Configured};
 use super::requirements::{self, Installed, Requirements};
 use super::subject::Subject;
-use super::{lookups, pausing, status, workflows, works, Error, Next, Runtime};
+use super::{lookups, pausing, revisions, status, workflows, works, Error, Next, Runtime};
 
 fn typed(obj: &Object) -> Result<Promise, Error> {
     crate::api::object::to_typed(obj).map_err(|source| Error::malformed(obj, "Promise", source))
@@ -87,6 +87,8 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
     if let (Some(api), Ok(Some(_))) = (&promise.spec.api, promise_api::request_kind(&promise)) {
         rt.cp.register_kind(&name, api).await?;
     }
+    // Its current version's revision, before any request looks for it.
+    revisions::sync(rt, &obj).await?;
 
     let version = crate::api::object::label(&obj, labels::PROMISE_VERSION)
         .unwrap_or("not-set")
@@ -308,6 +310,7 @@ async fn teardown(rt: &Runtime, subject: &Subject, promise: &Promise) -> Result<
     if let Ok(Some(api)) = promise_api::request_kind(promise) {
         rt.cp.remove_kind(&subject.promise_name, &api.kind).await?;
     }
+    revisions::delete_all(rt, &subject.promise_name).await?;
     status::remove_finalizer(
         rt.cp.as_ref(),
         &kind,

@@ -83,8 +83,7 @@ impl Queue {
     }
 
     /// How many keys are queued.
-    #[cfg(test)]
-    fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.due.len() + self.in_background.len()
     }
 

@@ -11,11 +11,14 @@ use crate::api::{
     finalizers, labels, promise_api, Condition, ConditionStatus, KindInfo, Object, ObjectKey,
     Promise,
 };
-use crate::workflow::{Action, Step, WorkflowType};
+use crate::workflow::{Action, Step, WorkflowType, CONFIGURE_WORKFLOW_COMPLETED};
 
 use super::lifecycle::{self, Configured};
 use super::subject::Subject;
-use super::{lookups, pausing, promises, status, workflows, works, Error, Next, Runtime};
+use super::{bindings, lookups, pausing, promises, status, workflows, works, Error, Next, Runtime};
+
+/// How soon a request whose binding names no revision (yet) looks again.
+const REVISION_RETRY: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The Promise that defines a request kind.
 async fn promise_for(rt: &Runtime, kind: &KindInfo, obj: &Object) -> Result<Option<Object>, Error> {
@@ -44,15 +47,32 @@ pub async fn reconcile(rt: &Runtime, kind: &KindInfo, obj: Object) -> Result<Nex
         }
         return Ok(Next::Done);
     };
-    let promise: Promise = crate::api::object::to_typed(&promise_obj)
-        .map_err(|source| Error::malformed(&promise_obj, "Promise", source))?;
     let promise_name = promise_obj.metadata.name.clone().unwrap_or_default();
+    // A versioned Promise's requests run with the revision their binding names.
+    let pinned = match bindings::pinned(rt, &promise_obj, &obj).await? {
+        Ok(pinned) => pinned,
+        Err(unresolved) if obj.metadata.deletion_timestamp.is_none() => {
+            let message = unresolved.to_string();
+            status::update_status(rt.cp.as_ref(), kind, &key, |_, s| {
+                status::set_field(s, "message", json!(message));
+            })
+            .await?;
+            return Ok(Next::After(REVISION_RETRY));
+        }
+        // A request going away is not held up by a missing revision.
+        Err(_) => bindings::Pinned {
+            promise: promise_obj.clone(),
+            bound: None,
+        },
+    };
+    let promise: Promise = crate::api::object::to_typed(&pinned.promise)
+        .map_err(|source| Error::malformed(&promise_obj, "Promise", source))?;
     let promise_generation = promise_obj.metadata.generation;
     let subject = Subject {
         kind: kind.clone(),
         promise_name: promise_name.clone(),
         workflow_type: WorkflowType::Resource,
-        hash: resource_hash(&spec_hash(&promise_obj.data), &spec_hash(&obj.data)),
+        hash: resource_hash(&spec_hash(&pinned.promise.data), &spec_hash(&obj.data)),
         object: obj.clone(),
     };
     // Paused (by its own label or its Promise's) before anything else, deletion included.
@@ -109,6 +129,10 @@ pub async fn reconcile(rt: &Runtime, kind: &KindInfo, obj: Object) -> Result<Nex
         works_state,
         mut conditions,
     } = lifecycle::configure(rt, &subject, &configure).await?;
+    let failure = crate::api::condition::find(&conditions, CONFIGURE_WORKFLOW_COMPLETED)
+        .map(|c| c.message.clone())
+        .unwrap_or_default();
+    bindings::record(rt, kind, &obj, &pinned, &step, &failure).await?;
     conditions.push(promise_available_condition(true, &promise_name));
     if lifecycle::finished(&step) {
         conditions.push(works::works_succeeded_condition(works_state));
@@ -192,6 +216,7 @@ async fn teardown(rt: &Runtime, subject: &Subject, promise: &Promise) -> Result<
     }
     works::delete_runs(rt, subject).await?;
     rt.pipelines.sweep(&subject.owner()).await?;
+    bindings::delete_of(rt, &subject.promise_name, &subject.object).await?;
     status::remove_finalizer(
         rt.cp.as_ref(),
         &subject.kind,

@@ -15,6 +15,7 @@ use crate::pipeline::{self, Isolation, RunOutcome, RunRequest};
 use crate::store::Selector;
 
 use super::claims::{self, Executor, Verdict};
+use super::metrics::{RunLabels, WorkRef};
 use super::run_failure::Error as Failure;
 use super::run_outcome::{self, Finished};
 use super::{lookups, now_rfc3339, status, works, Error, ErrorChain, Next, Runtime};
@@ -129,6 +130,7 @@ async fn claim_and_start(rt: &Runtime, key: &ObjectKey) -> Result<Next, Error> {
             // The semaphore is never closed, so this only fails if it were.
             let _slot = rt2.pipeline_slots.clone().acquire_owned().await;
             if let Some(claimed) = claim_retrying(&rt2, &task_key).await {
+                let began = std::time::Instant::now();
                 let finished = match execute(&rt2, &claimed).await {
                     Ok(finished) => finished,
                     Err(err) => {
@@ -138,11 +140,27 @@ async fn claim_and_start(rt: &Runtime, key: &ObjectKey) -> Result<Next, Error> {
                 };
                 statestores::crash::crash_point("run-before-finish");
                 record_outcome(&rt2, &task_key, &finished).await;
+                rt2.metrics
+                    .run_finished(run_labels(&claimed, &finished), began.elapsed());
             }
             rt2.done_executing(&task_key);
         })
     });
     Ok(Next::Done)
+}
+
+/// The metric labels of a run that ended as `finished`.
+fn run_labels(run: &Object, finished: &Finished) -> RunLabels {
+    let spec = crate::api::object::to_typed::<PipelineRun>(run).map(|r| r.spec);
+    let (workflow_type, action) = spec
+        .as_ref()
+        .map(|s| (s.workflow_type.as_str(), s.workflow_action.as_str()))
+        .unwrap_or_default();
+    RunLabels::of(
+        workflow_type,
+        action,
+        finished.phase == PipelineRunPhase::Succeeded,
+    )
 }
 
 /// [`claim`], retried until the control plane answers: the run is not looked at again while
@@ -372,6 +390,13 @@ async fn execute(rt: &Runtime, run: &Object) -> Result<Finished, Error> {
     if finished.phase == PipelineRunPhase::Succeeded {
         if action == WorkflowAction::Configure && !control.suspend {
             if let Some(output) = &outcome.output {
+                // Before the Work is stored: its placements may be written at once.
+                rt.metrics.pipeline_ended(WorkRef {
+                    namespace: key.namespace.clone().unwrap_or_default(),
+                    promise: promise_name.clone(),
+                    resource: spec.resource_name.clone(),
+                    pipeline: pipeline.name().to_string(),
+                });
                 works::upsert_from_run(rt, run, &promise, output, &outcome.metadata).await?;
             }
         }

@@ -27,7 +27,13 @@ pub struct Settings {
     /// default the number of cores). One object's pipelines run one after another whatever
     /// this is: a workflow creates its next run only once the previous one finished.
     pub max_parallel: usize,
+    /// How a new request of a versioned Promise is bound to a version
+    /// (`KRATIX_RESOURCE_BINDING_VERSION`: `floating`, the default, or `pinned`).
+    pub binding_strategy: super::bindings::Strategy,
 }
+
+/// The environment variable of [`Settings::binding_strategy`].
+pub const BINDING_VERSION_ENV: &str = "KRATIX_RESOURCE_BINDING_VERSION";
 
 impl Settings {
     pub fn from_env() -> Self {
@@ -48,6 +54,9 @@ impl Settings {
             )),
             git_timeout: Duration::from_secs(secs("KRATIX_GIT_TIMEOUT", 60).max(1)),
             max_parallel: max_parallel(std::env::var("KRATIX_MAX_PARALLEL").ok().as_deref()),
+            binding_strategy: super::bindings::Strategy::parse(
+                std::env::var(BINDING_VERSION_ENV).ok().as_deref(),
+            ),
         }
     }
 }

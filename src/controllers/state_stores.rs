@@ -14,6 +14,7 @@ use crate::api::state_store::{SecretRef, StateStoreStatus};
 use crate::api::{ConditionStatus, KindInfo, Object, ObjectKey};
 use crate::store::Selector;
 
+use super::commit_message::Template;
 use super::readiness::{store_ready, store_status_word, StoreProbe};
 use super::{status, Error, ErrorChain, Next, Runtime};
 
@@ -28,6 +29,9 @@ pub struct StoreHandle {
     pub path: Option<String>,
     pub author_name: String,
     pub author_email: String,
+    /// The text above the trailers of each commit, from the store's
+    /// `kratix.io/commit-message-template` annotation.
+    pub message_template: Option<Arc<Template>>,
     /// Changes whenever the store's spec or Secret changes.
     fingerprint: String,
 }
@@ -102,9 +106,11 @@ impl Cache {
             Ok(s) => s,
             Err(not_ready) => return Ok(Err(not_ready)),
         };
+        // NB: annotations do not change the generation, yet the template is one of them.
         let fingerprint = format!(
-            "{}/{}",
+            "{}/{:?}/{}",
             obj.metadata.generation.unwrap_or(0),
+            template_text(&obj),
             secret
                 .as_ref()
                 .and_then(|s| s.metadata.resource_version.clone())
@@ -119,7 +125,7 @@ impl Cache {
         }
         let values = secret.as_ref().map(secret::values).unwrap_or_default();
         let opened = match kind {
-            "GitStateStore" => self.open_git(&obj, &values, rt.settings.git_timeout),
+            "GitStateStore" => self.open_git(&obj, &values, rt),
             _ => open_bucket(&obj, &values),
         };
         match opened {
@@ -142,7 +148,7 @@ impl Cache {
         &self,
         obj: &Object,
         secret: &std::collections::BTreeMap<String, Vec<u8>>,
-        timeout: Duration,
+        rt: &Runtime,
     ) -> Result<StoreHandle, NotReady> {
         let spec: crate::api::state_store::GitStateStoreSpec = serde_json::from_value(
             obj.data.get("spec").cloned().unwrap_or_default(),
@@ -151,6 +157,17 @@ impl Cache {
             reason: "ErrorInitialisingWriter",
             message: e.to_string(),
         })?;
+        // Checked before anything is opened: a store with a bad template is used for nothing.
+        let message_template = match template_text(obj) {
+            None => None,
+            Some(text) => Some(Arc::new(Template::parse(text).map_err(|e| NotReady {
+                reason: "InvalidCommitMessageTemplate",
+                message: format!(
+                    "annotation {}: {e}",
+                    crate::api::labels::COMMIT_MESSAGE_TEMPLATE
+                ),
+            })?)),
+        };
         let name = obj.metadata.name.clone().unwrap_or_default();
         let text = |k: &str| {
             secret
@@ -195,8 +212,9 @@ impl Cache {
         let mut options = GitOptions::new(url, spec.branch());
         options.cache_dir = Some(self.cache_dir.join("git").join(&name));
         options.credentials = credentials;
-        options.timeout = timeout;
-        let git = Git::open(options).map_err(|e| NotReady {
+        options.timeout = rt.settings.git_timeout;
+        let events: Arc<dyn statestores::PushEvents> = rt.metrics.clone();
+        let git = Git::open_with_events(options, Some(events)).map_err(|e| NotReady {
             reason: "ErrorInitialisingWriter",
             message: ErrorChain(&e).to_string(),
         })?;
@@ -209,9 +227,19 @@ impl Cache {
                 .filter(|n| !n.is_empty())
                 .unwrap_or_else(|| "kratix".into()),
             author_email: author.email.unwrap_or_default(),
+            message_template,
             fingerprint: String::new(),
         })
     }
+}
+
+/// The store's commit message template, if it has one.
+fn template_text(obj: &Object) -> Option<&str> {
+    obj.metadata
+        .annotations
+        .as_ref()?
+        .get(crate::api::labels::COMMIT_MESSAGE_TEMPLATE)
+        .map(String::as_str)
 }
 
 fn open_bucket(
@@ -260,6 +288,7 @@ fn open_bucket(
         path: spec.path.clone(),
         author_name: "kratix".into(),
         author_email: String::new(),
+        message_template: None,
         fingerprint: String::new(),
     })
 }

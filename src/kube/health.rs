@@ -1,25 +1,20 @@
 //! `/healthz`, `/readyz` and `/metrics` (Prometheus text format) of `kratix-rs controller`.
 
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use http_body_util::Full;
-use hyper::body::Bytes;
-use hyper::{Response, StatusCode};
+use hyper::StatusCode;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
-use tracing::debug;
 
 use super::leader::Role;
-use super::Error;
-use crate::controllers::metrics::ReconcileMetrics;
+use crate::controllers::metrics::{self, Metrics};
 
 /// What the endpoints report on.
 #[derive(Debug, Clone)]
 pub struct State {
     pub role: watch::Receiver<Role>,
-    pub metrics: Arc<ReconcileMetrics>,
+    pub metrics: Arc<Metrics>,
     /// Whether the API server answered the last look.
     pub api_reachable: Arc<AtomicBool>,
 }
@@ -37,26 +32,9 @@ pub fn ready(role: Role, api_reachable: bool, started: bool) -> bool {
     api_reachable && (role == Role::Standby || started)
 }
 
-/// The metrics in Prometheus' text format.
+/// The metrics in Prometheus' text format: the controllers', and whether this replica leads.
 pub fn render(state: &State) -> String {
-    let mut out = String::new();
-    out.push_str("# HELP kratix_reconcile_total Reconciles by controller.\n");
-    out.push_str("# TYPE kratix_reconcile_total counter\n");
-    let counts = state.metrics.snapshot();
-    for (controller, c) in &counts {
-        out.push_str(&format!(
-            "kratix_reconcile_total{{controller=\"{controller}\"}} {}\n",
-            c.total
-        ));
-    }
-    out.push_str("# HELP kratix_reconcile_errors_total Reconciles that failed, by controller.\n");
-    out.push_str("# TYPE kratix_reconcile_errors_total counter\n");
-    for (controller, c) in &counts {
-        out.push_str(&format!(
-            "kratix_reconcile_errors_total{{controller=\"{controller}\"}} {}\n",
-            c.errors
-        ));
-    }
+    let mut out = state.metrics.render();
     let leader = u8::from(*state.role.borrow() == Role::Leader);
     out.push_str("# HELP kratix_leader Whether this replica is the leader (1) or a standby (0).\n");
     out.push_str("# TYPE kratix_leader gauge\n");
@@ -87,49 +65,14 @@ pub fn answer(path: &str, endpoints: Endpoints, state: &State) -> (StatusCode, S
 }
 
 /// Binds `addr` (before returning, so that a bad address fails the start).
-pub async fn bind(addr: &str) -> Result<TcpListener, Error> {
-    let parsed: SocketAddr = addr.parse().map_err(|e| Error::Listen {
-        addr: addr.to_string(),
-        source: std::io::Error::new(std::io::ErrorKind::InvalidInput, e),
-    })?;
-    TcpListener::bind(parsed)
-        .await
-        .map_err(|source| Error::Listen {
-            addr: addr.to_string(),
-            source,
-        })
+pub async fn bind(addr: &str) -> Result<TcpListener, super::Error> {
+    Ok(metrics::bind(addr).await?)
 }
 
 /// Serves `endpoints` on `listener` until the task is dropped.
 pub async fn serve(listener: TcpListener, endpoints: Endpoints, state: State) {
-    loop {
-        let Ok((stream, _)) = listener.accept().await else {
-            continue;
-        };
-        let state = state.clone();
-        tokio::spawn(async move {
-            let service = hyper::service::service_fn(move |req: hyper::Request<_>| {
-                let (status, body) = answer(req.uri().path(), endpoints, &state);
-                let content_type = if req.uri().path() == "/metrics" {
-                    "text/plain; version=0.0.4"
-                } else {
-                    "text/plain"
-                };
-                let response = Response::builder()
-                    .status(status)
-                    .header("content-type", content_type)
-                    .body(Full::new(Bytes::from(body)));
-                async move { response }
-            });
-            let io = hyper_util::rt::TokioIo::new(stream);
-            if let Err(err) = hyper::server::conn::http1::Builder::new()
-                .serve_connection(io, service)
-                .await
-            {
-                debug!(error = %err, "health connection ended");
-            }
-        });
-    }
+    let answer: metrics::Answer = Arc::new(move |path: &str| answer(path, endpoints, &state));
+    metrics::serve(listener, answer).await
 }
 
 #[cfg(test)]
@@ -137,7 +80,7 @@ mod tests {
     use super::*;
 
     fn state(role: Role, started: bool, reachable: bool) -> State {
-        let metrics = Arc::new(ReconcileMetrics::default());
+        let metrics = Arc::new(Metrics::default());
         metrics.set_started(started);
         metrics.record(crate::api::GROUP, "Work", true);
         metrics.record("example.com", "Thing", false);

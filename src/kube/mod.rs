@@ -35,12 +35,8 @@ pub enum Error {
         source: kube::config::KubeconfigError,
     },
     /// The health and metrics endpoints could not listen.
-    #[error("listening on {addr}")]
-    Listen {
-        addr: String,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Endpoint(#[from] crate::controllers::metrics::Error),
 }
 
 /// Tries a write that lost a race this many times before giving up.

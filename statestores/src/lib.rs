@@ -63,6 +63,18 @@ pub struct WriteInfo {
     pub author_email: String,
 }
 
+/// Told what a Git store's publishing did, for a caller's metrics; the store neither knows nor
+/// cares who listens. Called on the store's blocking thread: keep it cheap.
+pub trait PushEvents: Debug + Send + Sync {
+    /// One push (a compare-and-swap for a local repository) published `commits` commits.
+    fn pushed(&self, commits: usize);
+    /// A push was refused because the branch had moved; the writes are re-applied on its tip.
+    fn conflict(&self);
+    /// A write is pushed again after waiting, the branch having moved under a freshly fetched
+    /// tip (contention, as opposed to a stale cache).
+    fn retry(&self);
+}
+
 /// What a write did.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct WriteOutcome {

@@ -396,3 +396,59 @@ async fn a_server_that_is_down_is_unreachable() {
         }
     }
 }
+
+/// What a store told its listener of its pushes.
+#[derive(Debug, Default)]
+struct Heard(std::sync::Mutex<Vec<String>>);
+
+impl Heard {
+    fn take(&self) -> Vec<String> {
+        std::mem::take(&mut *self.0.lock().expect("events"))
+    }
+}
+
+impl statestores::PushEvents for Heard {
+    fn pushed(&self, commits: usize) {
+        self.0
+            .lock()
+            .expect("events")
+            .push(format!("pushed {commits}"));
+    }
+    fn conflict(&self) {
+        self.0.lock().expect("events").push("conflict".into());
+    }
+    fn retry(&self) {
+        self.0.lock().expect("events").push("retry".into());
+    }
+}
+
+/// A handle whose cache saw an older tip finds the branch moved: its push is refused once (a
+/// conflict, not a retry after waiting), the commit is re-applied on the real tip and pushed.
+#[tokio::test]
+async fn a_push_on_a_moved_branch_is_told_as_a_conflict_then_pushed() {
+    let remote = Remote::start(Transport::Daemon);
+    let heard = Arc::new(Heard::default());
+    let cache = scratch_dir("git-cache-").expect("cache folder");
+    let mut options = GitOptions::new(&remote.url, "main");
+    options.cache_dir = Some(cache.path().join("cache"));
+    let events: Arc<dyn statestores::PushEvents> = heard.clone();
+    let ours = Git::open_with_events(options, Some(events)).expect("open");
+    let (other, _other_cache) = open(&remote.url, GitCredentials::None);
+    let other = other.expect("open");
+    let info = statestores::conformance::info("test");
+
+    ours.write(&[put("a/one.yaml", "1")], &info)
+        .await
+        .expect("first write");
+    assert_eq!(heard.take(), ["pushed 1"]);
+    other
+        .write(&[put("b/two.yaml", "2")], &info)
+        .await
+        .expect("another writer");
+    ours.write(&[put("a/one.yaml", "1b")], &info)
+        .await
+        .expect("re-applied");
+    assert_eq!(heard.take(), ["conflict", "pushed 1"]);
+    let files = files_at(&remote.bare, "main", &["a/one.yaml", "b/two.yaml"]);
+    assert_eq!(files, [Some(b"1b".to_vec()), Some(b"2".to_vec())]);
+}

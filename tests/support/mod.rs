@@ -7,6 +7,7 @@ pub mod faults;
 pub mod kube;
 pub mod kube_testenv;
 pub mod kubelet;
+pub mod promise_server;
 pub mod things;
 
 use std::path::{Path, PathBuf};
@@ -176,6 +177,11 @@ impl Kratix {
 
     /// [`Kratix::start_serve`] with extra environment for this `serve` only.
     pub fn start_serve_with(&mut self, env: &[(&str, &str)]) {
+        self.start_serve_args(&[], env);
+    }
+
+    /// [`Kratix::start_serve_with`], with flags for `serve`.
+    pub fn start_serve_args(&mut self, args: &[&str], env: &[(&str, &str)]) {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -183,6 +189,7 @@ impl Kratix {
             .expect("serve log");
         let mut child = self
             .command(&["serve"])
+            .args(args)
             .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(log)

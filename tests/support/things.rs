@@ -47,6 +47,22 @@ pub fn promise_with(pipelines: &[(&str, Vec<String>)]) -> String {
     promise_with_workflows(json!({"resource": {"configure": pipelines}}))
 }
 
+/// The Promise at `version` (its `kratix.io/promise-version` label), with one `step.sh` pipeline
+/// per name; a pipeline named `broken` fails.
+pub fn promise_at(version: &str, pipelines: &[&str]) -> String {
+    let with_commands: Vec<(&str, Vec<String>)> = pipelines
+        .iter()
+        .map(|name| match *name {
+            "broken" => (*name, vec!["sh".into(), "-c".into(), "exit 3".into()]),
+            _ => (*name, step_command()),
+        })
+        .collect();
+    let mut promise: Value =
+        serde_json::from_str(&promise_with(&with_commands)).expect("promise JSON");
+    promise["metadata"]["labels"] = json!({"kratix.io/promise-version": version});
+    promise.to_string()
+}
+
 /// The Promise `thing` (kind `Thing`: `spec.size`, an integer, and `spec.mode`, a string) with
 /// the given `spec.workflows`, as JSON (which is YAML).
 pub fn promise_with_workflows(workflows: Value) -> String {

@@ -57,6 +57,8 @@ struct Inner {
     /// Writes waiting for the next push; whoever holds the lock next takes them all.
     queue: std::sync::Mutex<Vec<write::Queued>>,
     next_write: AtomicU64,
+    /// Who hears of pushes, conflicts and retries.
+    events: Option<Arc<dyn crate::PushEvents>>,
     _private_cache: Option<tempfile::TempDir>,
 }
 
@@ -64,6 +66,14 @@ impl Git {
     /// Prepares a handle: parses the URL, creates a missing local repository, and creates or
     /// opens the cache. Touches only local files; the network is first used by an operation.
     pub fn open(options: GitOptions) -> Result<Git> {
+        Self::open_with_events(options, None)
+    }
+
+    /// [`Git::open`], telling `events` what each push does.
+    pub fn open_with_events(
+        options: GitOptions,
+        events: Option<Arc<dyn crate::PushEvents>>,
+    ) -> Result<Git> {
         let label = format!("{}#{}", redact_url(&options.url), options.branch);
         let config = |source: Box<dyn std::error::Error + Send + Sync>| Error::Config {
             store: label.clone(),
@@ -115,6 +125,7 @@ impl Git {
                 overdue: std::sync::Mutex::new(None),
                 queue: std::sync::Mutex::new(Vec::new()),
                 next_write: AtomicU64::new(0),
+                events,
                 _private_cache: private_cache,
             }),
         })

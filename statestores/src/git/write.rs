@@ -64,6 +64,14 @@ impl Chain {
     fn all_committed(&self) -> bool {
         self.built.iter().all(|b| matches!(b, Built::Commit { .. }))
     }
+
+    /// How many commits the chain adds.
+    fn commits(&self) -> usize {
+        self.built
+            .iter()
+            .filter(|b| matches!(b, Built::Commit { .. }))
+            .count()
+    }
 }
 
 /// The tip a batch builds on, and whether it was just read from the remote.
@@ -184,9 +192,13 @@ impl Inner {
             };
             crate::crash::crash_point("git-after-commit");
             let reason = match self.publish(&repo, base.tip, head)? {
-                Publish::Done => return Ok(outcomes(chain.built)),
+                Publish::Done => {
+                    self.tell(|e| e.pushed(chain.commits()));
+                    return Ok(outcomes(chain.built));
+                }
                 Publish::Rejected(reason) => reason,
             };
+            self.tell(|e| e.conflict());
             tracing::debug!(store = %self.label, attempts, reason = %ErrorChain(&*reason), "branch moved; re-applying");
             // A guess from the cache that turned out stale is not contention: no wait, no count.
             if base.fresh {
@@ -195,6 +207,7 @@ impl Inner {
                     return Err(GitError::Contended { attempts });
                 }
                 std::thread::sleep(backoff(attempts - 1, fastrand::f64()));
+                self.tell(|e| e.retry());
             }
             let previous = base.tip;
             base = self.fresh_base()?;
@@ -204,6 +217,12 @@ impl Inner {
             if refusals_on_unmoved_tip >= 2 {
                 return Err(GitError::PushRefused(reason));
             }
+        }
+    }
+
+    fn tell(&self, event: impl FnOnce(&dyn crate::PushEvents)) {
+        if let Some(events) = &self.events {
+            event(events.as_ref());
         }
     }
 
@@ -330,16 +349,36 @@ mod tests {
         }
     }
 
+    /// What a store told its listener.
+    #[derive(Debug, Default)]
+    struct Heard(std::sync::Mutex<Vec<String>>);
+
+    impl crate::PushEvents for Heard {
+        fn pushed(&self, commits: usize) {
+            self.0
+                .lock()
+                .expect("events")
+                .push(format!("pushed {commits}"));
+        }
+        fn conflict(&self) {
+            self.0.lock().expect("events").push("conflict".into());
+        }
+        fn retry(&self) {
+            self.0.lock().expect("events").push("retry".into());
+        }
+    }
+
     /// Writes queued together: one commit each, in order, on top of each other, published as
     /// one chain; a write that fails or changes nothing costs the others nothing.
     #[test]
     fn queued_writes_chain_one_commit_each() {
         use crate::conformance::{info, key, put};
         let dir = tempfile::tempdir().expect("tempdir");
-        let git = super::super::Git::open(super::super::GitOptions::new(
-            dir.path().display().to_string(),
-            "main",
-        ))
+        let events = Arc::new(Heard::default());
+        let git = super::super::Git::open_with_events(
+            super::super::GitOptions::new(dir.path().display().to_string(), "main"),
+            Some(events.clone()),
+        )
         .expect("open");
         let inner = &git.inner;
         let mut answers = [
@@ -368,6 +407,8 @@ mod tests {
             matches!(conflict, GitError::PathConflict { .. }),
             "{conflict:?}"
         );
+        // One push carried both commits; nothing was refused.
+        assert_eq!(*events.0.lock().expect("events"), ["pushed 2"]);
         assert_eq!(same, WriteOutcome::default());
         assert_eq!(first.written, [key("a/one.yaml")]);
         assert_eq!(second.written, [key("b/two.yaml")]);

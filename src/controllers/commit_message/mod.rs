@@ -1,6 +1,14 @@
 //! Commit messages of the writes to state stores, with Kratix's trailers (`Kratix-Promise`,
 //! `Kratix-Destination`, ...), so that a store's history says what each change was for.
 
+mod object;
+pub mod template;
+
+use std::collections::BTreeMap;
+
+pub use object::{generation_and_annotations, ObjectMeta};
+pub use template::Template;
+
 /// What one write of a Work's placements on a Destination is about.
 #[derive(Debug, Clone, Default)]
 pub struct PlacementWrite<'a> {
@@ -17,6 +25,12 @@ pub struct PlacementWrite<'a> {
     pub removal: Option<&'a str>,
     /// Whether anything is written (else only deleted).
     pub puts: bool,
+    /// The store's template for the text above the trailers, if it has one.
+    pub template: Option<&'a Template>,
+    /// The request's (or, for a promise workflow, the Promise's) generation and annotations,
+    /// when the template uses them.
+    pub generation: Option<i64>,
+    pub annotations: Option<&'a BTreeMap<String, String>>,
 }
 
 /// `Update from: <work>` (or `Delete from:` when nothing is written), then the trailers.
@@ -32,12 +46,31 @@ pub fn placement_message(w: &PlacementWrite) -> String {
     } else {
         "configure"
     };
-    let mut message = format!(
-        "{} from: {}\n\nKratix-Promise: {}\n",
-        if w.puts { "Update" } else { "Delete" },
-        w.work,
-        w.promise
-    );
+    let workflow = format!("{work_type}/{action}");
+    let custom = w.template.map(|t| {
+        let (namespace, request) = w.resource.unwrap_or_default();
+        t.render(&template::Values {
+            promise: w.promise,
+            request,
+            namespace,
+            pipeline: w.pipeline.unwrap_or_default(),
+            destination: w.destination,
+            generation: w.generation,
+            work: w.work,
+            workflow: &workflow,
+            annotations: w.annotations,
+        })
+    });
+    let mut message = match custom.as_deref().map(str::trim) {
+        // NB: a template whose values all came out empty says nothing; the default does.
+        Some(text) if !text.trim().is_empty() => format!("{text}\n"),
+        _ => format!(
+            "{} from: {}\n",
+            if w.puts { "Update" } else { "Delete" },
+            w.work
+        ),
+    };
+    message.push_str(&format!("\nKratix-Promise: {}\n", w.promise));
     if let Some((namespace, name)) = w.resource {
         message.push_str(&format!("Kratix-Resource: {namespace}/{name}\n"));
     }
@@ -45,7 +78,7 @@ pub fn placement_message(w: &PlacementWrite) -> String {
         message.push_str(&format!("Kratix-Pipeline: {pipeline}\n"));
     }
     message.push_str(&format!(
-        "Kratix-Destination: {}\nKratix-Workflow: {work_type}/{action}\n",
+        "Kratix-Destination: {}\nKratix-Workflow: {workflow}\n",
         w.destination
     ));
     message
@@ -104,6 +137,57 @@ mod tests {
                     ..base.clone()
                 },
                 "Update from: redis-dev-main\n\nKratix-Promise: redis\nKratix-Destination: dev\nKratix-Workflow: promise/configure\n",
+            ),
+        ];
+        for (name, write, want) in cases {
+            assert_eq!(placement_message(&write), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn a_template_replaces_the_subject_and_the_trailers_stay() {
+        let annotations = BTreeMap::from([("ticket".to_string(), "OPS-7".to_string())]);
+        let with_ticket =
+            Template::parse("[{annotation:ticket}] {request} ({generation})\n\nBy {pipeline}.")
+                .expect("valid");
+        let empty_values = Template::parse("{annotation:ticket}").expect("valid");
+        let base = PlacementWrite {
+            work: "redis-cache-main",
+            promise: "redis",
+            resource: Some(("team", "cache")),
+            pipeline: Some("main"),
+            destination: "dev",
+            work_type: Some("resource"),
+            puts: true,
+            generation: Some(2),
+            annotations: Some(&annotations),
+            ..PlacementWrite::default()
+        };
+        let trailers =
+            "Kratix-Promise: redis\nKratix-Resource: team/cache\nKratix-Pipeline: main\n\
+                        Kratix-Destination: dev\nKratix-Workflow: resource/configure\n";
+        let cases = [
+            (
+                "template",
+                PlacementWrite {
+                    template: Some(&with_ticket),
+                    ..base.clone()
+                },
+                format!("[OPS-7] cache (2)\n\nBy main.\n\n{trailers}"),
+            ),
+            (
+                "a template that renders nothing falls back to the default subject",
+                PlacementWrite {
+                    template: Some(&empty_values),
+                    annotations: None,
+                    ..base.clone()
+                },
+                format!("Update from: redis-cache-main\n\n{trailers}"),
+            ),
+            (
+                "no template",
+                base.clone(),
+                format!("Update from: redis-cache-main\n\n{trailers}"),
             ),
         ];
         for (name, write, want) in cases {

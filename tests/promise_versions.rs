@@ -1,0 +1,309 @@
+//! Promise versions through the binary: a PromiseRevision per `kratix.io/promise-version`, a
+//! ResourceBinding per request (floating or pinned), upgrades by changing the binding's
+//! version, and the latest revision refused deletion.
+
+mod support;
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use support::{condition, eventually, fixtures, things, Kratix};
+
+const WAIT: Duration = Duration::from_secs(120);
+
+/// A Kratix serving the quickstart's Git store and Destination.
+fn platform(env: &[(&str, &str)]) -> Kratix {
+    let mut k = Kratix::new();
+    let store = fixtures().join("quickstart/00-state-store.yaml");
+    k.run(&["apply", "-f", store.to_str().expect("utf-8")])
+        .assert_ok();
+    k.start_serve_with(env);
+    k
+}
+
+fn apply(k: &Kratix, yaml: &str) {
+    k.apply_yaml(yaml, &["--timeout", "120"]).assert_ok();
+}
+
+/// The request's binding, once it has one.
+fn binding_of(k: &Kratix, request: &str) -> Value {
+    eventually("the request's binding", WAIT, || {
+        k.list_json("resourcebindings", &["-A"])
+            .into_iter()
+            .find(|b| b["spec"]["resourceRef"]["name"] == request)
+    })
+}
+
+/// Waits until the request's binding says `applied` was last applied, and returns it.
+fn applied(k: &Kratix, request: &str, applied: &str) -> Value {
+    eventually(&format!("{request} at {applied}"), WAIT, || {
+        let b = binding_of(k, request);
+        (b["status"]["lastAppliedVersion"] == applied).then_some(b)
+    })
+}
+
+/// `(version, latest)` of every revision of `thing`, sorted.
+fn revisions(k: &Kratix) -> Vec<(String, bool)> {
+    let mut out: Vec<(String, bool)> = k
+        .list_json("promiserevisions", &[])
+        .iter()
+        .filter(|r| r["spec"]["promiseRef"]["name"] == "thing")
+        .map(|r| {
+            (
+                r["spec"]["version"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+                r["status"]["latest"].as_bool().unwrap_or(false),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+fn pipelines_run(k: &Kratix, request: &str) -> Vec<String> {
+    let mut names: Vec<String> = things::runs(k, request)
+        .into_iter()
+        .map(|r| r.pipeline)
+        .collect();
+    names.sort();
+    names
+}
+
+fn set_binding_version(k: &Kratix, binding: &Value, version: &str) {
+    let mut changed = binding.clone();
+    changed["spec"]["version"] = json!(version);
+    let doc = json!({
+        "apiVersion": "platform.kratix.io/v1alpha1",
+        "kind": "ResourceBinding",
+        "metadata": {
+            "name": changed["metadata"]["name"],
+            "namespace": changed["metadata"]["namespace"],
+            "labels": changed["metadata"]["labels"],
+        },
+        "spec": changed["spec"],
+    });
+    k.apply_yaml(&doc.to_string(), &["--no-wait"]).assert_ok();
+}
+
+#[test]
+fn requests_follow_the_revision_their_binding_names() {
+    let k = platform(&[]);
+    apply(&k, &things::promise_at("v1", &["a"]));
+    assert_eq!(revisions(&k), [("v1".to_string(), true)]);
+    apply(&k, &things::request("floats", 1));
+    apply(&k, &things::request("stays", 2));
+
+    // Floating by default: `latest`, applied at v1; the request records both.
+    let floats = applied(&k, "floats", "v1");
+    assert_eq!(floats["spec"]["version"], "latest");
+    assert_eq!(floats["spec"]["promiseRef"]["name"], "thing");
+    assert_eq!(
+        floats["metadata"]["labels"]["kratix.io/resource-name"],
+        "floats"
+    );
+    assert!(
+        condition(&floats, "UpgradeSucceeded").is_none(),
+        "a first run is no upgrade: {floats}"
+    );
+    let request = k.get_json("things", "floats", None).expect("floats");
+    assert_eq!(request["status"]["promiseVersion"], "v1");
+    assert_eq!(request["status"]["resourceBindingVersion"], "latest");
+    let table = k.run(&["get", "resourcebindings"]);
+    table.assert_ok();
+    assert!(
+        table.stdout.starts_with("NAME") && table.stdout.contains("DESIRED"),
+        "{}",
+        table.stdout
+    );
+
+    // `stays` is pinned to v1 by hand.
+    let stays = applied(&k, "stays", "v1");
+    set_binding_version(&k, &stays, "v1");
+    eventually("stays bound to v1", WAIT, || {
+        let b = binding_of(&k, "stays");
+        let r = k.get_json("things", "stays", None)?;
+        (b["spec"]["version"] == "v1" && r["status"]["resourceBindingVersion"] == "v1")
+            .then_some(())
+    });
+
+    // v2 adds a pipeline: the floating request runs it, the pinned one does not run at all.
+    let stays_runs = things::runs(&k, "stays").len();
+    apply(&k, &things::promise_at("v2", &["a", "b"]));
+    assert_eq!(
+        revisions(&k),
+        [("v1".to_string(), false), ("v2".to_string(), true)]
+    );
+    let floats = applied(&k, "floats", "v2");
+    let upgraded = condition(&floats, "UpgradeSucceeded").expect("UpgradeSucceeded");
+    assert_eq!(
+        (
+            &upgraded["status"],
+            &upgraded["reason"],
+            &upgraded["message"]
+        ),
+        (
+            &json!("True"),
+            &json!("UpgradeComplete"),
+            &json!("Resource is at version v2")
+        )
+    );
+    assert_eq!(pipelines_run(&k, "floats"), ["a", "a", "b"]);
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(
+        things::runs(&k, "stays").len(),
+        stays_runs,
+        "pinned: no re-run"
+    );
+    assert_eq!(
+        k.get_json("things", "stays", None).expect("stays")["status"]["promiseVersion"],
+        "v1"
+    );
+
+    // Moving the pinned request to v2 re-runs it with v2's pipelines.
+    set_binding_version(&k, &binding_of(&k, "stays"), "v2");
+    let stays = applied(&k, "stays", "v2");
+    assert_eq!(
+        condition(&stays, "UpgradeSucceeded").expect("UpgradeSucceeded")["status"],
+        "True"
+    );
+    assert!(pipelines_run(&k, "stays").contains(&"b".to_string()));
+
+    // A version whose pipeline fails: the floating request's binding says so and keeps the
+    // version it last applied.
+    k.apply_yaml(&things::promise_at("v3", &["a", "broken"]), &["--no-wait"])
+        .assert_ok();
+    let failed = eventually("the failed upgrade", WAIT, || {
+        let b = binding_of(&k, "floats");
+        (b["status"]["failedVersion"] == "v3").then_some(b)
+    });
+    assert_eq!(failed["status"]["lastAppliedVersion"], "v2");
+    let c = condition(&failed, "UpgradeSucceeded").expect("UpgradeSucceeded");
+    assert_eq!(
+        (&c["status"], &c["reason"]),
+        (&json!("False"), &json!("UpgradeFailed"))
+    );
+    assert!(
+        c["message"].as_str().unwrap_or_default().contains("broken"),
+        "{c}"
+    );
+
+    // The latest revision cannot be deleted; older ones can.
+    let names: Vec<(String, String)> = k
+        .list_json("promiserevisions", &[])
+        .iter()
+        .map(|r| {
+            let text = |p: &str| r.pointer(p).and_then(Value::as_str).unwrap_or_default();
+            (
+                text("/spec/version").to_string(),
+                text("/metadata/name").to_string(),
+            )
+        })
+        .collect();
+    let name_of = |v: &str| {
+        names
+            .iter()
+            .find(|(version, _)| version == v)
+            .map(|(_, n)| n.clone())
+            .expect("revision")
+    };
+    let refused = k.run(&["delete", "promiserevision", &name_of("v3"), "--no-wait"]);
+    refused.assert_failed();
+    assert!(
+        refused
+            .stderr
+            .contains("can not delete the latest PromiseRevision"),
+        "{}",
+        refused.stderr
+    );
+    assert!(k
+        .get_json("promiserevision", &name_of("v3"), None)
+        .is_some());
+    k.run(&["delete", "promiserevision", &name_of("v1")])
+        .assert_ok();
+
+    // Deleting the revision a request is bound to leaves the request, which says so.
+    k.run(&["delete", "promiserevision", &name_of("v2")])
+        .assert_ok();
+    let missing = |version: &str| {
+        eventually(
+            &format!("the missing {version} on the request"),
+            WAIT,
+            || {
+                let r = k.get_json("things", "stays", None)?;
+                let want = format!(
+                    "cannot find a PromiseRevision for Promise thing with version {version}"
+                );
+                r["status"]["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains(&want))
+                    .then_some(())
+            },
+        )
+    };
+    missing("v2");
+    // As does a binding naming a version that never existed.
+    set_binding_version(&k, &binding_of(&k, "stays"), "v9");
+    missing("v9");
+
+    // Deleting the Promise takes its requests, bindings and revisions with it.
+    k.run(&["delete", "promise", "thing", "--timeout", "120"])
+        .assert_ok();
+    assert!(k.list_json("resourcebindings", &["-A"]).is_empty());
+    assert!(revisions(&k).is_empty());
+}
+
+#[test]
+fn pinned_requests_stay_at_the_version_they_were_made_with() {
+    let k = platform(&[("KRATIX_RESOURCE_BINDING_VERSION", "pinned")]);
+    apply(&k, &things::promise_at("v1", &["a"]));
+    apply(&k, &things::request("db", 1));
+    let binding = applied(&k, "db", "v1");
+    assert_eq!(binding["spec"]["version"], "v1");
+    let runs = things::runs(&k, "db").len();
+
+    apply(&k, &things::promise_at("v2", &["a", "b"]));
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(things::runs(&k, "db").len(), runs, "pinned: no re-run");
+    assert_eq!(binding_of(&k, "db")["spec"]["version"], "v1");
+
+    // A request made now is pinned to v2.
+    apply(&k, &things::request("later", 1));
+    assert_eq!(applied(&k, "later", "v2")["spec"]["version"], "v2");
+    assert_eq!(pipelines_run(&k, "later"), ["a", "b"]);
+}
+
+#[test]
+fn promises_without_a_version_get_no_revisions_or_bindings() {
+    let k = platform(&[]);
+    apply(&k, &things::promise(&["a"]));
+    apply(&k, &things::request("plain", 1));
+    assert!(k.list_json("promiserevisions", &[]).is_empty());
+    assert!(k.list_json("resourcebindings", &["-A"]).is_empty());
+    let r = k.get_json("things", "plain", None).expect("plain");
+    assert!(r["status"].get("promiseVersion").is_none(), "{r}");
+}
+
+#[test]
+fn the_binding_setting_is_a_flag_of_serve_and_controller() {
+    let k = Kratix::new();
+    for command in ["serve", "controller"] {
+        let help = k.run(&[command, "--help"]);
+        help.assert_ok();
+        assert!(
+            help.stdout.contains("--resource-binding-version")
+                && help.stdout.contains("KRATIX_RESOURCE_BINDING_VERSION"),
+            "{}",
+            help.stdout
+        );
+        let refused = k.run(&[command, "--resource-binding-version", "sometimes"]);
+        refused.assert_failed();
+        assert!(
+            refused.stderr.contains("invalid value 'sometimes'")
+                && refused.stderr.contains("floating"),
+            "{}",
+            refused.stderr
+        );
+    }
+}
