@@ -266,6 +266,23 @@ fn controller_runs_three_pipelines_in_order_with_one_commit_each() {
     assert!(runs.iter().all(|r| r.phase == "Succeeded"), "{runs:#?}");
     support::things::assert_never_overlapped(&runs);
 
+    // The controllers' events are the cluster's own: listed, and shown by `kubectl describe`.
+    let events: Value =
+        serde_json::from_str(&env.kubectl(&["get", "events", "-n", "default", "-o", "json"], ""))
+            .expect("a JSON list");
+    let reasons: Vec<&str> = events["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| e["involvedObject"]["name"] == "r1")
+        .filter_map(|e| e["reason"].as_str())
+        .collect();
+    for reason in ["PipelineStarted", "PipelineSucceeded"] {
+        assert!(reasons.contains(&reason), "{reason}: {events:#}");
+    }
+    let described = env.kubectl(&["describe", "thing", "r1", "-n", "default"], "");
+    assert!(described.contains("PipelineSucceeded"), "{described}");
+
     let repo = daemon.bare_repo("state.git").expect("repository");
     for p in ["a", "b", "c"] {
         let path = format!("worker-1/resources/default/thing/r1/{p}/");

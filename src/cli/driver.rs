@@ -4,7 +4,7 @@
 //! (a `serve`, another command), it only watches, and takes over as soon as that process lets go
 //! of the home.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -12,6 +12,12 @@ use tokio::task::JoinHandle;
 use crate::controllers;
 use crate::platform::Platform;
 use crate::store::embedded::HomeLock;
+
+/// What looks at the stored objects between two checks of a wait (the command's progress).
+#[async_trait::async_trait]
+pub trait Observer: std::fmt::Debug + Send + Sync {
+    async fn look(&self);
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -24,6 +30,8 @@ pub enum Error {
 pub struct Driver {
     platform: Platform,
     running: Mutex<Option<Running>>,
+    /// The command's progress, looked at between two checks of a wait.
+    progress: Mutex<Option<Arc<dyn Observer>>>,
     /// Changes the controllers' runtime before they start.
     customise: Option<Customise>,
 }
@@ -38,6 +46,7 @@ impl std::fmt::Debug for Driver {
             .field("platform", &self.platform)
             .field("running", &self.running)
             .field("customised", &self.customise.is_some())
+            .field("progress", &self.progress)
             .finish()
     }
 }
@@ -53,6 +62,7 @@ impl Driver {
         Driver {
             platform,
             running: Mutex::new(None),
+            progress: Mutex::new(None),
             customise: None,
         }
     }
@@ -62,6 +72,26 @@ impl Driver {
         Driver {
             customise: Some(customise),
             ..Driver::new(platform)
+        }
+    }
+
+    /// Shows `progress` while this driver's waits run.
+    pub fn show_progress(&self, progress: Arc<dyn Observer>) {
+        *self
+            .progress
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(progress);
+    }
+
+    /// Lets the progress (if any) look at its objects.
+    pub async fn look(&self) {
+        let progress = self
+            .progress
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        if let Some(p) = progress {
+            p.look().await;
         }
     }
 

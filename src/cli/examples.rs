@@ -10,7 +10,9 @@ pub const APPLY: &str = "\
 Examples:
   kratix-rs apply -f promise.yaml
   kratix-rs apply -f manifests/ --timeout 120
-  cat request.yaml | kratix-rs apply -f - --no-wait";
+  cat request.yaml | kratix-rs apply -f - --no-wait
+  kratix-rs apply -f manifests/ -o json     # one JSON event per line, for scripts
+  kratix-rs apply -f manifests/ --quiet     # no progress, only the result lines";
 
 pub const DIFF: &str = "\
 Examples:
@@ -32,7 +34,22 @@ Examples:
   kratix-rs get workplacements -A --show-labels
   kratix-rs get pipelineruns -n default -l kratix.io/promise-name=postgresql
   kratix-rs get promise postgresql -o yaml
-  kratix-rs get works -A -o name";
+  kratix-rs get works -A -o name
+  kratix-rs get postgresql -A -w            # the rows, then a row per change
+  kratix-rs get promises -w --timeout 60 -o json";
+
+pub const DESCRIBE: &str = "\
+Examples:
+  kratix-rs describe promise postgresql
+  kratix-rs describe postgresql acme-db -n team-a
+  kratix-rs describe destination worker-1";
+
+pub const EVENTS: &str = "\
+Examples:
+  kratix-rs events                          # events in namespace default
+  kratix-rs events -A                       # in every namespace
+  kratix-rs events postgresql acme-db -n team-a
+  kratix-rs events promise postgresql -o yaml";
 
 pub const TREE: &str = "\
 Examples:
@@ -46,7 +63,8 @@ pub const WAIT: &str = "\
 Examples:
   kratix-rs wait promise postgresql --for condition=Available
   kratix-rs wait postgresql acme-db -n team-a --for condition=Reconciled --timeout 60
-  kratix-rs wait destination worker-1 --for delete";
+  kratix-rs wait destination worker-1 --for delete
+  kratix-rs wait postgresql acme-db --for condition=Reconciled -o json";
 
 pub const RECONCILE: &str = "\
 Examples:

@@ -30,6 +30,15 @@ pub enum Error {
     Print(#[source] serde_json::Error),
     #[error("printing")]
     PrintYaml(#[source] serde_yaml::Error),
+    /// The change feed failed while watching.
+    #[error("watching {kind}")]
+    Watch {
+        kind: String,
+        #[source]
+        source: crate::store::Error,
+    },
+    #[error("writing to standard output")]
+    Stdout(#[source] std::io::Error),
 }
 
 pub struct GetArgs<'a> {
@@ -108,6 +117,152 @@ fn print(
             ))
         }
     }
+}
+
+/// `get -w`: prints what `get` prints, then a line (a row, or a JSON object, a YAML document,
+/// a name) for every change of a matching object — a deleted object's last state included —
+/// until interrupted or `timeout` passes.
+pub async fn watch(
+    platform: &Platform,
+    args: GetArgs<'_>,
+    timeout: Option<std::time::Duration>,
+) -> Result<(), Error> {
+    use futures::StreamExt;
+    let kind = platform.resolve_kind(args.kind).await?;
+    let namespace = namespace_for(&kind, args.namespace, args.all_namespaces);
+    let selector = match args.selector {
+        Some(s) => Selector::parse(s)?,
+        None => Selector::everything(),
+    };
+    let cp = platform.store.as_ref();
+    let store_err = |source| Error::Store {
+        kind: kind.kind.clone(),
+        source,
+    };
+    // From before the first listing, so that no change between the two is missed.
+    let since = cp.current_resource_version().await.map_err(store_err)?;
+    let mut objs = cp
+        .list(&kind, namespace.as_deref(), &selector)
+        .await
+        .map_err(store_err)?;
+    objs.retain(|o| {
+        args.name
+            .is_none_or(|n| o.metadata.name.as_deref() == Some(n))
+    });
+    let first = print(&kind, &objs, &args, args.name.is_none())?;
+    // A table's header comes with the first row, whenever that is.
+    let mut headed = !first.is_empty();
+    write(&first)?;
+    let mut last: std::collections::BTreeMap<crate::api::ObjectKey, Object> = objs
+        .into_iter()
+        .map(|o| (crate::api::ObjectKey::of(&o), o))
+        .collect();
+    let mut printed: std::collections::BTreeMap<crate::api::ObjectKey, String> =
+        std::collections::BTreeMap::new();
+    for (key, obj) in &last {
+        printed.insert(key.clone(), watch_line(&kind, obj, &args, false)?);
+    }
+    let mut changes = cp.watch(std::slice::from_ref(&kind), &since);
+    let stop = async {
+        match timeout {
+            Some(t) => {
+                tokio::select! {
+                    _ = tokio::time::sleep(t) => {}
+                    _ = super::signal::shutdown() => {}
+                }
+            }
+            None => super::signal::shutdown().await,
+        }
+    };
+    tokio::pin!(stop);
+    loop {
+        let change = tokio::select! {
+            _ = &mut stop => return Ok(()),
+            change = changes.next() => change,
+        };
+        let Some(change) = change else {
+            return Ok(());
+        };
+        let change = change.map_err(|source| Error::Watch {
+            kind: kind.kind.clone(),
+            source,
+        })?;
+        let key = change.key;
+        let wanted = namespace
+            .as_deref()
+            .is_none_or(|ns| key.namespace.as_deref() == Some(ns))
+            && args.name.is_none_or(|n| key.name == n);
+        if !wanted {
+            continue;
+        }
+        let stored = cp
+            .get(&kind, key.namespace.as_deref(), &key.name)
+            .await
+            .map_err(store_err)?;
+        let gone = stored.is_none();
+        let obj = match stored {
+            Some(obj) => {
+                last.insert(key.clone(), obj.clone());
+                obj
+            }
+            // Deleted: its last state, as kubectl shows it.
+            None => match last.remove(&key) {
+                Some(obj) => obj,
+                None => continue,
+            },
+        };
+        let labels = obj.metadata.labels.clone().unwrap_or_default();
+        if !selector.matches(&labels) {
+            continue;
+        }
+        // A change that shows nothing new (a status field no column shows) prints nothing.
+        let line = watch_line(&kind, &obj, &args, !headed)?;
+        if !gone && printed.get(&key) == Some(&line) {
+            continue;
+        }
+        write(&line)?;
+        if gone {
+            printed.remove(&key);
+        } else {
+            printed.insert(key, line);
+        }
+        headed = true;
+    }
+}
+
+/// One changed object as `get -w` prints it.
+fn watch_line(
+    kind: &KindInfo,
+    obj: &Object,
+    args: &GetArgs<'_>,
+    header: bool,
+) -> Result<String, Error> {
+    Ok(match args.output {
+        OutputFormat::Json => {
+            serde_json::to_string(&output::redact(kind, obj)).map_err(Error::Print)? + "\n"
+        }
+        OutputFormat::Yaml => {
+            "---\n".to_string()
+                + &serde_yaml::to_string(&output::redact(kind, obj)).map_err(Error::PrintYaml)?
+        }
+        _ => {
+            let table = print(kind, std::slice::from_ref(obj), args, true)?;
+            match args.output {
+                _ if header => table,
+                OutputFormat::Name => table,
+                // The row without its header.
+                _ => table.lines().skip(1).map(|l| format!("{l}\n")).collect(),
+            }
+        }
+    })
+}
+
+fn write(text: &str) -> Result<(), Error> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(Error::Stdout)
 }
 
 /// Namespaced kinds default to `default`; `-A` lists every namespace.

@@ -44,40 +44,7 @@ pub async fn run(
     pipeline: Option<&str>,
 ) -> Result<String, Error> {
     let kind = platform.resolve_kind(kind_name).await?;
-    let (ns, mut selector) = runs_selector(&kind, name);
-    let ns = if ns.is_empty() {
-        namespace.unwrap_or("default").to_string()
-    } else {
-        ns
-    };
-    if let Some(p) = pipeline {
-        selector.push((labels::PIPELINE_NAME.into(), p.into()));
-    }
-    let sel = Selector::from_labels(selector.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-    let mut runs: Vec<Object> = platform
-        .store
-        .list(
-            &crate::platform::builtin(crate::api::Builtin::PipelineRun),
-            Some(&ns),
-            &sel,
-        )
-        .await
-        .map_err(Error::Store)?;
-    if kind.group != GROUP {
-        let promises = platform.promises().await?;
-        let promise_of_kind = crate::platform::promise_defining(&promises, &kind)
-            .and_then(|p| p.metadata.name.clone())
-            .unwrap_or_default();
-        runs.retain(|r| {
-            crate::api::object::label(r, labels::PROMISE_NAME).is_some_and(|p| p == promise_of_kind)
-        });
-    }
-    runs.sort_by_key(|r| {
-        r.data
-            .pointer("/spec/sequence")
-            .and_then(serde_json::Value::as_i64)
-            .unwrap_or_default()
-    });
+    let runs = runs_of(platform, &kind, name, namespace, pipeline).await?;
     if runs.is_empty() {
         return Err(Error::NoRuns {
             what: format!("{} {name}", kind.kind),
@@ -105,4 +72,49 @@ pub async fn run(
         }
     }
     Ok(out)
+}
+
+/// The pipeline runs of an object (of one pipeline when given), oldest first.
+pub async fn runs_of(
+    platform: &Platform,
+    kind: &KindInfo,
+    name: &str,
+    namespace: Option<&str>,
+    pipeline: Option<&str>,
+) -> Result<Vec<Object>, Error> {
+    let (ns, mut selector) = runs_selector(kind, name);
+    let ns = if ns.is_empty() {
+        namespace.unwrap_or("default").to_string()
+    } else {
+        ns
+    };
+    if let Some(p) = pipeline {
+        selector.push((labels::PIPELINE_NAME.into(), p.into()));
+    }
+    let sel = Selector::from_labels(selector.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    let mut runs: Vec<Object> = platform
+        .store
+        .list(
+            &crate::platform::builtin(crate::api::Builtin::PipelineRun),
+            Some(&ns),
+            &sel,
+        )
+        .await
+        .map_err(Error::Store)?;
+    if kind.group != GROUP {
+        let promises = platform.promises().await?;
+        let promise_of_kind = crate::platform::promise_defining(&promises, kind)
+            .and_then(|p| p.metadata.name.clone())
+            .unwrap_or_default();
+        runs.retain(|r| {
+            crate::api::object::label(r, labels::PROMISE_NAME).is_some_and(|p| p == promise_of_kind)
+        });
+    }
+    runs.sort_by_key(|r| {
+        r.data
+            .pointer("/spec/sequence")
+            .and_then(serde_json::Value::as_i64)
+            .unwrap_or_default()
+    });
+    Ok(runs)
 }

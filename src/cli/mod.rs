@@ -5,18 +5,22 @@ mod columns;
 mod complete_words;
 pub mod completion;
 pub mod controller;
+pub mod describe;
 pub mod diff;
 pub mod documents;
 mod driver;
+pub mod events;
 mod examples;
 pub mod get;
 pub mod logs;
 pub mod metadata;
 pub mod output;
+pub mod progress;
 pub mod run;
 mod signal;
 pub mod tree;
 pub mod wait;
+mod waiting;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -95,6 +99,38 @@ pub enum Command {
         /// Add a LABELS column to the table.
         #[arg(long)]
         show_labels: bool,
+        /// After the objects, print a line for every change until interrupted (or `--timeout`).
+        #[arg(short = 'w', long)]
+        watch: bool,
+        /// With `--watch`: stop after this many seconds.
+        #[arg(long, requires = "watch")]
+        timeout: Option<u64>,
+    },
+    /// Show one object for a person: metadata, conditions, pipeline runs, where its files went,
+    /// and its recent events.
+    #[command(after_help = examples::DESCRIBE)]
+    Describe {
+        /// A kind, plural, singular or short name, including the kinds Promises define.
+        #[arg(value_parser = completion::KindParser, hide_possible_values = true)]
+        kind: String,
+        name: String,
+        #[arg(short = 'n', long)]
+        namespace: Option<String>,
+    },
+    /// Show the events the controllers recorded (of every object, of a kind, or of one object).
+    #[command(after_help = examples::EVENTS)]
+    Events {
+        /// A kind, plural, singular or short name, including the kinds Promises define.
+        #[arg(value_parser = completion::KindParser, hide_possible_values = true)]
+        kind: Option<String>,
+        name: Option<String>,
+        #[arg(short = 'n', long)]
+        namespace: Option<String>,
+        /// Every namespace.
+        #[arg(short = 'A', long)]
+        all_namespaces: bool,
+        #[arg(short = 'o', long, value_enum, default_value_t = OutputFormat::Table)]
+        output: OutputFormat,
     },
     /// Show where a Promise, a request or a Destination led: pipeline runs, Works, placements,
     /// and the state store's commit and paths.
@@ -125,6 +161,8 @@ pub enum Command {
         for_: String,
         #[arg(long, default_value_t = 300)]
         timeout: u64,
+        #[command(flatten)]
+        progress: ProgressArgs,
     },
     /// Re-run an object's configure workflow from its first pipeline.
     #[command(after_help = examples::RECONCILE)]
@@ -241,6 +279,25 @@ pub struct WaitArgs {
     /// Give up waiting after this many seconds.
     #[arg(long, default_value_t = 600)]
     pub timeout: u64,
+    #[command(flatten)]
+    pub progress: ProgressArgs,
+}
+
+/// How the waiting commands show progress.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ProgressArgs {
+    /// No progress: only the command's own lines, as before progress existed.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+    /// `json`: one JSON event per line on standard output (the command's own lines included)
+    /// instead of text.
+    #[arg(short = 'o', long, value_enum)]
+    pub output: Option<ProgressOutput>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProgressOutput {
+    Json,
 }
 
 impl WaitArgs {

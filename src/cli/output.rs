@@ -129,7 +129,8 @@ pub fn names(kind: &KindInfo, objs: &[Object]) -> String {
     objs.iter().map(|o| resource_name(kind, o) + "\n").collect()
 }
 
-fn render(rows: &[Vec<String>]) -> String {
+/// Rows as aligned columns, three spaces apart, trailing blanks trimmed.
+pub fn render(rows: &[Vec<String>]) -> String {
     let width = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..width)
         .map(|i| {

@@ -2,15 +2,21 @@
 
 use std::time::Duration;
 
-use crate::api::{labels, KindInfo, ObjectKey};
+use serde_json::json;
+
+use crate::api::{KindInfo, ObjectKey};
 use crate::controllers;
 use crate::platform::Platform;
 use crate::store::embedded::HomeLock;
-use crate::store::{self, ControlPlane};
+use crate::store::ControlPlane;
 
 use super::driver::Driver;
 use super::metadata::{self, Which};
-use super::{apply, diff, documents, get, logs, tree, wait, Cli, Command, MetadataArgs};
+use super::progress::printer::{object_event, Mode};
+use super::waiting::{self, key_for, progress_for, with_progress};
+use super::{
+    apply, describe, diff, documents, events, get, logs, tree, wait, Cli, Command, MetadataArgs,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -25,25 +31,17 @@ pub enum Error {
     #[error(transparent)]
     Logs(#[from] logs::Error),
     #[error(transparent)]
-    Wait(#[from] wait::Error),
+    Describe(#[from] describe::Error),
+    #[error(transparent)]
+    Events(#[from] events::Error),
+    #[error(transparent)]
+    Waiting(#[from] waiting::Error),
     #[error(transparent)]
     Controllers(#[from] controllers::Error),
     #[error(transparent)]
     Metadata(#[from] metadata::Error),
     #[error(transparent)]
     Adapter(#[from] crate::jobs::adapter::Error),
-    /// A command's arguments don't fit together.
-    #[error("{0}")]
-    Usage(String),
-    /// The object named on the command line does not exist.
-    #[error("{key} not found")]
-    NotFound { key: ObjectKey },
-    #[error("updating {key}")]
-    Store {
-        key: ObjectKey,
-        #[source]
-        source: store::Error,
-    },
     /// Another process already runs the controllers of this home.
     #[error("another kratix-rs process is already serving {home}")]
     AlreadyServing { home: String },
@@ -103,6 +101,7 @@ async fn dispatch(command: Command, platform: &Platform, driver: &Driver) -> Res
                 eprintln!("warning: {document}: {warning}");
             }
             let cp = platform.control_plane();
+            let progress = progress_for(&platform, &w.progress);
             let before = snapshot(cp.as_ref(), &prepared).await;
             let stored = apply::store_all(cp.as_ref(), &prepared).await?;
             for ((p, obj), old_rv) in prepared.iter().zip(&stored).zip(before) {
@@ -111,18 +110,33 @@ async fn dispatch(command: Command, platform: &Platform, driver: &Driver) -> Res
                     Some(rv) if Some(&rv) == obj.metadata.resource_version.as_ref() => "unchanged",
                     Some(_) => "configured",
                 };
-                println!(
-                    "{}/{} {verb}",
-                    p.kind.kind.to_ascii_lowercase(),
-                    p.key().name
+                progress.say(
+                    &format!(
+                        "{}/{} {verb}",
+                        p.kind.kind.to_ascii_lowercase(),
+                        p.key().name
+                    ),
+                    object_event(
+                        &p.key(),
+                        &p.kind,
+                        json!({"event": "Applied", "result": verb}),
+                    ),
                 );
             }
             if !w.no_wait {
                 let targets: Vec<(KindInfo, ObjectKey)> =
                     prepared.iter().map(|p| (p.kind.clone(), p.key())).collect();
-                wait::settle(driver, &platform, &targets, w.timeout()).await?;
-                println!("all {} objects settled", targets.len());
-                print_state_store_hints(&platform, &prepared).await;
+                with_progress(driver, &progress, &targets, || {
+                    wait::settle(driver, &platform, &targets, w.timeout())
+                })
+                .await?;
+                progress.say(
+                    &format!("all {} objects settled", targets.len()),
+                    json!({"event": "AllSettled", "objects": targets.len()}),
+                );
+                if progress.mode() != Mode::Json {
+                    print_state_store_hints(&platform, &prepared).await;
+                }
             }
             Ok(())
         }
@@ -159,29 +173,9 @@ async fn dispatch(command: Command, platform: &Platform, driver: &Driver) -> Res
             target,
             namespace,
             wait: w,
-        } => {
-            let targets = delete_targets(&platform, &files, &target, namespace.as_deref()).await?;
-            let cp = platform.control_plane();
-            refuse_protected(cp.as_ref(), &targets).await?;
-            for (kind, key) in &targets {
-                match cp.delete(kind, key.namespace.as_deref(), &key.name).await {
-                    Ok(_) => println!("{}/{} deleted", kind.kind.to_ascii_lowercase(), key.name),
-                    Err(store::Error::NotFound { .. }) => {
-                        return Err(Error::NotFound { key: key.clone() })
-                    }
-                    Err(source) => {
-                        return Err(Error::Store {
-                            key: key.clone(),
-                            source,
-                        })
-                    }
-                }
-            }
-            if !w.no_wait {
-                wait_gone(driver, &platform, &targets, w.timeout()).await?;
-            }
-            Ok(())
-        }
+        } => Ok(
+            waiting::delete(&platform, driver, &files, &target, namespace.as_deref(), &w).await?,
+        ),
         Command::Get {
             kind,
             name,
@@ -190,22 +184,59 @@ async fn dispatch(command: Command, platform: &Platform, driver: &Driver) -> Res
             selector,
             output,
             show_labels,
+            watch,
+            timeout,
         } => {
-            let text = get::run(
+            let args = get::GetArgs {
+                kind: &kind,
+                name: name.as_deref(),
+                namespace: namespace.as_deref(),
+                all_namespaces,
+                selector: selector.as_deref(),
+                output,
+                show_labels,
+            };
+            if watch {
+                return Ok(get::watch(&platform, args, timeout.map(Duration::from_secs)).await?);
+            }
+            let text = get::run(&platform, args).await?;
+            if text.is_empty() {
+                eprintln!("No resources found");
+            }
+            print!("{text}");
+            Ok(())
+        }
+        Command::Describe {
+            kind,
+            name,
+            namespace,
+        } => {
+            print!(
+                "{}",
+                describe::run(&platform, &kind, &name, namespace.as_deref()).await?
+            );
+            Ok(())
+        }
+        Command::Events {
+            kind,
+            name,
+            namespace,
+            all_namespaces,
+            output,
+        } => {
+            let text = events::run(
                 &platform,
-                get::GetArgs {
-                    kind: &kind,
+                events::EventsArgs {
+                    kind: kind.as_deref(),
                     name: name.as_deref(),
                     namespace: namespace.as_deref(),
                     all_namespaces,
-                    selector: selector.as_deref(),
                     output,
-                    show_labels,
                 },
             )
             .await?;
             if text.is_empty() {
-                eprintln!("No resources found");
+                eprintln!("No events found");
             }
             print!("{text}");
             Ok(())
@@ -216,79 +247,24 @@ async fn dispatch(command: Command, platform: &Platform, driver: &Driver) -> Res
             namespace,
             for_,
             timeout,
-        } => {
-            let kind = platform.resolve_kind(&kind).await?;
-            let key = key_for(&kind, &name, namespace.as_deref());
-            let timeout = Duration::from_secs(timeout);
-            if for_ == "delete" {
-                return wait_gone(driver, &platform, &[(kind, key)], timeout).await;
-            }
-            let spec = for_.strip_prefix("condition=").ok_or_else(|| {
-                Error::Usage(format!(
-                    "--for {for_:?}: expected condition=TYPE[=STATUS] or delete"
-                ))
-            })?;
-            let (type_, status) = spec.split_once('=').unwrap_or((spec, "True"));
-            let cp = platform.control_plane();
-            wait::drive_until(
-                driver,
-                timeout,
-                &format!("{key} to have condition {type_}={status}"),
-                || {
-                    let (cp, kind, key) = (cp.clone(), kind.clone(), key.clone());
-                    async move {
-                        let obj = wait::get(cp.as_ref(), &kind, &key).await?;
-                        Ok(obj
-                            .filter(|o| wait::condition_met(o, type_, status))
-                            .map(|_| ()))
-                    }
-                },
-            )
-            .await?;
-            println!(
-                "{} {} condition met",
-                kind.kind.to_ascii_lowercase(),
-                key.name
-            );
-            Ok(())
-        }
+            progress,
+        } => Ok(waiting::wait(
+            &platform,
+            driver,
+            (&kind, &name, namespace.as_deref()),
+            &for_,
+            Duration::from_secs(timeout),
+            &progress,
+        )
+        .await?),
         Command::Reconcile {
             kind,
             name,
             namespace,
             wait: w,
-        } => {
-            let kind = platform.resolve_kind(&kind).await?;
-            let key = key_for(&kind, &name, namespace.as_deref());
-            request_manual_reconciliation(platform.control_plane().as_ref(), &kind, &key).await?;
-            println!(
-                "{} {} reconciliation requested",
-                kind.kind.to_ascii_lowercase(),
-                key.name
-            );
-            if w.no_wait {
-                return Ok(());
-            }
-            // The controller removes the label when it starts the re-run; only then do the
-            // conditions describe the re-run rather than the previous one.
-            let cp = platform.control_plane();
-            wait::drive_until(driver, w.timeout(), "the re-run to start", || {
-                let (cp, kind, key) = (cp.clone(), kind.clone(), key.clone());
-                async move {
-                    let obj = wait::get(cp.as_ref(), &kind, &key).await?;
-                    Ok(match obj {
-                        None => Some(()),
-                        Some(o) => crate::api::object::label(&o, labels::MANUAL_RECONCILIATION)
-                            .is_none()
-                            .then_some(()),
-                    })
-                }
-            })
-            .await?;
-            wait::settle(driver, &platform, &[(kind, key)], w.timeout()).await?;
-            println!("reconciled");
-            Ok(())
-        }
+        } => Ok(
+            waiting::reconcile(&platform, driver, (&kind, &name, namespace.as_deref()), &w).await?,
+        ),
         Command::Logs {
             kind,
             name,
@@ -372,13 +348,6 @@ async fn serve_metrics(
     )))
 }
 
-fn key_for(kind: &KindInfo, name: &str, namespace: Option<&str>) -> ObjectKey {
-    let ns = kind
-        .namespaced
-        .then(|| namespace.unwrap_or("default").to_string());
-    ObjectKey::new(&kind.group, &kind.kind, ns.as_deref(), name)
-}
-
 async fn snapshot(cp: &dyn ControlPlane, prepared: &[apply::Prepared]) -> Vec<Option<String>> {
     let mut out = Vec::with_capacity(prepared.len());
     for p in prepared {
@@ -392,112 +361,6 @@ async fn snapshot(cp: &dyn ControlPlane, prepared: &[apply::Prepared]) -> Vec<Op
         out.push(rv);
     }
     out
-}
-
-async fn delete_targets(
-    platform: &Platform,
-    files: &[std::path::PathBuf],
-    target: &[String],
-    namespace: Option<&str>,
-) -> Result<Vec<(KindInfo, ObjectKey)>, Error> {
-    match (files.is_empty(), target) {
-        (false, []) => {
-            let docs = documents::load(files)?;
-            let kinds = platform.kinds().await?;
-            let mut out = Vec::new();
-            for doc in &docs {
-                let kind = kinds
-                    .iter()
-                    .find(|k| k.kind == doc.kind() && k.api_version() == doc.api_version())
-                    .cloned()
-                    .ok_or_else(|| {
-                        Error::Usage(format!("{doc}: kind {:?} is not known", doc.kind()))
-                    })?;
-                let ns = doc
-                    .value
-                    .pointer("/metadata/namespace")
-                    .and_then(serde_json::Value::as_str)
-                    .or(namespace);
-                out.push((kind.clone(), key_for(&kind, doc.name(), ns)));
-            }
-            // Requests before Promises, so each request's delete workflow runs with its Promise.
-            out.reverse();
-            Ok(out)
-        }
-        (true, [kind, name]) => {
-            let kind = platform.resolve_kind(kind).await?;
-            let key = key_for(&kind, name, namespace);
-            Ok(vec![(kind, key)])
-        }
-        _ => Err(Error::Usage(
-            "delete needs either -f PATH or KIND NAME".into(),
-        )),
-    }
-}
-
-/// Refuses, before anything is deleted, to delete what Kratix's admission refuses: the latest
-/// revision of a Promise.
-async fn refuse_protected(
-    cp: &dyn ControlPlane,
-    targets: &[(KindInfo, ObjectKey)],
-) -> Result<(), Error> {
-    for (kind, key) in targets {
-        if (kind.group.as_str(), kind.kind.as_str()) != (crate::api::GROUP, "PromiseRevision") {
-            continue;
-        }
-        let found = cp
-            .get(kind, None, &key.name)
-            .await
-            .map_err(|source| Error::Store {
-                key: key.clone(),
-                source,
-            })?;
-        if let Some(reason) = found
-            .as_ref()
-            .and_then(controllers::revisions::deletion_refused)
-        {
-            return Err(Error::Usage(format!("{key}: {reason}")));
-        }
-    }
-    Ok(())
-}
-
-async fn wait_gone(
-    driver: &Driver,
-    platform: &Platform,
-    targets: &[(KindInfo, ObjectKey)],
-    timeout: Duration,
-) -> Result<(), Error> {
-    let cp = platform.control_plane();
-    wait::drive_until(driver, timeout, "deletion", || {
-        let cp = cp.clone();
-        async move {
-            for (kind, key) in targets {
-                if wait::get(cp.as_ref(), kind, key).await?.is_some() {
-                    return Ok(None);
-                }
-            }
-            Ok(Some(()))
-        }
-    })
-    .await?;
-    Ok(())
-}
-
-async fn request_manual_reconciliation(
-    cp: &dyn ControlPlane,
-    kind: &KindInfo,
-    key: &ObjectKey,
-) -> Result<(), Error> {
-    metadata::update_with_retries(cp, kind, key, |obj| {
-        obj.metadata
-            .labels
-            .get_or_insert_with(Default::default)
-            .insert(labels::MANUAL_RECONCILIATION.into(), "true".into());
-        Ok(metadata::Outcome::Changed)
-    })
-    .await?;
-    Ok(())
 }
 
 /// `label` and `annotate`: checks every argument before reading the object, then changes

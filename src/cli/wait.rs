@@ -161,6 +161,7 @@ where
         if let Some(result) = check().await? {
             return Ok(result);
         }
+        driver.look().await;
         if Instant::now() >= deadline {
             return Err(Error::Timeout {
                 seconds: timeout.as_secs(),

@@ -38,6 +38,7 @@ pub mod subject;
 pub mod workflows;
 pub mod works;
 mod write_retry;
+mod write_summary;
 
 use std::collections::HashMap;
 use std::future::Future;

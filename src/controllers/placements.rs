@@ -23,7 +23,9 @@ use super::commit_message::{
 use super::metrics::{WorkRef, WriteResult};
 use super::placement_conditions::{failed_conditions, written_conditions};
 use super::state_stores::StoreHandle;
+use super::write_summary::LastWrite;
 use super::{drift, status, write_retry, Error, ErrorChain, Next, Runtime};
+use crate::events::{self, Reason};
 
 const RETRY_WRITE: Duration = Duration::from_secs(5);
 
@@ -360,7 +362,18 @@ async fn write_batch(
         WriteResult::of(&written),
     );
     let outcome = written.map_err(WriteError::Store)?;
+    let written_keys: BTreeSet<String> = outcome
+        .written
+        .iter()
+        .map(|k| k.as_str().to_string())
+        .collect();
+    let removed: BTreeSet<String> = outcome
+        .deleted
+        .iter()
+        .map(|k| k.as_str().to_string())
+        .collect();
     let version = outcome.version.map(|v| v.0);
+    let dest_name = dest_obj.metadata.name.clone().unwrap_or_default();
     for (wp, desired) in per_wp {
         if wp.metadata.deletion_timestamp.is_some() {
             status::remove_finalizer(rt.cp.as_ref(), &wp_kind, &wp, finalizers::WORK_PLACEMENT)
@@ -371,7 +384,17 @@ async fn write_batch(
         let generation = wp.metadata.generation;
         let misplaced = label(&wp, labels::MISPLACED) == Some("true");
         let version = version.clone();
+        let before = status::status_or_default::<WorkPlacementStatus>(&wp)
+            .files
+            .unwrap_or_default();
+        let last = LastWrite::of(&before, &files, &written_keys, &removed, version.clone());
         update_wp_status(rt, &wp, |s| {
+            if !last.is_empty() {
+                s.extra.insert(
+                    "lastWrite".into(),
+                    serde_json::to_value(&last).unwrap_or_default(),
+                );
+            }
             s.files = Some(files.clone());
             s.pending_files = None;
             if let Some(v) = &version {
@@ -381,6 +404,15 @@ async fn write_batch(
             status::merge_conditions(&mut s.conditions, written_conditions(misplaced));
         })
         .await?;
+        if !last.is_empty() {
+            events::record(
+                &rt.cp,
+                &wp,
+                Reason::WorkWritten,
+                &written_message(&dest_name, &last),
+            )
+            .await;
+        }
     }
     Ok(())
 }
@@ -492,6 +524,26 @@ async fn mark_failed(
             status::merge_conditions(&mut s.conditions, failed_conditions(reason, message));
         })
         .await?;
+        events::record(
+            &rt.cp,
+            wp,
+            Reason::WriteFailed,
+            &format!("{reason}: {message}"),
+        )
+        .await;
     }
     Ok(())
+}
+
+/// `WorkWritten`'s message: where, which commit, and how many files changed.
+fn written_message(destination: &str, last: &LastWrite) -> String {
+    let commit = last
+        .version
+        .as_deref()
+        .map(|v| format!(" at {}", &v[..v.len().min(12)]))
+        .unwrap_or_default();
+    format!(
+        "written to Destination {destination}{commit}: {}",
+        last.counts()
+    )
 }

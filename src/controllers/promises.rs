@@ -1,6 +1,7 @@
 //! The Promise controller: static dependencies, the promise configure workflow, availability,
 //! and the ordered teardown (requests first, then the promise delete workflow, then its Works).
 
+use crate::events::{self, Reason};
 use serde_json::{json, Value};
 
 use crate::api::hash::spec_hash;
@@ -95,9 +96,13 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
         .unwrap_or("not-set")
         .to_string();
     let requirements = requirements_of(rt, &promise, &obj).await?;
+    let before: PromiseStatus = status::status_or_default(&obj);
     if !requirements.fulfilled() {
         // Nothing is installed and no workflow runs until every required Promise is there;
         // a change to any Promise wakes the Promises that require it.
+        if let Some(message) = newly_unfulfilled(&before, &requirements) {
+            events::record(&rt.cp, &obj, Reason::RequirementsNotFulfilled, &message).await;
+        }
         let generation = obj.metadata.generation;
         status::update_status(rt.cp.as_ref(), &kind, &subject.key(), |_, s| {
             set_requirements(s, &requirements);
@@ -161,11 +166,34 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
         }
     })
     .await?;
+    if available && before.status.as_deref() != Some("Available") {
+        events::record(
+            &rt.cp,
+            &obj,
+            Reason::PromiseAvailable,
+            "Ready to fulfil resource requests",
+        )
+        .await;
+    }
     if available {
         intervals::reconcile_resources(rt, &obj).await?;
     }
     let periodic = intervals::schedule(rt, &subject, &obj, &step, &records).await?;
     Ok(intervals::sooner(workflows::wake_after(&step), periodic).map_or(Next::Done, Next::After))
+}
+
+/// The message of a `RequirementsNotFulfilled` event when the requirements were fulfilled (or
+/// said something else) before; `None` when nothing changed.
+fn newly_unfulfilled(before: &PromiseStatus, requirements: &Requirements) -> Option<String> {
+    let now = requirements.condition.as_ref()?;
+    let was = before
+        .conditions
+        .iter()
+        .find(|c| c.type_ == requirements::REQUIREMENTS_FULFILLED);
+    match was {
+        Some(c) if c.status == now.status && c.message == now.message => None,
+        _ => Some(now.message.clone()),
+    }
 }
 
 /// Where each of the Promise's required Promises stands.
@@ -296,6 +324,13 @@ async fn teardown(rt: &Runtime, subject: &Subject, promise: &Promise) -> Result<
         finalizers::WORKFLOWS,
     )
     .await?;
+    events::record(
+        &rt.cp,
+        &subject.object,
+        Reason::Deleted,
+        "delete workflow ran and every file of the Promise was removed",
+    )
+    .await;
     Ok(Next::Done)
 }
 
@@ -310,6 +345,62 @@ async fn set_message(rt: &Runtime, subject: &Subject, message: &str) -> Result<(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn requirements_not_fulfilled_is_recorded_on_a_change_only() {
+        let unfulfilled = |message: &str| {
+            Condition::new(
+                requirements::REQUIREMENTS_FULFILLED,
+                ConditionStatus::False,
+                "RequirementsNotInstalled",
+                message,
+            )
+        };
+        let fulfilled = Condition::new(
+            requirements::REQUIREMENTS_FULFILLED,
+            ConditionStatus::True,
+            "RequirementsInstalled",
+            "ok",
+        );
+        let before = |c: Option<Condition>| PromiseStatus {
+            conditions: c.into_iter().collect(),
+            ..PromiseStatus::default()
+        };
+        let now = |c: Option<Condition>| Requirements {
+            statuses: vec![],
+            condition: c,
+        };
+        let cases = [
+            (
+                "first time",
+                before(None),
+                now(Some(unfulfilled("a"))),
+                Some("a"),
+            ),
+            (
+                "was fulfilled",
+                before(Some(fulfilled.clone())),
+                now(Some(unfulfilled("a"))),
+                Some("a"),
+            ),
+            (
+                "same as before",
+                before(Some(unfulfilled("a"))),
+                now(Some(unfulfilled("a"))),
+                None,
+            ),
+            (
+                "another reason",
+                before(Some(unfulfilled("a"))),
+                now(Some(unfulfilled("b"))),
+                Some("b"),
+            ),
+            ("requires nothing", before(None), now(None), None),
+        ];
+        for (name, before, now, want) in cases {
+            assert_eq!(newly_unfulfilled(&before, &now).as_deref(), want, "{name}");
+        }
+    }
 
     #[test]
     fn available_once_configured() {

@@ -2,6 +2,7 @@
 //! once its Promise is available, reports where each pipeline's files landed, and on deletion
 //! runs the delete workflow and removes the request's files before letting it go.
 
+use crate::events::{self, Reason};
 use serde_json::{json, Value};
 
 use crate::api::hash::{resource_hash, spec_hash};
@@ -237,6 +238,13 @@ async fn teardown(rt: &Runtime, subject: &Subject, promise: &Promise) -> Result<
         finalizers::WORKFLOWS,
     )
     .await?;
+    events::record(
+        &rt.cp,
+        &subject.object,
+        Reason::Deleted,
+        "delete workflow ran and every file of the request was removed",
+    )
+    .await;
     Ok(Next::Done)
 }
 

@@ -19,6 +19,7 @@ use super::metrics::{RunLabels, WorkRef};
 use super::run_failure::Error as Failure;
 use super::run_outcome::{self, Finished};
 use super::{lookups, now_rfc3339, status, works, Error, ErrorChain, Next, Runtime};
+use crate::events::{self, Reason};
 
 /// The run's status; `None` when it does not parse (a phase this version does not know).
 fn status_of(run: &Object) -> Option<PipelineRunStatus> {
@@ -403,6 +404,8 @@ async fn execute(rt: &Runtime, run: &Object) -> Result<Finished, Error> {
             merge_status(rt, &parent_kind, &ObjectKey::of(&object), status_yaml).await?;
         }
     }
+    let (reason, message) = outcome_event(&spec, &finished);
+    events::record(&rt.cp, &object, reason, &message).await;
     info!(run = %run_name, phase = ?finished.phase, "pipeline run finished");
     Ok(finished)
 }
@@ -431,4 +434,53 @@ async fn merge_status(
     })
     .await?;
     Ok(())
+}
+
+/// The event a finished run records on its object.
+fn outcome_event(spec: &crate::api::PipelineRunSpec, finished: &Finished) -> (Reason, String) {
+    let what = format!("{} pipeline {}", spec.workflow_action, spec.pipeline_name);
+    match finished.phase {
+        PipelineRunPhase::Succeeded => (Reason::PipelineSucceeded, format!("{what} succeeded")),
+        _ => (
+            Reason::PipelineFailed,
+            format!("{what} failed: {}", finished.message),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_finished_run_records_success_or_its_failure() {
+        let spec = crate::api::PipelineRunSpec {
+            pipeline_name: "p".into(),
+            workflow_action: "configure".into(),
+            ..Default::default()
+        };
+        let cases = [
+            (
+                Finished {
+                    phase: PipelineRunPhase::Succeeded,
+                    message: String::new(),
+                    exit_code: Some(0),
+                    control: None,
+                },
+                Reason::PipelineSucceeded,
+                "configure pipeline p succeeded",
+            ),
+            (
+                Finished::failed("exit code 3".into()),
+                Reason::PipelineFailed,
+                "configure pipeline p failed: exit code 3",
+            ),
+        ];
+        for (finished, reason, message) in cases {
+            assert_eq!(
+                outcome_event(&spec, &finished),
+                (reason, message.to_string())
+            );
+        }
+    }
 }

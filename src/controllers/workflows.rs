@@ -11,6 +11,7 @@ use crate::workflow::{
 use super::run_failure::Error as Failure;
 use super::subject::{runs_of, Subject};
 use super::{now_ms, status, Error, Runtime};
+use crate::events::{self, Reason};
 
 /// Runs kept per pipeline once a workflow has completed (Kratix's `numberOfJobsToKeep`).
 const RUNS_TO_KEEP: usize = 5;
@@ -45,6 +46,14 @@ pub async fn drive(
             *index + 1 == pipelines.len(),
         )
         .await?;
+        let message = format!(
+            "{} pipeline {} ({} of {}) started",
+            action.as_str(),
+            pipeline.name(),
+            index + 1,
+            pipelines.len()
+        );
+        events::record(&rt.cp, &subject.object, Reason::PipelineStarted, &message).await;
         if manual {
             // Conditions first: whoever waits for the label to go (`reconcile`, `apply`) must
             // then see the re-run in progress, not the previous run's outcome.

@@ -1,0 +1,244 @@
+use super::*;
+use serde_json::json;
+
+fn kind() -> KindInfo {
+    KindInfo {
+        group: "example.com".into(),
+        version: "v1".into(),
+        kind: "Redis".into(),
+        plural: "redises".into(),
+        singular: "redis".into(),
+        short_names: vec![],
+        namespaced: true,
+    }
+}
+
+fn object(generation: i64, status: Value) -> Object {
+    serde_json::from_value(json!({
+        "apiVersion": "example.com/v1", "kind": "Redis",
+        "metadata": {"name": "r", "namespace": "default", "generation": generation},
+        "status": status,
+    }))
+    .expect("an object")
+}
+
+fn pipelines(phases: &[(&str, &str)]) -> Value {
+    json!(phases
+        .iter()
+        .map(|(name, phase)| json!({"name": name, "phase": phase, "attempts": 1}))
+        .collect::<Vec<_>>())
+}
+
+fn running(obs: i64, phases: &[(&str, &str)]) -> Value {
+    json!({"observedGeneration": obs, "pipelines": pipelines(phases),
+           "conditions": [{"type": "Reconciled", "status": "False", "message": "pending"}]})
+}
+
+#[test]
+fn status_is_read_from_the_current_generation_only() {
+    let cases = [
+        ("gone", None, Outcome::Gone, 0, 0),
+        (
+            "older generation: its pipelines are not this one's",
+            Some(object(2, running(1, &[("a", "Succeeded")]))),
+            Outcome::Waiting("not reconciled yet".into()),
+            0,
+            0,
+        ),
+        (
+            "current generation, one written",
+            Some(object(
+                1,
+                json!({"observedGeneration": 1, "pipelines": [
+                    {"name": "a", "phase": "Succeeded", "attempts": 1, "destinations": [
+                        {"destination": "d", "version": "abc", "written": true},
+                        {"destination": "e", "version": null, "written": false}]}],
+                    "conditions": [{"type": "Reconciled", "status": "True"}]}),
+            )),
+            Outcome::Settled,
+            1,
+            1,
+        ),
+    ];
+    for (name, obj, outcome, n_pipelines, n_written) in cases {
+        let s = status_of(&kind(), obj.as_ref());
+        assert_eq!(s.outcome, outcome, "{name}");
+        assert_eq!(s.pipelines.len(), n_pipelines, "{name}");
+        assert_eq!(s.written.len(), n_written, "{name}");
+    }
+}
+
+#[test]
+fn changes_report_each_step_once_in_order() {
+    let st = |phases: &[(&str, &str)], written: &[(&str, &str)], outcome: Outcome| Status {
+        pipelines: phases
+            .iter()
+            .map(|(n, p)| PipelineState {
+                name: n.to_string(),
+                phase: p.to_string(),
+                message: if *p == "Failed" {
+                    "exit 1".into()
+                } else {
+                    String::new()
+                },
+            })
+            .collect(),
+        written: written
+            .iter()
+            .map(|(d, c)| (d.to_string(), c.to_string()))
+            .collect(),
+        outcome,
+    };
+    let waiting = || Outcome::Waiting("Reconciled: pending".into());
+    let first = st(&[("a", "Running"), ("b", "Pending")], &[], waiting());
+    let second = st(
+        &[("a", "Succeeded"), ("b", "Running")],
+        &[("d", "abc")],
+        waiting(),
+    );
+    let done = st(
+        &[("a", "Succeeded"), ("b", "Succeeded")],
+        &[("d", "abc"), ("d", "def")],
+        Outcome::Settled,
+    );
+    let failed = st(
+        &[("a", "Succeeded"), ("b", "Failed")],
+        &[],
+        Outcome::Failed("b failed".into()),
+    );
+    let gone = st(&[], &[], Outcome::Gone);
+    let deleting = st(&[], &[], Outcome::Deleting);
+    let cases: Vec<(&str, Option<&Status>, &Status, Vec<&str>)> = vec![
+        (
+            "first look",
+            None,
+            &first,
+            vec![
+                "pipeline a (1 of 2) running",
+                "waiting: Reconciled: pending",
+            ],
+        ),
+        ("nothing changed", Some(&first), &first, vec![]),
+        (
+            "next pipeline, a write",
+            Some(&first),
+            &second,
+            vec![
+                "pipeline a (1 of 2) succeeded",
+                "pipeline b (2 of 2) running",
+                "written to d at abc",
+            ],
+        ),
+        (
+            "settled",
+            Some(&second),
+            &done,
+            vec![
+                "pipeline b (2 of 2) succeeded",
+                "written to d at def",
+                "settled",
+            ],
+        ),
+        (
+            "failed",
+            Some(&second),
+            &failed,
+            vec!["pipeline b (2 of 2) failed: exit 1", "failed: b failed"],
+        ),
+        ("gone", Some(&done), &gone, vec!["deleted"]),
+        ("deleting", Some(&done), &deleting, vec!["deleting"]),
+    ];
+    for (name, before, now, want) in cases {
+        let got: Vec<String> = changes(before, now).iter().map(Change::text).collect();
+        assert_eq!(got, want, "{name}");
+    }
+}
+
+#[test]
+fn a_terminal_line_says_what_runs_or_how_it_ended() {
+    let st = |phases: &[(&str, &str, &str)], written: &[(&str, &str)], outcome: Outcome| Status {
+        pipelines: phases
+            .iter()
+            .map(|(n, p, m)| PipelineState {
+                name: n.to_string(),
+                phase: p.to_string(),
+                message: m.to_string(),
+            })
+            .collect(),
+        written: written
+            .iter()
+            .map(|(d, c)| (d.to_string(), c.to_string()))
+            .collect(),
+        outcome,
+    };
+    let waiting = || Outcome::Waiting("not reconciled yet".into());
+    let cases = [
+        (
+            "nothing yet",
+            st(&[], &[], waiting()),
+            "waiting: not reconciled yet",
+        ),
+        (
+            "second of three running",
+            st(
+                &[
+                    ("a", "Succeeded", ""),
+                    ("b", "Running", ""),
+                    ("c", "Pending", ""),
+                ],
+                &[("d", "0123456789abcdef")],
+                waiting(),
+            ),
+            "pipeline b (2 of 3) running, written to d at 0123456789ab",
+        ),
+        (
+            "failed pipeline, retried later",
+            st(&[("a", "Failed", "exit 2")], &[], waiting()),
+            "pipeline a (1 of 1) failed: exit 2",
+        ),
+        (
+            "suspended",
+            st(&[("a", "Suspended", "approval")], &[], waiting()),
+            "pipeline a suspended: approval",
+        ),
+        (
+            "settled",
+            st(&[("a", "Succeeded", "")], &[("d", "abc")], Outcome::Settled),
+            "settled, written to d at abc",
+        ),
+        (
+            "failed",
+            st(&[], &[], Outcome::Failed("x".into())),
+            "failed: x",
+        ),
+        ("gone", st(&[], &[], Outcome::Gone), "deleted"),
+    ];
+    for (name, s, want) in cases {
+        assert_eq!(line(&s), want, "{name}");
+    }
+}
+
+#[test]
+fn json_events_carry_their_kind_and_fields() {
+    let cases = [
+        (
+            Change::PipelineRunning {
+                pipeline: "a".into(),
+                index: 1,
+                total: 2,
+            },
+            json!({"event": "PipelineRunning", "pipeline": "a", "index": 1, "total": 2}),
+        ),
+        (
+            Change::Written {
+                destination: "d".into(),
+                commit: "abc".into(),
+            },
+            json!({"event": "Written", "destination": "d", "commit": "abc"}),
+        ),
+        (Change::Settled, json!({"event": "Settled"})),
+    ];
+    for (change, want) in cases {
+        assert_eq!(serde_json::to_value(&change).expect("serializable"), want);
+    }
+}

@@ -1,0 +1,131 @@
+//! What one write changed for one placement — files added, changed and deleted — kept in the
+//! placement's status as `lastWrite` (for `describe`) and said in its `WorkWritten` event.
+
+use std::collections::BTreeSet;
+
+use serde::Serialize;
+
+/// The files one write added, changed and deleted for one placement, and the version (Git
+/// commit) holding them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct LastWrite {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    pub added: Vec<String>,
+    pub changed: Vec<String>,
+    pub deleted: Vec<String>,
+}
+
+impl LastWrite {
+    /// What the write did for a placement that had `before` and wants `desired`, given what the
+    /// store reports it `written` (created or replaced) and `deleted` for the whole batch.
+    pub fn of(
+        before: &[String],
+        desired: &[String],
+        written: &BTreeSet<String>,
+        deleted: &BTreeSet<String>,
+        version: Option<String>,
+    ) -> Self {
+        let before: BTreeSet<&String> = before.iter().collect();
+        let desired_set: BTreeSet<&String> = desired.iter().collect();
+        let (mut added, mut changed) = (Vec::new(), Vec::new());
+        for path in desired_set.iter().filter(|p| written.contains(p.as_str())) {
+            if before.contains(path) {
+                changed.push(path.to_string());
+            } else {
+                added.push(path.to_string());
+            }
+        }
+        let deleted = before
+            .iter()
+            .filter(|p| !desired_set.contains(*p) && deleted.contains(p.as_str()))
+            .map(|p| p.to_string())
+            .collect();
+        LastWrite {
+            version,
+            added,
+            changed,
+            deleted,
+        }
+    }
+
+    /// Whether the write changed anything of this placement.
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.changed.is_empty() && self.deleted.is_empty()
+    }
+
+    /// `2 added, 1 changed, 0 deleted`.
+    pub fn counts(&self) -> String {
+        format!(
+            "{} added, {} changed, {} deleted",
+            self.added.len(),
+            self.changed.len(),
+            self.deleted.len()
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(items: &[&str]) -> BTreeSet<String> {
+        items.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn list(items: &[&str]) -> Vec<String> {
+        items.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn sorts_the_written_files_of_one_placement() {
+        let cases = [
+            (
+                "first write",
+                list(&[]),
+                list(&["a", "b"]),
+                set(&["a", "b"]),
+                set(&[]),
+                (vec!["a", "b"], vec![], vec![]),
+            ),
+            (
+                "one changed, one kept",
+                list(&["a", "b"]),
+                list(&["a", "b"]),
+                set(&["b"]),
+                set(&[]),
+                (vec![], vec!["b"], vec![]),
+            ),
+            (
+                "one gone",
+                list(&["a", "b"]),
+                list(&["a"]),
+                set(&[]),
+                set(&["b"]),
+                (vec![], vec![], vec!["b"]),
+            ),
+            (
+                "other placements' files are not ours",
+                list(&["a"]),
+                list(&["a"]),
+                set(&["x"]),
+                set(&["y"]),
+                (vec![], vec![], vec![]),
+            ),
+            (
+                "deleted but not ours before",
+                list(&[]),
+                list(&[]),
+                set(&[]),
+                set(&["a"]),
+                (vec![], vec![], vec![]),
+            ),
+        ];
+        for (name, before, desired, written, deleted, (added, changed, gone)) in cases {
+            let got = LastWrite::of(&before, &desired, &written, &deleted, None);
+            assert_eq!(got.added, added, "{name}");
+            assert_eq!(got.changed, changed, "{name}");
+            assert_eq!(got.deleted, gone, "{name}");
+        }
+    }
+}
