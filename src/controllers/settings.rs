@@ -27,6 +27,9 @@ pub struct Settings {
     /// default the number of cores). One object's pipelines run one after another whatever
     /// this is: a workflow creates its next run only once the previous one finished.
     pub max_parallel: usize,
+    /// How many objects are reconciled at once (`KRATIX_WORKERS`; by default twice
+    /// `max_parallel`, see [`Settings::workers`]). Never two for one object.
+    pub workers: Option<usize>,
 }
 
 impl Settings {
@@ -48,16 +51,30 @@ impl Settings {
             )),
             git_timeout: Duration::from_secs(secs("KRATIX_GIT_TIMEOUT", 60).max(1)),
             max_parallel: max_parallel(std::env::var("KRATIX_MAX_PARALLEL").ok().as_deref()),
+            workers: positive(std::env::var("KRATIX_WORKERS").ok().as_deref()),
         }
     }
+
+    /// How many objects are reconciled at once: the setting, else twice the pipeline runs at
+    /// once — a reconcile mostly waits on the control plane or a state store, so a core has
+    /// room for more than one.
+    pub fn workers(&self) -> usize {
+        self.workers
+            .unwrap_or(self.max_parallel.saturating_mul(2))
+            .max(1)
+    }
+}
+
+/// The given number when it is positive.
+fn positive(given: Option<&str>) -> Option<usize> {
+    given
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|n| *n > 0)
 }
 
 /// The number of pipeline runs at once: the given positive number, else the number of cores.
 fn max_parallel(given: Option<&str>) -> usize {
-    given
-        .and_then(|v| v.trim().parse::<usize>().ok())
-        .filter(|n| *n > 0)
-        .unwrap_or_else(default_max_parallel)
+    positive(given).unwrap_or_else(default_max_parallel)
 }
 
 /// The number of cores this process may use (1 when unknown).
@@ -82,6 +99,19 @@ mod tests {
         ];
         for (given, want) in cases {
             assert_eq!(max_parallel(given), want, "{given:?}");
+        }
+    }
+
+    #[test]
+    fn workers_are_the_setting_else_twice_the_parallel_runs() {
+        let cases = [(None, 2, 4), (None, 1, 2), (Some(3), 2, 3), (Some(1), 8, 1)];
+        for (workers, max_parallel, want) in cases {
+            let settings = Settings {
+                workers,
+                max_parallel,
+                ..Settings::from_env()
+            };
+            assert_eq!(settings.workers(), want, "{workers:?} {max_parallel}");
         }
     }
 }
