@@ -7,6 +7,7 @@ mod change_batch;
 mod claims;
 mod commit_message;
 pub mod destinations;
+mod drain;
 mod kinds;
 mod kube_time;
 mod lifecycle;
@@ -133,10 +134,6 @@ impl Error {
     }
 }
 
-/// How long nothing must change before a draining runtime counts as done (see
-/// [`Runtime::draining_on_stop`]).
-const DRAIN_QUIET: Duration = Duration::from_millis(200);
-
 /// What a reconcile asks for next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Next {
@@ -228,7 +225,7 @@ impl Runtime {
         let mut queue = Queue::default();
         let mut backoff = Backoff::default();
         // Start-up: recover interrupted runs and look at everything, once the store answers.
-        let mut changes = loop {
+        let (mut changes, mut seen) = loop {
             match self.start_up(&mut queue).await {
                 Ok(started) => break started,
                 Err(err) => {
@@ -254,8 +251,8 @@ impl Runtime {
             workers.start(&mut queue, &self, Take::All);
             if resync_due.is_some_and(|due| due <= tokio::time::Instant::now()) {
                 resync_due = match self.resync(&mut queue).await {
-                    Ok(fresh) => {
-                        changes = fresh;
+                    Ok((fresh, since)) => {
+                        (changes, seen) = (fresh, since);
                         backoff = Backoff::default();
                         None
                     }
@@ -287,6 +284,7 @@ impl Runtime {
                     if batch.feed_lost {
                         resync_due = Some(tokio::time::Instant::now());
                     }
+                    seen = batch.newest.unwrap_or(seen);
                     if !self.queue_affected(&mut queue, batch.keys).await {
                         // Some dependants are unknown for now: look at everything soon.
                         resync_due.get_or_insert_with(|| tokio::time::Instant::now() + backoff.next());
@@ -301,7 +299,7 @@ impl Runtime {
             self.settle(&mut queue, finished);
         }
         if let Some(limit) = self.drain_on_stop {
-            self.drain(&mut queue, &mut workers, &mut changes, limit)
+            self.drain(&mut queue, &mut workers, (&mut changes, seen), limit)
                 .await;
         }
         self.stop_executing().await;
@@ -330,42 +328,6 @@ impl Runtime {
         known
     }
 
-    /// Carries out what is already set off — queued objects and the changes they make in turn
-    /// (a new Destination's Works placed and written, say) — until nothing has changed for
-    /// [`DRAIN_QUIET`], or for at most `limit`. Pipeline runs are not waited for here.
-    async fn drain(
-        &self,
-        queue: &mut Queue,
-        workers: &mut Workers,
-        changes: &mut ChangeFeed,
-        limit: Duration,
-    ) {
-        let deadline = tokio::time::Instant::now() + limit;
-        while tokio::time::Instant::now() < deadline {
-            workers.start(queue, self, Take::DueOnly);
-            let quiet =
-                DRAIN_QUIET.min(deadline.saturating_duration_since(tokio::time::Instant::now()));
-            let change = tokio::select! {
-                Some(finished) = workers.next(), if !workers.is_empty() => {
-                    self.settle(queue, finished);
-                    continue;
-                }
-                change = changes.next() => change,
-                // Nothing running and nothing changed for a while: done.
-                _ = tokio::time::sleep(quiet), if workers.is_empty() => break,
-                _ = tokio::time::sleep_until(deadline) => break,
-            };
-            let batch = ChangeBatch::take(change, changes);
-            if batch.feed_lost {
-                break;
-            }
-            self.queue_affected(queue, batch.keys).await;
-        }
-        while let Some(finished) = workers.next().await {
-            self.settle(queue, finished);
-        }
-    }
-
     /// Takes in what a reconcile ended with: its key is queued again when it asks to be, or
     /// failed.
     fn settle(&self, queue: &mut Queue, Finished { key, outcome }: Finished) {
@@ -386,16 +348,16 @@ impl Runtime {
     }
 
     /// Recovers interrupted runs, queues everything, and opens the change feed.
-    async fn start_up(&self, queue: &mut Queue) -> Result<ChangeFeed, Error> {
+    async fn start_up(&self, queue: &mut Queue) -> Result<(ChangeFeed, String), Error> {
         runs::recover_interrupted(self).await?;
         self.resync(queue).await
     }
 
-    /// Queues everything and opens a fresh change feed from now.
-    async fn resync(&self, queue: &mut Queue) -> Result<ChangeFeed, Error> {
+    /// Queues everything and opens a fresh change feed from now; returns it with its start.
+    async fn resync(&self, queue: &mut Queue) -> Result<(ChangeFeed, String), Error> {
         let since = self.cp.current_resource_version().await?;
         self.enqueue_everything(queue).await?;
-        Ok(self.cp.watch(&[], &since))
+        Ok((self.cp.watch(&[], &since), since))
     }
 
     /// Whether this instance is carrying out `run` right now.
@@ -404,6 +366,15 @@ impl Runtime {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .contains_key(run)
+    }
+
+    /// Whether this instance is carrying out any pipeline run right now.
+    fn executing_any(&self) -> bool {
+        !self
+            .running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_empty()
     }
 
     /// Records that `run` is carried out by the task `spawn` starts. The map stays locked while
