@@ -95,6 +95,11 @@ impl Driver {
         }
     }
 
+    /// The control plane of the home.
+    pub fn control_plane(&self) -> std::sync::Arc<dyn crate::store::ControlPlane> {
+        self.platform.control_plane()
+    }
+
     /// Starts the controllers here if they are not running here yet and no other process holds
     /// the home. Cheap when nothing changes: call it before every look.
     pub fn take_over_if_free(&self) -> Result<(), Error> {

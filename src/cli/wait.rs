@@ -5,6 +5,7 @@ use std::collections::HashSet;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
+use futures::{FutureExt, StreamExt};
 use serde_json::Value;
 
 use crate::api::object::condition;
@@ -140,11 +141,17 @@ fn workflow_settlement(obj: &Object) -> Settlement {
     }
 }
 
-/// How often a wait looks again. Cheap: [`settle`] reads only what is still pending.
+/// How often a wait looks again at the latest, when nothing it is told of changes.
 const CHECK_INTERVAL: Duration = Duration::from_millis(50);
 
-/// Runs `check` every [`CHECK_INTERVAL`] until it returns `Some`. Meanwhile the controllers
-/// run in this process whenever no other process runs them (see [`Driver`]).
+/// How long a wait woken by a change lets further changes gather before it looks: the look
+/// then covers all of them, however fast the controllers write.
+const GATHER: Duration = Duration::from_millis(5);
+
+/// Runs `check` until it returns `Some`: again whenever the control plane changes (changes
+/// made in this process are told at once, other processes' within the store's poll interval),
+/// and every [`CHECK_INTERVAL`] anyway. Meanwhile the controllers run in this process whenever
+/// no other process runs them (see [`Driver`]). Cheap: [`settle`] reads only what is pending.
 pub async fn drive_until<T, F, Fut>(
     driver: &Driver,
     timeout: Duration,
@@ -156,6 +163,7 @@ where
     Fut: Future<Output = Result<Option<T>, Error>>,
 {
     let deadline = Instant::now() + timeout;
+    let mut changes = changes_from_now(driver.control_plane().as_ref()).await;
     loop {
         driver.take_over_if_free()?;
         if let Some(result) = check().await? {
@@ -168,9 +176,32 @@ where
                 what: what.to_string(),
             });
         }
-        tokio::time::sleep(CHECK_INTERVAL).await;
+        tokio::select! {
+            _ = tokio::time::sleep(CHECK_INTERVAL) => {}
+            change = changes.next() => match change {
+                Some(Ok(_)) => {
+                    tokio::time::sleep(GATHER).await;
+                    // Those gathered are covered by the look that follows.
+                    while let Some(Some(Ok(_))) = changes.next().now_or_never() {}
+                }
+                // Without the feed, the interval alone paces the looks.
+                _ => changes = futures::stream::pending().boxed(),
+            },
+        }
     }
 }
+
+/// The control plane's changes from now on; none (the wait then looks at its interval) when
+/// its position cannot be read.
+async fn changes_from_now(cp: &dyn ControlPlane) -> ChangeFeed {
+    match cp.current_resource_version().await {
+        Ok(now) => cp.watch(&[], &now),
+        Err(_) => futures::stream::pending().boxed(),
+    }
+}
+
+type ChangeFeed =
+    futures::stream::BoxStream<'static, Result<crate::store::Change, crate::store::Error>>;
 
 /// Waits until every object has settled; fails as soon as one has failed. A Promise has settled
 /// once its requests have too (a Promise change re-runs their workflows). An object seen settled

@@ -8,9 +8,11 @@ mod change_batch;
 mod claims;
 mod commit_message;
 pub mod destinations;
+mod drain;
 mod drift;
 pub mod health;
 pub mod intervals;
+mod kinds;
 mod kube_time;
 mod lifecycle;
 mod lookups;
@@ -35,6 +37,7 @@ mod settings;
 pub mod state_stores;
 mod status;
 pub mod subject;
+mod workers;
 pub mod workflows;
 pub mod works;
 mod write_retry;
@@ -59,6 +62,7 @@ pub use kube_time::{now_ms, now_rfc3339};
 use queue::Queue;
 pub use settings::{parse_duration_setting, Settings, BINDING_VERSION_ENV};
 pub use statestores::error_chain::ErrorChain;
+use workers::{Finished, Take, Workers};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -107,6 +111,9 @@ pub enum Error {
         #[source]
         source: statestores::Error,
     },
+    /// A reconcile's task ended without an answer (it panicked).
+    #[error("reconcile task")]
+    Reconcile(#[source] tokio::task::JoinError),
     /// A pipeline run could not be carried out (not a pipeline failure: those are recorded).
     #[error("pipeline run {run}")]
     Run {
@@ -134,14 +141,6 @@ impl Error {
         }
     }
 }
-
-/// How many background keys (see [`Queue::add_background`]) are looked at between two looks at
-/// the change feed.
-const BACKGROUND_BATCH: usize = 16;
-
-/// How long nothing must change before a draining runtime counts as done (see
-/// [`Runtime::draining_on_stop`]).
-const DRAIN_QUIET: Duration = Duration::from_millis(200);
 
 /// What a reconcile asks for next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -171,6 +170,8 @@ pub struct Runtime {
     /// must hear of its deletion.
     owners_seen: Arc<Mutex<std::collections::HashMap<ObjectKey, Vec<ObjectKey>>>>,
     pub settings: Settings,
+    /// The kinds of the home, kept between reconciles.
+    kinds: Arc<kinds::Kinds>,
     /// Reconciles done per controller, and whether the controllers have started.
     pub metrics: Arc<metrics::Metrics>,
     /// When each written placement was last checked for drift in the store.
@@ -199,6 +200,7 @@ impl Runtime {
             owners_seen: Arc::new(Mutex::new(std::collections::HashMap::new())),
             pipeline_slots: Arc::new(tokio::sync::Semaphore::new(settings.max_parallel)),
             settings,
+            kinds: Arc::default(),
             metrics: Arc::default(),
             drift: Arc::default(),
             drain_on_stop: None,
@@ -257,7 +259,7 @@ impl Runtime {
         let mut queue = Queue::default();
         let mut backoff = Backoff::default();
         // Start-up: recover interrupted runs and look at everything, once the store answers.
-        let mut changes = loop {
+        let (mut changes, mut seen) = loop {
             match self.start_up(&mut queue).await {
                 Ok(started) => break started,
                 Err(err) => {
@@ -276,21 +278,15 @@ impl Runtime {
         resync.tick().await;
         // When set, everything is looked at again at that moment (after a failure to).
         let mut resync_due: Option<tokio::time::Instant> = None;
+        let mut workers = Workers::new(self.settings.workers());
         loop {
-            while let Some(key) = queue.pop_due() {
-                self.reconcile_queued(&mut queue, key).await;
-            }
-            // A few of the background keys, then look for changes again.
-            for _ in 0..BACKGROUND_BATCH {
-                let Some(key) = queue.pop_background() else {
-                    break;
-                };
-                self.reconcile_queued(&mut queue, key).await;
-            }
+            // Due keys first, then the ones everything was queued with (see
+            // `Queue::add_background`); the change feed is looked at whenever a worker is done.
+            workers.start(&mut queue, &self, Take::All);
             if resync_due.is_some_and(|due| due <= tokio::time::Instant::now()) {
                 resync_due = match self.resync(&mut queue).await {
-                    Ok(fresh) => {
-                        changes = fresh;
+                    Ok((fresh, since)) => {
+                        (changes, seen) = (fresh, since);
                         backoff = Backoff::default();
                         None
                     }
@@ -303,12 +299,19 @@ impl Runtime {
                 continue;
             }
             self.metrics.set_queue_depth(queue.len());
-            let mut sleep = queue.time_to_next().unwrap_or(Duration::from_secs(1));
+            // With every worker busy, only one finishing lets another key be taken.
+            let mut sleep = match workers.is_full() {
+                true => Duration::from_secs(1),
+                false => queue.time_to_next().unwrap_or(Duration::from_secs(1)),
+            };
             if let Some(due) = resync_due {
                 sleep = sleep.min(due.saturating_duration_since(tokio::time::Instant::now()));
             }
             tokio::select! {
                 _ = &mut stop => break,
+                Some(finished) = workers.next(), if !workers.is_empty() => {
+                    self.settle(&mut queue, finished);
+                }
                 change = changes.next() => {
                     // Take every change already read with it: an object changed several times
                     // (or several of whose parts changed) is then looked at once, not once each.
@@ -316,6 +319,7 @@ impl Runtime {
                     if batch.feed_lost {
                         resync_due = Some(tokio::time::Instant::now());
                     }
+                    seen = batch.newest.unwrap_or(seen);
                     if !self.queue_affected(&mut queue, batch.keys).await {
                         // Some dependants are unknown for now: look at everything soon.
                         resync_due.get_or_insert_with(|| tokio::time::Instant::now() + backoff.next());
@@ -325,8 +329,13 @@ impl Runtime {
                 _ = tokio::time::sleep(sleep) => {}
             }
         }
+        // Reconciles under way end as they would have: stopping never cuts one short.
+        while let Some(finished) = workers.next().await {
+            self.settle(&mut queue, finished);
+        }
         if let Some(limit) = self.drain_on_stop {
-            self.drain(&mut queue, &mut changes, limit).await;
+            self.drain(&mut queue, &mut workers, (&mut changes, seen), limit)
+                .await;
         }
         self.stop_executing().await;
     }
@@ -335,6 +344,12 @@ impl Runtime {
     /// is queued itself, and everything should be looked at again).
     async fn queue_affected(&self, queue: &mut Queue, changed: Vec<ObjectKey>) -> bool {
         let mut known = true;
+        if changed
+            .iter()
+            .any(|k| k.group == GROUP && k.kind == "Promise")
+        {
+            self.kinds.forget();
+        }
         for key in changed {
             match self.affected_by(&key).await {
                 Ok(keys) => keys.into_iter().for_each(|k| queue.add(k)),
@@ -348,34 +363,11 @@ impl Runtime {
         known
     }
 
-    /// Carries out what is already set off — queued objects and the changes they make in turn
-    /// (a new Destination's Works placed and written, say) — until nothing has changed for
-    /// [`DRAIN_QUIET`], or for at most `limit`. Pipeline runs are not waited for here.
-    async fn drain(&self, queue: &mut Queue, changes: &mut ChangeFeed, limit: Duration) {
-        let deadline = tokio::time::Instant::now() + limit;
-        loop {
-            while let Some(key) = queue.pop_due() {
-                if tokio::time::Instant::now() >= deadline {
-                    return;
-                }
-                self.reconcile_queued(queue, key).await;
-            }
-            let quiet =
-                DRAIN_QUIET.min(deadline.saturating_duration_since(tokio::time::Instant::now()));
-            let Ok(change) = tokio::time::timeout(quiet, changes.next()).await else {
-                return;
-            };
-            let batch = ChangeBatch::take(change, changes);
-            if batch.feed_lost {
-                return;
-            }
-            self.queue_affected(queue, batch.keys).await;
-        }
-    }
-
-    /// Reconciles a key taken from the queue and queues it again when it asks to be, or failed.
-    async fn reconcile_queued(&self, queue: &mut Queue, key: ObjectKey) {
-        let outcome = self.reconcile(&key).await;
+    /// Takes in what a reconcile ended with: its key is queued again when it asks to be, or
+    /// failed.
+    fn settle(&self, queue: &mut Queue, Finished { key, outcome }: Finished) {
+        queue.finish(&key);
+        let outcome = outcome.unwrap_or_else(|err| Err(Error::Reconcile(err)));
         self.metrics.record(&key.group, &key.kind, outcome.is_ok());
         match outcome {
             Ok(Next::Done) => {}
@@ -391,16 +383,16 @@ impl Runtime {
     }
 
     /// Recovers interrupted runs, queues everything, and opens the change feed.
-    async fn start_up(&self, queue: &mut Queue) -> Result<ChangeFeed, Error> {
+    async fn start_up(&self, queue: &mut Queue) -> Result<(ChangeFeed, String), Error> {
         runs::recover_interrupted(self).await?;
         self.resync(queue).await
     }
 
-    /// Queues everything and opens a fresh change feed from now.
-    async fn resync(&self, queue: &mut Queue) -> Result<ChangeFeed, Error> {
+    /// Queues everything and opens a fresh change feed from now; returns it with its start.
+    async fn resync(&self, queue: &mut Queue) -> Result<(ChangeFeed, String), Error> {
         let since = self.cp.current_resource_version().await?;
         self.enqueue_everything(queue).await?;
-        Ok(self.cp.watch(&[], &since))
+        Ok((self.cp.watch(&[], &since), since))
     }
 
     /// Whether this instance is carrying out `run` right now.
@@ -409,6 +401,15 @@ impl Runtime {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .contains_key(run)
+    }
+
+    /// Whether this instance is carrying out any pipeline run right now.
+    fn executing_any(&self) -> bool {
+        !self
+            .running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_empty()
     }
 
     /// Records that `run` is carried out by the task `spawn` starts. The map stays locked while
@@ -470,11 +471,11 @@ impl Runtime {
     }
 
     async fn enqueue_everything(&self, queue: &mut Queue) -> Result<(), Error> {
-        for kind in self.platform.kinds().await? {
+        for kind in self.kinds.read(&self.platform).await?.iter() {
             if kind.group.is_empty() {
                 continue; // Secrets only matter through the stores that reference them.
             }
-            for obj in self.cp.list(&kind, None, &Selector::everything()).await? {
+            for obj in self.cp.list(kind, None, &Selector::everything()).await? {
                 let owners = self.owners(&obj).await?;
                 self.remember_owners(ObjectKey::of(&obj), owners);
                 queue.add_background(ObjectKey::of(&obj));
@@ -484,7 +485,7 @@ impl Runtime {
     }
 
     async fn reconcile(&self, key: &ObjectKey) -> Result<Next, Error> {
-        let Some(kind) = self.platform.kind_of(&key.group, &key.kind).await? else {
+        let Some(kind) = self.kind_of(key).await? else {
             return Ok(Next::Done);
         };
         let Some(obj) = self
@@ -509,6 +510,14 @@ impl Runtime {
             "PromiseRelease" => releases::reconcile(self, obj).await,
             _ => Ok(Next::Done),
         }
+    }
+
+    /// The kind of a stored object.
+    async fn kind_of(&self, key: &ObjectKey) -> Result<Option<KindInfo>, Error> {
+        Ok(self
+            .kinds
+            .kind_of(&self.platform, &key.group, &key.kind)
+            .await?)
     }
 
     /// The kind info of a built-in kind.

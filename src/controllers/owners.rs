@@ -21,7 +21,7 @@ impl Runtime {
             out.retain(|k| !k.group.is_empty());
             return Ok(out);
         }
-        let Some(kind) = self.platform.kind_of(&key.group, &key.kind).await? else {
+        let Some(kind) = self.kind_of(key).await? else {
             return Ok(out);
         };
         let obj = self

@@ -1,5 +1,9 @@
 //! A work queue of object keys, each due at some instant, with per-key failure backoff. Adding,
 //! taking and peeking cost a logarithm of the queue's length, however many keys wait.
+//!
+//! Several workers take keys from it at once, but never two the same key: a key taken is busy
+//! until [`Queue::finish`]; one that comes due meanwhile waits and is due once more when it is
+//! finished (what changed while it was being reconciled may not have been seen).
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
@@ -18,6 +22,10 @@ pub struct Queue {
     background: VecDeque<ObjectKey>,
     in_background: HashSet<ObjectKey>,
     failures: HashMap<ObjectKey, u32>,
+    /// Keys taken and not finished yet.
+    busy: HashSet<ObjectKey>,
+    /// Busy keys that came due meanwhile: due again once finished.
+    again: HashSet<ObjectKey>,
 }
 
 impl Queue {
@@ -50,27 +58,64 @@ impl Queue {
         self.due.insert(key, at);
     }
 
-    /// Takes the key that has been due the longest, if any is due (background keys aside).
-    pub fn pop_due(&mut self) -> Option<ObjectKey> {
-        let (at, _) = self.order.first()?;
-        if *at > Instant::now() {
-            return None;
-        }
-        let (_, key) = self.order.pop_first()?;
-        self.due.remove(&key);
-        self.in_background.remove(&key);
+    /// Takes the key that has been due the longest, else the oldest background key, and marks it
+    /// busy until [`Queue::finish`]. A busy key is not taken again meanwhile.
+    pub fn take(&mut self) -> Option<ObjectKey> {
+        let key = self.pop_due().or_else(|| self.pop_background())?;
+        self.busy.insert(key.clone());
         Some(key)
     }
 
-    /// Takes the oldest background key, if any.
-    pub fn pop_background(&mut self) -> Option<ObjectKey> {
+    /// [`Queue::take`] of due keys only: background ones stay queued.
+    pub fn take_due(&mut self) -> Option<ObjectKey> {
+        let key = self.pop_due()?;
+        self.busy.insert(key.clone());
+        Some(key)
+    }
+
+    /// Marks a taken key as no longer busy; due again at once if it came due meanwhile.
+    pub fn finish(&mut self, key: &ObjectKey) {
+        self.busy.remove(key);
+        if self.again.remove(key) {
+            self.add(key.clone());
+        }
+    }
+
+    /// The due key (background keys aside) due the longest that is not busy, if any; busy ones
+    /// met on the way wait for their [`Queue::finish`].
+    fn pop_due(&mut self) -> Option<ObjectKey> {
+        loop {
+            let (at, _) = self.order.first()?;
+            if *at > Instant::now() {
+                return None;
+            }
+            let (_, key) = self.order.pop_first()?;
+            self.due.remove(&key);
+            self.in_background.remove(&key);
+            if !self.defer_if_busy(&key) {
+                return Some(key);
+            }
+        }
+    }
+
+    /// The oldest background key that is not busy, if any.
+    fn pop_background(&mut self) -> Option<ObjectKey> {
         while let Some(key) = self.background.pop_front() {
             // Skipped if it was taken in the foreground since.
-            if self.in_background.remove(&key) {
+            if self.in_background.remove(&key) && !self.defer_if_busy(&key) {
                 return Some(key);
             }
         }
         None
+    }
+
+    /// True when `key` is busy; it is then due again once finished.
+    fn defer_if_busy(&mut self, key: &ObjectKey) -> bool {
+        let busy = self.busy.contains(key);
+        if busy {
+            self.again.insert(key.clone());
+        }
+        busy
     }
 
     pub fn time_to_next(&self) -> Option<Duration> {
@@ -156,6 +201,85 @@ mod tests {
         assert_eq!(q.pop_due(), Some(key("old-2")));
         assert_eq!(q.pop_background(), None);
         assert_eq!(q.len(), 1);
+    }
+
+    /// What a step of the workers does to the queue.
+    #[derive(Debug, Clone, Copy)]
+    enum Step {
+        Add(&'static str),
+        Background(&'static str),
+        /// Takes a key and expects this one (or nothing).
+        Take(Option<&'static str>),
+        Finish(&'static str),
+    }
+
+    #[test]
+    fn a_busy_key_is_never_taken_twice_and_runs_once_more_when_finished() {
+        use Step::*;
+        let cases: &[(&str, &[Step])] = &[
+            (
+                "added while busy: waits, then due once",
+                &[
+                    Add("a"),
+                    Take(Some("a")),
+                    Add("a"),
+                    Add("a"),
+                    Take(None),
+                    Finish("a"),
+                    Take(Some("a")),
+                    Take(None),
+                ],
+            ),
+            (
+                "other keys pass a busy one",
+                &[
+                    Add("a"),
+                    Take(Some("a")),
+                    Add("a"),
+                    Add("b"),
+                    Take(Some("b")),
+                    Finish("a"),
+                    Take(Some("a")),
+                ],
+            ),
+            (
+                "not added while busy: not again",
+                &[Add("a"), Take(Some("a")), Finish("a"), Take(None)],
+            ),
+            (
+                "a background key that is busy waits too",
+                &[
+                    Add("a"),
+                    Take(Some("a")),
+                    Background("a"),
+                    Background("b"),
+                    Take(Some("b")),
+                    Take(None),
+                    Finish("a"),
+                    Take(Some("a")),
+                ],
+            ),
+            (
+                "due keys before background ones",
+                &[
+                    Background("old"),
+                    Add("new"),
+                    Take(Some("new")),
+                    Take(Some("old")),
+                ],
+            ),
+        ];
+        for (name, steps) in cases {
+            let mut q = Queue::default();
+            for (i, step) in steps.iter().enumerate() {
+                match *step {
+                    Add(k) => q.add(key(k)),
+                    Background(k) => q.add_background(key(k)),
+                    Take(want) => assert_eq!(q.take(), want.map(key), "{name}: step {i}"),
+                    Finish(k) => q.finish(&key(k)),
+                }
+            }
+        }
     }
 
     #[test]

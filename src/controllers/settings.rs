@@ -38,6 +38,9 @@ pub struct Settings {
     /// changed or deleted them in the store (`KRATIX_STATE_STORE_RECONCILIATION_INTERVAL`, a Go
     /// duration or seconds, default Kratix's `10h`; `0` turns it off).
     pub drift_interval: Option<Duration>,
+    /// How many objects are reconciled at once (`KRATIX_WORKERS`; by default twice
+    /// `max_parallel`, see [`Settings::workers`]). Never two for one object.
+    pub workers: Option<usize>,
 }
 
 /// The environment variable of [`Settings::binding_strategy`].
@@ -82,8 +85,25 @@ impl Settings {
                 intervals::DEFAULT_INTERVAL,
             ))
             .filter(|d| !d.is_zero()),
+            workers: positive(std::env::var("KRATIX_WORKERS").ok().as_deref()),
         }
     }
+
+    /// How many objects are reconciled at once: the setting, else twice the pipeline runs at
+    /// once — a reconcile mostly waits on the control plane or a state store, so a core has
+    /// room for more than one.
+    pub fn workers(&self) -> usize {
+        self.workers
+            .unwrap_or(self.max_parallel.saturating_mul(2))
+            .max(1)
+    }
+}
+
+/// The given number when it is positive.
+fn positive(given: Option<&str>) -> Option<usize> {
+    given
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|n| *n > 0)
 }
 
 fn duration_from_env(name: &str, default: Duration) -> Duration {
@@ -104,10 +124,7 @@ pub fn parse_duration_setting(text: &str) -> Option<Duration> {
 
 /// The number of pipeline runs at once: the given positive number, else the number of cores.
 fn max_parallel(given: Option<&str>) -> usize {
-    given
-        .and_then(|v| v.trim().parse::<usize>().ok())
-        .filter(|n| *n > 0)
-        .unwrap_or_else(default_max_parallel)
+    positive(given).unwrap_or_else(default_max_parallel)
 }
 
 /// The number of cores this process may use (1 when unknown).
@@ -148,6 +165,19 @@ mod tests {
         ];
         for (given, want) in cases {
             assert_eq!(max_parallel(given), want, "{given:?}");
+        }
+    }
+
+    #[test]
+    fn workers_are_the_setting_else_twice_the_parallel_runs() {
+        let cases = [(None, 2, 4), (None, 1, 2), (Some(3), 2, 3), (Some(1), 8, 1)];
+        for (workers, max_parallel, want) in cases {
+            let settings = Settings {
+                workers,
+                max_parallel,
+                ..Settings::from_env()
+            };
+            assert_eq!(settings.workers(), want, "{workers:?} {max_parallel}");
         }
     }
 }

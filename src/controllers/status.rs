@@ -38,7 +38,7 @@ async fn read_modify_write(
         };
         let mut changed = obj.clone();
         change(&mut changed);
-        if serde_json::to_value(&changed).ok() == serde_json::to_value(&obj).ok() {
+        if changed == obj {
             return Ok(Some(obj));
         }
         let written = match part {

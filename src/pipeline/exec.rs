@@ -9,6 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::io::AsyncReadExt;
+
+use super::program_path;
 use tokio::time::Instant;
 
 /// Most of a container's output kept in the logs; the rest is read and dropped so that a chatty
@@ -66,7 +68,20 @@ pub async fn run(
     let (reader, writer) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
         .map_err(|errno| Error::Pipe(errno.into()))?;
     let writer_for_stderr = writer.try_clone().map_err(Error::Pipe)?;
-    let mut command = tokio::process::Command::new(&invocation.program);
+    let resolved = program_path::resolve(
+        &invocation.program,
+        program_path::path_of(&invocation.env),
+        program_path::executable_file,
+    );
+    let mut command = match resolved {
+        // Started as named: the program sees the name it was given, not the path found.
+        Some(path) => {
+            let mut command = tokio::process::Command::new(path);
+            command.arg0(&invocation.program);
+            command
+        }
+        None => tokio::process::Command::new(&invocation.program),
+    };
     command
         .args(&invocation.args)
         .env_clear()

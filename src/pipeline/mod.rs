@@ -12,6 +12,7 @@ mod invocation;
 pub mod isolation;
 pub mod metadata;
 pub mod output;
+mod program_path;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -79,13 +79,15 @@ pub(super) fn write_object(
         context: format!("encode {key}"),
         source: Box::new(source),
     })?;
-    conn.execute(
+    conn.prepare_cached(
         r#"INSERT INTO objects ("group", kind, namespace, name, uid, resource_version, generation, json)
            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
            ON CONFLICT ("group", kind, namespace, name) DO UPDATE SET
                uid = excluded.uid, resource_version = excluded.resource_version,
                generation = excluded.generation, json = excluded.json"#,
-        params![
+    )
+    .and_then(|mut statement| {
+        statement.execute(params![
             key.group,
             key.kind,
             namespace_column(key),
@@ -94,17 +96,24 @@ pub(super) fn write_object(
             seq,
             obj.metadata.generation.unwrap_or(0),
             json
-        ],
-    )
+        ])
+    })
     .map_err(backend(format!("write {key}")))?;
     index::write_labels(conn, key, obj)
 }
 
 pub(super) fn remove_object(conn: &Connection, key: &ObjectKey) -> Result<()> {
-    conn.execute(
+    conn.prepare_cached(
         r#"DELETE FROM objects WHERE "group" = ?1 AND kind = ?2 AND namespace = ?3 AND name = ?4"#,
-        params![key.group, key.kind, namespace_column(key), key.name],
     )
+    .and_then(|mut statement| {
+        statement.execute(params![
+            key.group,
+            key.kind,
+            namespace_column(key),
+            key.name
+        ])
+    })
     .map_err(backend(format!("remove {key}")))?;
     index::remove_labels(conn, key)
 }
@@ -118,18 +127,22 @@ pub(super) fn record_change(
     retain: i64,
 ) -> Result<Seq> {
     let seq = conn
-        .query_row(
+        .prepare_cached(
             r#"INSERT INTO changes ("group", kind, namespace, name, change_type)
                VALUES (?1, ?2, ?3, ?4, ?5) RETURNING seq"#,
-            params![
-                key.group,
-                key.kind,
-                namespace_column(key),
-                key.name,
-                change_type_name(change_type)
-            ],
-            |row| row.get::<_, Seq>(0),
         )
+        .and_then(|mut statement| {
+            statement.query_row(
+                params![
+                    key.group,
+                    key.kind,
+                    namespace_column(key),
+                    key.name,
+                    change_type_name(change_type)
+                ],
+                |row| row.get::<_, Seq>(0),
+            )
+        })
         .map_err(backend(format!("record change to {key}")))?;
     let retain = retain.max(1);
     let prune_every = (retain / 10).max(1);
@@ -142,10 +155,9 @@ pub(super) fn record_change(
 
 /// The newest position of the change feed (0 before the first write).
 pub(super) fn newest_seq(conn: &Connection) -> Result<Seq> {
-    conn.query_row("SELECT COALESCE(MAX(seq), 0) FROM changes", [], |row| {
-        row.get(0)
-    })
-    .map_err(backend("read the change feed position"))
+    conn.prepare_cached("SELECT COALESCE(MAX(seq), 0) FROM changes")
+        .and_then(|mut statement| statement.query_row([], |row| row.get(0)))
+        .map_err(backend("read the change feed position"))
 }
 
 /// The oldest position a watch can resume from: changes after it are all still stored. Positions

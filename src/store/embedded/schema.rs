@@ -67,6 +67,9 @@ const MIGRATIONS: &[&str] = &[
 ];
 
 /// Opens (creating if needed) the database at `path`, ready for several processes at once.
+/// Room for every distinct statement the store runs (listings vary with their selector).
+const STATEMENT_CACHE: usize = 128;
+
 pub(super) fn open(path: &Path) -> Result<Connection> {
     let what = path.display();
     let conn = Connection::open(path).map_err(backend(format!("open database {what}")))?;
@@ -78,6 +81,8 @@ pub(super) fn open(path: &Path) -> Result<Connection> {
         .map_err(backend(format!("enable WAL on {what}")))?;
     conn.pragma_update(None, "synchronous", "NORMAL")
         .map_err(backend(format!("set synchronous mode on {what}")))?;
+    // Every statement is prepared once and kept: there are a few dozen, run again and again.
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     Ok(conn)
 }
 
