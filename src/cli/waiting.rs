@@ -62,6 +62,16 @@ pub(super) async fn delete(
     let cp = platform.control_plane();
     refuse_protected(cp.as_ref(), &targets).await?;
     let progress = progress_for(platform, &w.progress);
+    // The objects being deleted, by uid: a controller may create a new one of the same name
+    // (a PromiseRelease re-installs its Promise), and that one is not what we wait for.
+    let mut uids = Vec::with_capacity(targets.len());
+    for (kind, key) in &targets {
+        uids.push(
+            wait::get(cp.as_ref(), kind, key)
+                .await?
+                .and_then(|o| o.metadata.uid),
+        );
+    }
     for (kind, key) in &targets {
         match cp.delete(kind, key.namespace.as_deref(), &key.name).await {
             Ok(_) => progress.say(
@@ -79,7 +89,7 @@ pub(super) async fn delete(
     }
     if !w.no_wait {
         with_progress(driver, &progress, &targets, || {
-            wait_gone(driver, platform, &targets, w.timeout())
+            wait_gone(driver, platform, &targets, &uids, w.timeout())
         })
         .await?;
     }
@@ -99,8 +109,12 @@ pub(super) async fn wait(
     let progress = progress_for(platform, progress);
     let targets = [(kind.clone(), key.clone())];
     if for_ == "delete" {
+        let cp = platform.control_plane();
+        let uids = [wait::get(cp.as_ref(), &kind, &key)
+            .await?
+            .and_then(|o| o.metadata.uid)];
         return with_progress(driver, &progress, &targets, || {
-            wait_gone(driver, platform, &targets, timeout)
+            wait_gone(driver, platform, &targets, &uids, timeout)
         })
         .await;
     }
@@ -261,18 +275,22 @@ async fn delete_targets(
     }
 }
 
+/// Waits until each of `targets` is gone: absent, or replaced by a new object of the same name
+/// (another uid than the one in `uids` at the same position).
 async fn wait_gone(
     driver: &Driver,
     platform: &Platform,
     targets: &[(KindInfo, ObjectKey)],
+    uids: &[Option<String>],
     timeout: Duration,
 ) -> Result<(), Error> {
     let cp = platform.control_plane();
     wait::drive_until(driver, timeout, "deletion", || {
         let cp = cp.clone();
         async move {
-            for (kind, key) in targets {
-                if wait::get(cp.as_ref(), kind, key).await?.is_some() {
+            for ((kind, key), uid) in targets.iter().zip(uids) {
+                let current = wait::get(cp.as_ref(), kind, key).await?;
+                if !is_gone(uid.as_deref(), current.as_ref()) {
                     return Ok(None);
                 }
             }
@@ -281,6 +299,15 @@ async fn wait_gone(
     })
     .await?;
     Ok(())
+}
+
+/// Is the object that had `uid` (unknown: `None`) gone, given what the store holds now?
+fn is_gone(uid: Option<&str>, current: Option<&crate::api::Object>) -> bool {
+    match (uid, current) {
+        (_, None) => true,
+        (Some(uid), Some(now)) => now.metadata.uid.as_deref() != Some(uid),
+        (None, Some(_)) => false,
+    }
 }
 
 async fn request_manual_reconciliation(
@@ -324,4 +351,34 @@ async fn refuse_protected(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::test_objects::redis;
+
+    #[test]
+    fn an_object_is_gone_when_absent_or_replaced_by_another_uid() {
+        let with_uid = |uid: Option<&str>| {
+            let mut o = redis(1, serde_json::json!({}));
+            o.metadata.uid = uid.map(str::to_string);
+            o
+        };
+        let cases = [
+            ("absent", Some("a"), None, true),
+            ("absent, uid unknown", None, None, true),
+            ("still there", Some("a"), Some(with_uid(Some("a"))), false),
+            ("re-created", Some("a"), Some(with_uid(Some("b"))), true),
+            (
+                "uid unknown, present",
+                None,
+                Some(with_uid(Some("b"))),
+                false,
+            ),
+        ];
+        for (name, uid, current, want) in cases {
+            assert_eq!(is_gone(uid, current.as_ref()), want, "{name}");
+        }
+    }
 }
