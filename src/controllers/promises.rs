@@ -131,6 +131,7 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
     let api = promise_api::request_kind(&promise).ok().flatten();
     let generation = obj.metadata.generation;
     let pipelines_status = serde_json::to_value(workflows::pipelines_status(
+        rt,
         Action::Configure,
         &configure,
         &records,
