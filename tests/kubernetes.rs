@@ -1015,9 +1015,29 @@ fn required_promises_and_pausing_work_with_the_controller() {
         "Requirement not installed at the specified version"
     );
     env.apply(&plain_promise("base", "v2", &[]));
-    eventually("needs available", PATIENCE, || {
+    let needs = eventually("needs available", PATIENCE, || {
         let p = env.get_json("promise", "needs", None)?;
-        (p["status"]["status"] == "Available").then_some(())
+        (p["status"]["status"] == "Available").then_some(p)
+    });
+    // The API server keeps the status fields Kratix fills beside the conditions.
+    assert!(
+        needs["status"]["lastAvailableTime"].is_string(),
+        "{needs:#}"
+    );
+    assert_eq!(
+        needs["status"]["kratix"]["status"], "Available",
+        "{needs:#}"
+    );
+    assert_eq!(
+        needs["status"]["kratix"]["lastAvailableTime"],
+        needs["status"]["lastAvailableTime"]
+    );
+    assert_eq!(needs["status"]["workflows"], 0, "{needs:#}");
+    eventually("base says needs requires it", PATIENCE, || {
+        let base = env.get_json("promise", "base", None)?;
+        (base["status"]["requiredBy"]
+            == json!([{"promise": {"name": "needs", "version": "v1"}, "requiredVersion": "v2"}]))
+        .then_some(())
     });
 
     // Pausing: a paused request runs nothing new until the label goes.
