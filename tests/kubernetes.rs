@@ -954,6 +954,36 @@ fn versions_and_releases_work_with_the_controller() {
         let r = env.get_json("promiserevision", &latest_name, None)?;
         (r["metadata"]["uid"] != old_uid && r["status"]["latest"] == true).then_some(())
     });
+    // The Promise says so with a Warning event, once: not for the revisions made for the
+    // first time.
+    let recreated = eventually("an event about the revision made again", PATIENCE, || {
+        let out = env.kubectl(&["get", "events", "-n", "default", "-o", "json"], "");
+        let events: Value = serde_json::from_str(&out).ok()?;
+        let found: Vec<Value> = events["items"]
+            .as_array()?
+            .iter()
+            .filter(|e| e["reason"] == "LatestRevisionRecreated")
+            .cloned()
+            .collect();
+        (!found.is_empty()).then_some(found)
+    });
+    assert_eq!(recreated.len(), 1, "{recreated:#?}");
+    let event = &recreated[0];
+    assert_eq!(
+        (
+            &event["type"],
+            &event["involvedObject"]["kind"],
+            &event["count"]
+        ),
+        (&json!("Warning"), &json!("Promise"), &json!(1)),
+        "{event:#}"
+    );
+    assert!(
+        event["message"]
+            .as_str()
+            .is_some_and(|m| m.contains(&latest_name)),
+        "{event:#}"
+    );
 
     // A PromiseRelease installs its Promise from a URL with the Secret's header, and removes it.
     let server = support::promise_server::PromiseServer::start("Bearer k8s-t0ken");
