@@ -25,15 +25,7 @@ fn small_promise(name: &str, version: &str) -> String {
 /// The `thing` Promise at v2 with two promise configure pipelines, requiring `requires`
 /// (`[(name, version)]`).
 fn thing(requires: &[(&str, &str)]) -> String {
-    let pipeline = |name: &str| {
-        json!({
-            "apiVersion": "platform.kratix.io/v1alpha1",
-            "kind": "Pipeline",
-            "metadata": {"name": name},
-            "spec": {"containers": [{"name": "main", "image": "local/sh",
-                                     "command": things::step_command()}]},
-        })
-    };
+    let pipeline = |name: &str| things::pipeline(name, &things::step_command());
     let mut promise: Value = serde_json::from_str(&things::promise_with_workflows(json!({
         "promise": {"configure": [pipeline("first"), pipeline("second")]},
     })))
@@ -49,6 +41,16 @@ fn thing(requires: &[(&str, &str)]) -> String {
 fn promise(k: &Kratix, name: &str) -> Value {
     k.get_json("promise", name, None)
         .unwrap_or_else(|| panic!("promise {name} exists"))
+}
+
+/// `workflows`, `workflowsSucceeded`, `workflowsFailed` of a Promise's status (-1 when missing).
+fn counters(status: &Value) -> (i64, i64, i64) {
+    let n = |field: &str| status[field].as_i64().unwrap_or(-1);
+    (
+        n("workflows"),
+        n("workflowsSucceeded"),
+        n("workflowsFailed"),
+    )
 }
 
 fn describe(k: &Kratix, name: &str) -> String {
@@ -76,15 +78,7 @@ fn a_promise_status_says_who_requires_it_and_how_its_workflow_went() {
         (p["status"]["status"] == "Available").then_some(p)
     });
     let status = &available["status"];
-    assert_eq!(
-        (
-            &status["workflows"],
-            &status["workflowsSucceeded"],
-            &status["workflowsFailed"]
-        ),
-        (&json!(2), &json!(2), &json!(0)),
-        "{status:#}"
-    );
+    assert_eq!(counters(status), (2, 2, 0), "{status:#}");
     let since = status["lastAvailableTime"]
         .as_str()
         .expect("lastAvailableTime");
@@ -120,11 +114,8 @@ fn a_promise_status_says_who_requires_it_and_how_its_workflow_went() {
     );
     assert!(base["status"]["lastAvailableTime"].is_string(), "{base:#}");
     assert_eq!(
-        (
-            &base["status"]["workflows"],
-            &base["status"]["workflowsSucceeded"]
-        ),
-        (&json!(0), &json!(0)),
+        counters(&base["status"]),
+        (0, 0, 0),
         "no workflows: {base:#}"
     );
 
@@ -168,13 +159,7 @@ fn a_promise_status_says_who_requires_it_and_how_its_workflow_went() {
 fn a_failed_promise_workflow_counts_no_success() {
     let mut k = Kratix::new();
     k.start_serve();
-    let fail = json!({
-        "apiVersion": "platform.kratix.io/v1alpha1",
-        "kind": "Pipeline",
-        "metadata": {"name": "broken"},
-        "spec": {"containers": [{"name": "main", "image": "local/sh",
-                                 "command": ["sh", "-c", "exit 3"]}]},
-    });
+    let fail = things::pipeline("broken", &things::failing_command());
     k.apply_yaml(
         &things::promise_with_workflows(json!({"promise": {"configure": [fail]}})),
         &["--no-wait"],
@@ -187,15 +172,7 @@ fn a_failed_promise_workflow_counts_no_success() {
             .then_some(p)
     });
     let status = &failed["status"];
-    assert_eq!(
-        (
-            &status["workflows"],
-            &status["workflowsSucceeded"],
-            &status["workflowsFailed"]
-        ),
-        (&json!(1), &json!(0), &json!(0)),
-        "{status:#}"
-    );
+    assert_eq!(counters(status), (1, 0, 0), "{status:#}");
     assert!(status.get("lastAvailableTime").is_none(), "{status:#}");
     assert_eq!(status["kratix"]["status"], "Unavailable");
     assert_eq!(

@@ -141,13 +141,7 @@ fn serve_refuses_an_interval_that_is_no_duration() {
 #[test]
 fn a_promise_workflow_runs_again_at_its_interval() {
     let mut k = kratix();
-    let pipeline = json!({
-        "apiVersion": "platform.kratix.io/v1alpha1",
-        "kind": "Pipeline",
-        "metadata": {"name": "setup"},
-        "spec": {"containers": [{"name": "main", "image": "local/sh",
-                                 "command": things::step_command()}]},
-    });
+    let pipeline = things::pipeline("setup", &things::step_command());
     let mut promise: Value = serde_json::from_str(&things::promise_with_workflows(json!({
         "config": {"reconciliationInterval": "2s"},
         "promise": {"configure": [pipeline]},
@@ -262,13 +256,7 @@ fn without_reconcile_after_failure_a_failed_workflow_stays_failed() {
 #[test]
 fn with_the_flag_a_failed_promise_workflow_stays_failed() {
     let mut k = kratix();
-    let broken = json!({
-        "apiVersion": "platform.kratix.io/v1alpha1",
-        "kind": "Pipeline",
-        "metadata": {"name": "broken"},
-        "spec": {"containers": [{"name": "main", "image": "local/sh",
-                                 "command": ["sh", "-c", "exit 3"]}]},
-    });
+    let broken = things::pipeline("broken", &things::failing_command());
     let promise = things::promise_with_workflows(json!({
         "config": {"reconciliationInterval": "1s"},
         "promise": {"configure": [broken]},

@@ -238,13 +238,8 @@ fn workflow_counts(o: &Object) -> String {
 
 /// A Promise's `status.requiredBy`: `name (version) requires VERSION`, one per line.
 fn required_by(o: &Object) -> String {
-    let list = o
-        .data
-        .pointer("/status/requiredBy")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    list.iter()
+    list_at(o, "/status/requiredBy")
+        .iter()
         .map(|r| {
             let field = |p: &str| text(r.pointer(p));
             let wanted = match field("/requiredVersion") {
@@ -261,13 +256,17 @@ fn required_by(o: &Object) -> String {
         .join(&format!("\n{:16}", ""))
 }
 
-fn conditions(o: &Object, now: &str) -> String {
-    let list = o
-        .data
-        .pointer("/status/conditions")
+/// The list at `pointer` of the object, empty when there is none.
+fn list_at(o: &Object, pointer: &str) -> Vec<Value> {
+    o.data
+        .pointer(pointer)
         .and_then(Value::as_array)
         .cloned()
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+fn conditions(o: &Object, now: &str) -> String {
+    let list = list_at(o, "/status/conditions");
     if list.is_empty() {
         return "Conditions:\n  <none>\n".into();
     }
