@@ -954,6 +954,36 @@ fn versions_and_releases_work_with_the_controller() {
         let r = env.get_json("promiserevision", &latest_name, None)?;
         (r["metadata"]["uid"] != old_uid && r["status"]["latest"] == true).then_some(())
     });
+    // The Promise says so with a Warning event, once: not for the revisions made for the
+    // first time.
+    let recreated = eventually("an event about the revision made again", PATIENCE, || {
+        let out = env.kubectl(&["get", "events", "-n", "default", "-o", "json"], "");
+        let events: Value = serde_json::from_str(&out).ok()?;
+        let found: Vec<Value> = events["items"]
+            .as_array()?
+            .iter()
+            .filter(|e| e["reason"] == "LatestRevisionRecreated")
+            .cloned()
+            .collect();
+        (!found.is_empty()).then_some(found)
+    });
+    assert_eq!(recreated.len(), 1, "{recreated:#?}");
+    let event = &recreated[0];
+    assert_eq!(
+        (
+            &event["type"],
+            &event["involvedObject"]["kind"],
+            &event["count"]
+        ),
+        (&json!("Warning"), &json!("Promise"), &json!(1)),
+        "{event:#}"
+    );
+    assert!(
+        event["message"]
+            .as_str()
+            .is_some_and(|m| m.contains(&latest_name)),
+        "{event:#}"
+    );
 
     // A PromiseRelease installs its Promise from a URL with the Secret's header, and removes it.
     let server = support::promise_server::PromiseServer::start("Bearer k8s-t0ken");
@@ -1015,9 +1045,29 @@ fn required_promises_and_pausing_work_with_the_controller() {
         "Requirement not installed at the specified version"
     );
     env.apply(&plain_promise("base", "v2", &[]));
-    eventually("needs available", PATIENCE, || {
+    let needs = eventually("needs available", PATIENCE, || {
         let p = env.get_json("promise", "needs", None)?;
-        (p["status"]["status"] == "Available").then_some(())
+        (p["status"]["status"] == "Available").then_some(p)
+    });
+    // The API server keeps the status fields Kratix fills beside the conditions.
+    assert!(
+        needs["status"]["lastAvailableTime"].is_string(),
+        "{needs:#}"
+    );
+    assert_eq!(
+        needs["status"]["kratix"]["status"], "Available",
+        "{needs:#}"
+    );
+    assert_eq!(
+        needs["status"]["kratix"]["lastAvailableTime"],
+        needs["status"]["lastAvailableTime"]
+    );
+    assert_eq!(needs["status"]["workflows"], 0, "{needs:#}");
+    eventually("base says needs requires it", PATIENCE, || {
+        let base = env.get_json("promise", "base", None)?;
+        (base["status"]["requiredBy"]
+            == json!([{"promise": {"name": "needs", "version": "v1"}, "requiredVersion": "v2"}]))
+        .then_some(())
     });
 
     // Pausing: a paused request runs nothing new until the label goes.

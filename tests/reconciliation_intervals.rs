@@ -141,13 +141,7 @@ fn serve_refuses_an_interval_that_is_no_duration() {
 #[test]
 fn a_promise_workflow_runs_again_at_its_interval() {
     let mut k = kratix();
-    let pipeline = json!({
-        "apiVersion": "platform.kratix.io/v1alpha1",
-        "kind": "Pipeline",
-        "metadata": {"name": "setup"},
-        "spec": {"containers": [{"name": "main", "image": "local/sh",
-                                 "command": things::step_command()}]},
-    });
+    let pipeline = things::pipeline("setup", &things::step_command());
     let mut promise: Value = serde_json::from_str(&things::promise_with_workflows(json!({
         "config": {"reconciliationInterval": "2s"},
         "promise": {"configure": [pipeline]},
@@ -205,12 +199,100 @@ fn a_failed_workflow_runs_again_from_its_start_at_the_interval() {
     });
 }
 
+/// `reconcileAfterFailure: false`: a failed workflow stays failed — no retry of the failed
+/// pipeline, no `nextRetryAt`, no run at the interval — until a person reconciles the request
+/// or the Promise changes.
 #[test]
-fn without_reconcile_after_failure_only_the_failed_pipeline_is_retried() {
+fn without_reconcile_after_failure_a_failed_workflow_stays_failed() {
     let mut k = kratix().with_env("KRATIX_RECONCILE_AFTER_FAILURE", "false");
     serve_one_request(&mut k, &failing_promise());
-    eventually("the failed pipeline was retried", WAIT, || {
-        (runs_of(&k, "broken") >= 2).then_some(())
+    let failed = eventually("the workflow failed", WAIT, || {
+        let obj = k.get_json(things::KIND, "one", None)?;
+        let completed = support::condition(&obj, "ConfigureWorkflowCompleted")?;
+        (completed["reason"] == "ConfigureWorkflowFailed").then_some(obj)
     });
-    assert_eq!(runs_of(&k, "ok"), 1, "{:#?}", things::runs(&k, "one"));
+    let broken = &failed["status"]["pipelines"][1];
+    assert_eq!(
+        (&broken["name"], &broken["phase"]),
+        (&json!("broken"), &json!("Failed")),
+        "{failed:#}"
+    );
+    assert!(broken.get("nextRetryAt").is_none(), "{failed:#}");
+    // Longer than the first retry's backoff (5 s) and the interval (1 s) together.
+    std::thread::sleep(Duration::from_secs(8));
+    assert_eq!(
+        (runs_of(&k, "ok"), runs_of(&k, "broken")),
+        (1, 1),
+        "{:#?}",
+        things::runs(&k, "one")
+    );
+
+    k.run(&[
+        "label",
+        things::KIND,
+        "one",
+        "kratix.io/manual-reconciliation=true",
+    ])
+    .assert_ok();
+    eventually("the labelled request ran again", WAIT, || {
+        (runs_of(&k, "ok") == 2 && runs_of(&k, "broken") == 2).then_some(())
+    });
+
+    let fixed = things::promise_with(&[
+        ("ok", things::step_command()),
+        ("broken", things::step_command()),
+    ]);
+    k.apply_yaml(&fixed, &["--no-wait"]).assert_ok();
+    let runs = eventually("the fixed Promise ran the request again", WAIT, || {
+        let runs = things::runs(&k, "one");
+        let last = runs.last()?;
+        (last.pipeline == "broken" && last.phase == "Succeeded").then_some(runs)
+    });
+    assert_eq!(runs_of(&k, "ok"), 3, "{runs:#?}");
+    things::assert_never_overlapped(&runs);
+}
+
+/// The same for a Promise's own workflow, set with `serve --reconcile-after-failure false`.
+#[test]
+fn with_the_flag_a_failed_promise_workflow_stays_failed() {
+    let mut k = kratix();
+    let broken = things::pipeline("broken", &things::failing_command());
+    let promise = things::promise_with_workflows(json!({
+        "config": {"reconciliationInterval": "1s"},
+        "promise": {"configure": [broken]},
+    }));
+    k.apply_yaml(&promise, &["--no-wait"]).assert_ok();
+    k.start_serve_args(&["--reconcile-after-failure", "false"], &[]);
+    let promise_runs = |k: &Kratix| {
+        k.list_json(
+            "pipelineruns",
+            &["-A", "-l", "kratix.io/workflow-type=promise"],
+        )
+        .iter()
+        .filter(|r| r["status"]["phase"] == "Failed")
+        .count()
+    };
+    eventually("the promise workflow failed", WAIT, || {
+        (promise_runs(&k) == 1).then_some(())
+    });
+    // Longer than the first retry's backoff (5 s) and the interval (1 s) together.
+    std::thread::sleep(Duration::from_secs(8));
+    assert_eq!(promise_runs(&k), 1);
+    let p = k.get_json("promise", "thing", None).expect("the Promise");
+    assert_eq!(p["status"]["pipelines"][0]["phase"], "Failed", "{p:#}");
+    assert!(
+        p["status"]["pipelines"][0].get("nextRetryAt").is_none(),
+        "{p:#}"
+    );
+
+    k.run(&[
+        "label",
+        "promise",
+        "thing",
+        "kratix.io/manual-reconciliation=true",
+    ])
+    .assert_ok();
+    eventually("the labelled Promise ran again", WAIT, || {
+        (promise_runs(&k) == 2).then_some(())
+    });
 }

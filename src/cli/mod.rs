@@ -254,6 +254,12 @@ pub struct IntervalArgs {
     /// `KRATIX_STATE_STORE_RECONCILIATION_INTERVAL`, else 10h).
     #[arg(long, value_name = "DURATION", value_parser = parse_interval)]
     pub state_store_reconciliation_interval: Option<Duration>,
+    /// Whether a failed configure workflow is retried (its failed pipeline after a backoff,
+    /// the whole workflow at the interval): `false` leaves it failed until its spec changes or
+    /// it is reconciled by hand, as Kratix's `reconcileAfterFailure` (default
+    /// `KRATIX_RECONCILE_AFTER_FAILURE`, else true).
+    #[arg(long, value_name = "BOOL")]
+    pub reconcile_after_failure: Option<bool>,
 }
 
 impl IntervalArgs {
@@ -264,6 +270,9 @@ impl IntervalArgs {
         }
         if let Some(every) = self.state_store_reconciliation_interval {
             settings.drift_interval = (!every.is_zero()).then_some(every);
+        }
+        if let Some(retry) = self.reconcile_after_failure {
+            settings.intervals.after_failure = retry;
         }
     }
 }

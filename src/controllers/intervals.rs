@@ -324,7 +324,7 @@ mod tests {
             index: 0,
             pipeline: "p".into(),
             attempts: 2,
-            retry_at_ms: 0,
+            retry_at_ms: Some(0),
         };
         let cases = [
             (

@@ -94,7 +94,7 @@ mod tests {
                     index: 0,
                     pipeline: "p".into(),
                     attempts: 1,
-                    retry_at_ms: 0,
+                    retry_at_ms: Some(0),
                 },
                 false,
             ),

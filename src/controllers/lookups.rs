@@ -37,23 +37,66 @@ pub async fn request_keys(rt: &Runtime, promise_name: &str) -> Result<Vec<Object
         .collect())
 }
 
-/// Keys of the Promises whose `spec.requiredPromises` name `promise_name`: whether they are
-/// available depends on it.
-pub async fn promises_requiring(rt: &Runtime, promise_name: &str) -> Result<Vec<ObjectKey>, Error> {
+/// Every Promise with its typed view; one that does not parse is left out.
+pub async fn typed_promises(rt: &Runtime) -> Result<Vec<(Object, Promise)>, Error> {
     Ok(rt
         .platform
         .promises()
         .await?
-        .iter()
-        .filter(|p| {
-            crate::api::object::to_typed::<Promise>(p).is_ok_and(|typed| {
-                typed
-                    .spec
-                    .required_promises
-                    .iter()
-                    .any(|r| r.name == promise_name)
-            })
+        .into_iter()
+        .filter_map(|p| {
+            let typed = crate::api::object::to_typed::<Promise>(&p).ok()?;
+            Some((p, typed))
         })
-        .map(ObjectKey::of)
+        .collect())
+}
+
+/// Keys of the Promises whose `spec.requiredPromises` name `promise_name`: whether they are
+/// available depends on it.
+pub async fn promises_requiring(rt: &Runtime, promise_name: &str) -> Result<Vec<ObjectKey>, Error> {
+    Ok(typed_promises(rt)
+        .await?
+        .iter()
+        .filter(|(_, typed)| {
+            typed
+                .spec
+                .required_promises
+                .iter()
+                .any(|r| r.name == promise_name)
+        })
+        .map(|(p, _)| ObjectKey::of(p))
+        .collect())
+}
+
+/// Keys of the Promises that list `promise_name` in their `status.requiredBy`, or that it
+/// requires (`promise`, its stored object, when it still exists): their `requiredBy` changes
+/// with it, including when it stops requiring them or is deleted.
+pub async fn promises_required_by(
+    rt: &Runtime,
+    promise_name: &str,
+    promise: Option<&Object>,
+) -> Result<Vec<ObjectKey>, Error> {
+    let requires: Vec<String> = promise
+        .and_then(|p| crate::api::object::to_typed::<Promise>(p).ok())
+        .map(|p| {
+            p.spec
+                .required_promises
+                .into_iter()
+                .map(|r| r.name)
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(typed_promises(rt)
+        .await?
+        .iter()
+        .filter(|(p, typed)| {
+            let name = p.metadata.name.as_deref().unwrap_or_default();
+            requires.iter().any(|r| r == name)
+                || typed
+                    .status
+                    .as_ref()
+                    .is_some_and(|s| s.required_by.iter().any(|r| r.promise.name == promise_name))
+        })
+        .map(|(p, _)| ObjectKey::of(p))
         .collect())
 }

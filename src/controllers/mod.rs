@@ -21,6 +21,7 @@ mod owners;
 pub mod pausing;
 mod placement_conditions;
 pub mod placements;
+mod promise_status;
 pub mod promises;
 mod queue;
 mod readiness;

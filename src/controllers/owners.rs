@@ -60,6 +60,7 @@ impl Runtime {
             "Promise" => {
                 out.extend(lookups::request_keys(self, &key.name).await?);
                 out.extend(lookups::promises_requiring(self, &key.name).await?);
+                out.extend(lookups::promises_required_by(self, &key.name, obj.as_ref()).await?);
             }
             // Requests of a versioned Promise run with its revisions; a deleted revision's
             // Promise is known from its remembered owners.

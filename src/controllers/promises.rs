@@ -14,6 +14,7 @@ use crate::store::Selector;
 use crate::workflow::{Action, Step, WorkflowType};
 
 use super::lifecycle::{self, Configured};
+use super::promise_status::{self, Summary};
 use super::requirements::{self, Installed, Requirements};
 use super::subject::Subject;
 use super::{
@@ -92,11 +93,12 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
     // Its current version's revision, before any request looks for it.
     revisions::sync(rt, &obj).await?;
 
-    let version = crate::api::object::label(&obj, labels::PROMISE_VERSION)
-        .unwrap_or("not-set")
-        .to_string();
+    let version = promise_status::version_of(&obj);
     let requirements = requirements_of(rt, &promise, &obj).await?;
     let before: PromiseStatus = status::status_or_default(&obj);
+    let required_by = promise_status::required_by(&name, &lookups::typed_promises(rt).await?);
+    let required_by = serde_json::to_value(&required_by)
+        .map_err(|source| Error::malformed(&obj, "Promise", source))?;
     if !requirements.fulfilled() {
         // Nothing is installed and no workflow runs until every required Promise is there;
         // a change to any Promise wakes the Promises that require it.
@@ -110,6 +112,18 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
             status::set_field(s, "observedGeneration", json!(generation));
             status::set_field(s, "status", json!("Unavailable"));
             status::set_field(s, "version", json!(version));
+            promise_status::set_list(s, "requiredBy", &required_by);
+            promise_status::set_kratix(
+                s,
+                &Summary {
+                    status: "Unavailable",
+                    version: version.clone(),
+                    api: None,
+                    last_available_time: before.last_available_time.clone(),
+                    pipelines: None,
+                    suspended_generation: None,
+                },
+            );
         })
         .await?;
         return Ok(Next::Done);
@@ -131,42 +145,63 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
     let api = promise_api::request_kind(&promise).ok().flatten();
     let generation = obj.metadata.generation;
     let pipelines_status = serde_json::to_value(workflows::pipelines_status(
+        rt,
         Action::Configure,
         &configure,
         &records,
         &subject.hash,
     ))
     .map_err(|source| Error::malformed(&obj, "Promise", source))?;
+    let was_available = before.status.as_deref() == Some("Available");
+    let summary = Summary {
+        status: if available {
+            "Available"
+        } else {
+            "Unavailable"
+        },
+        version: version.clone(),
+        api: api.as_ref().map(|api| {
+            (
+                api.kind.kind.clone(),
+                api.kind.api_version().to_ascii_lowercase(),
+            )
+        }),
+        last_available_time: promise_status::last_available_time(
+            before.last_available_time.as_deref(),
+            was_available,
+            available,
+            &super::kube_time::rfc3339_secs(super::now_ms()).unwrap_or_default(),
+        ),
+        pipelines: Some(pipelines_status.clone()),
+        suspended_generation: generation.filter(|_| matches!(step, Step::Suspended { .. })),
+    };
+    let (workflows, succeeded, failed) =
+        promise_status::workflow_counters(configure.len(), matches!(step, Step::Completed { .. }));
     status::update_status(rt.cp.as_ref(), &kind, &subject.key(), |_, s| {
         set_requirements(s, &requirements);
         status::set_conditions(s, conditions.clone());
         status::set_field(s, "observedGeneration", json!(generation));
-        status::set_field(
-            s,
-            "status",
-            json!(if available {
-                "Available"
-            } else {
-                "Unavailable"
-            }),
-        );
+        status::set_field(s, "status", json!(summary.status));
         status::set_field(s, "version", json!(version));
-        if let Some(api) = &api {
-            status::set_field(s, "kind", json!(api.kind.kind));
-            status::set_field(
-                s,
-                "apiVersion",
-                json!(api.kind.api_version().to_ascii_lowercase()),
-            );
+        if let Some((kind, api_version)) = &summary.api {
+            status::set_field(s, "kind", json!(kind));
+            status::set_field(s, "apiVersion", json!(api_version));
         }
-        status::set_field(s, "workflows", json!(configure.len()));
+        status::set_field(s, "workflows", json!(workflows));
+        status::set_field(s, "workflowsSucceeded", json!(succeeded));
+        status::set_field(s, "workflowsFailed", json!(failed));
+        if let Some(at) = &summary.last_available_time {
+            status::set_field(s, "lastAvailableTime", json!(at));
+        }
+        promise_status::set_list(s, "requiredBy", &required_by);
+        promise_status::set_kratix(s, &summary);
         status::set_field(s, "pipelines", pipelines_status.clone());
         if matches!(step, Step::Completed { .. }) {
             status::set_field(s, "message", json!("Promise configured"));
         }
     })
     .await?;
-    if available && before.status.as_deref() != Some("Available") {
+    if available && !was_available {
         events::record(
             &rt.cp,
             &obj,

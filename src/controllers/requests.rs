@@ -141,7 +141,7 @@ pub async fn reconcile(rt: &Runtime, kind: &KindInfo, obj: Object) -> Result<Nex
         conditions.push(works::works_succeeded_condition(works_state));
     }
     let mut pipelines_status =
-        workflows::pipelines_status(Action::Configure, &configure, &records, &subject.hash);
+        workflows::pipelines_status(rt, Action::Configure, &configure, &records, &subject.hash);
     let mut landed = works::where_files_landed(rt, &request_works).await?;
     for entry in &mut pipelines_status {
         entry.destinations = landed.remove(&entry.name);

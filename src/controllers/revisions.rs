@@ -16,6 +16,7 @@ use crate::api::{labels, names, Builtin, Object, ObjectKey, PromiseRevision, GRO
 use crate::store::Selector;
 
 use super::{status, Error, Next, Runtime};
+use crate::events::Reason;
 
 /// A revision as the decisions need it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,6 +90,13 @@ pub fn deletion_refused(revision: &Object) -> Option<String> {
     })
 }
 
+/// Whether creating the revision of `version` makes again one that was deleted: the Promise
+/// already recorded that version (`status.version`), so its revision existed before. A new
+/// version, or a Promise not reconciled yet, gets its revision for the first time.
+pub fn made_again(recorded_version: Option<&str>, version: &str) -> bool {
+    recorded_version == Some(version)
+}
+
 /// The name of a Promise's revision of `version`, as Kratix names it.
 pub fn revision_name(promise: &str, version: &str) -> String {
     names::deterministic_name(promise, &[version])
@@ -143,6 +151,19 @@ pub async fn sync(rt: &Runtime, promise: &Object) -> Result<(), Error> {
             .map_err(|source| Error::malformed(promise, "Promise", source))?;
             obj.metadata.owner_references = Some(vec![owner_reference(promise)]);
             rt.cp.create(&kind, &obj).await?;
+            let recorded = promise
+                .data
+                .pointer("/status/version")
+                .and_then(serde_json::Value::as_str);
+            if made_again(recorded, version) {
+                let message = format!(
+                    "PromiseRevision {name} was deleted, but it is the latest revision of this \
+                     Promise (Kratix refuses deleting it); it was made again"
+                );
+                tracing::warn!(promise = %promise_name, revision = %name, "{message}");
+                crate::events::record(&rt.cp, promise, Reason::LatestRevisionRecreated, &message)
+                    .await;
+            }
         }
         Some(current) => {
             let key = ObjectKey::of(&current);
@@ -229,6 +250,23 @@ pub fn promise_key(obj: &Object) -> Option<ObjectKey> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_revision_is_made_again_when_its_version_was_recorded() {
+        let cases = [
+            (None, "v1", false),
+            (Some("v1"), "v2", false),
+            (Some("v2"), "v2", true),
+            (Some("not-set"), "v1", false),
+        ];
+        for (recorded, version, want) in cases {
+            assert_eq!(
+                made_again(recorded, version),
+                want,
+                "{recorded:?} {version}"
+            );
+        }
+    }
 
     fn rev(version: &str, latest: bool) -> RevisionInfo {
         RevisionInfo {

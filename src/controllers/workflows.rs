@@ -33,6 +33,7 @@ pub async fn drive(
         hash: &subject.hash,
         runs: &records,
         manual_reconcile: manual,
+        retry_failures: rt.settings.intervals.after_failure,
         now_ms: now_ms(),
     });
     if let Step::Start { index, .. } = &step {
@@ -194,13 +195,15 @@ pub fn failure_reason(runs: &[(Object, RunRecord)], step: &Step) -> String {
 
 /// `status.pipelines`-style summary of the current attempt, for the object's status.
 pub fn pipelines_status(
+    rt: &Runtime,
     action: Action,
     pipelines: &[Pipeline],
     records: &[RunRecord],
     hash: &str,
 ) -> Vec<PipelineStatusEntry> {
     let names: Vec<String> = pipelines.iter().map(|p| p.name().to_string()).collect();
-    workflow::pipeline_statuses(action, &names, records, hash)
+    let retry_failures = rt.settings.intervals.after_failure;
+    workflow::pipeline_statuses(action, &names, records, hash, retry_failures)
         .into_iter()
         .map(|s| PipelineStatusEntry {
             name: s.name,

@@ -47,6 +47,9 @@ pub enum Reason {
     WriteFailed,
     PromiseAvailable,
     RequirementsNotFulfilled,
+    /// The latest PromiseRevision of a Promise was deleted where nothing refuses it (on
+    /// Kubernetes, without Kratix's admission webhook) and was made again.
+    LatestRevisionRecreated,
     Deleted,
 }
 
@@ -60,15 +63,17 @@ impl Reason {
             Reason::WriteFailed => "WriteFailed",
             Reason::PromiseAvailable => "PromiseAvailable",
             Reason::RequirementsNotFulfilled => "RequirementsNotFulfilled",
+            Reason::LatestRevisionRecreated => "LatestRevisionRecreated",
             Reason::Deleted => "Deleted",
         }
     }
 
     pub fn event_type(self) -> EventType {
         match self {
-            Reason::PipelineFailed | Reason::WriteFailed | Reason::RequirementsNotFulfilled => {
-                EventType::Warning
-            }
+            Reason::PipelineFailed
+            | Reason::WriteFailed
+            | Reason::RequirementsNotFulfilled
+            | Reason::LatestRevisionRecreated => EventType::Warning,
             _ => EventType::Normal,
         }
     }

@@ -193,7 +193,18 @@ pub struct Observed<'a> {
     pub runs: &'a [RunRecord],
     /// Label `kratix.io/manual-reconciliation=true` is set.
     pub manual_reconcile: bool,
+    /// Whether a failed pipeline is retried after its backoff. Kratix's `reconcileAfterFailure`
+    /// set to false leaves a failed configure workflow failed until its spec changes or it is
+    /// reconciled by hand; delete workflows are always retried, since the object's deletion
+    /// waits for them.
+    pub retry_failures: bool,
     pub now_ms: i64,
+}
+
+/// Whether a failed pipeline of `action` is retried after its backoff: always for delete
+/// workflows (the object's deletion waits for them), for configure ones when `retry_failures`.
+pub(crate) fn retries_failures(action: Action, retry_failures: bool) -> bool {
+    retry_failures || action == Action::Delete
 }
 
 /// Why a pipeline is started.
@@ -232,12 +243,13 @@ pub enum Step {
     /// `last_run_sequence` is the last pipeline's successful run, so callers can do
     /// once-per-completion work (deleting obsolete Works) exactly once.
     Completed { last_run_sequence: i64 },
-    /// `pipelines[index]` failed `attempts` times in a row; retried at `retry_at_ms`.
+    /// `pipelines[index]` failed `attempts` times in a row; retried at `retry_at_ms`, or never
+    /// (until a spec change or manual reconciliation) when `None`.
     Failed {
         index: usize,
         pipeline: String,
         attempts: u32,
-        retry_at_ms: i64,
+        retry_at_ms: Option<i64>,
     },
     /// `pipelines[index]` suspended the workflow; resumed at `retry_at_ms`, or never
     /// (until a spec change or manual reconciliation) when `None`.
@@ -252,8 +264,7 @@ impl Step {
     /// When the caller should look again without any watch event: the retry or resume time.
     pub fn wake_at_ms(&self) -> Option<i64> {
         match self {
-            Self::Failed { retry_at_ms, .. } => Some(*retry_at_ms),
-            Self::Suspended { retry_at_ms, .. } => *retry_at_ms,
+            Self::Failed { retry_at_ms, .. } | Self::Suspended { retry_at_ms, .. } => *retry_at_ms,
             Self::NothingToRun | Self::Wait | Self::Start { .. } | Self::Completed { .. } => None,
         }
     }

@@ -1,7 +1,7 @@
 //! "What runs next": the sequencing decision for one object's workflow.
 
 use super::history::{read_history, History, Staleness};
-use super::model::{Observed, RunPhase, StartReason, Step};
+use super::model::{retries_failures, Observed, RunPhase, StartReason, Step};
 
 /// Decides what the controller does next for one object's workflow.
 ///
@@ -13,7 +13,9 @@ use super::model::{Observed, RunPhase, StartReason, Step};
 /// 3. manual reconciliation ⇒ start pipeline 0;
 /// 4. otherwise the newest run of this action decides, provided it continues an attempt for the
 ///    current hash whose earlier pipelines all succeeded in order (see `history`); if not,
-///    the workflow starts again from pipeline 0.
+///    the workflow starts again from pipeline 0. A failed newest run is retried after its
+///    backoff only when `retry_failures` is set; otherwise it stays [`Step::Failed`] until
+///    the hash changes or a manual reconciliation.
 ///
 /// Pipelines appended with an unchanged hash (impossible in practice: the Promise spec is part of
 /// every hash) continue the attempt: the new pipeline runs after the old last one, since every
@@ -63,19 +65,19 @@ pub fn next_step(o: &Observed) -> Step {
         },
         RunPhase::Failed => {
             let attempts = attempt.tail_failures();
-            let retry_at_ms = latest.retry_at_ms(attempts);
-            if o.now_ms >= retry_at_ms {
-                Step::Start {
+            let retry_at_ms =
+                retries_failures(o.action, o.retry_failures).then(|| latest.retry_at_ms(attempts));
+            match retry_at_ms {
+                Some(at) if o.now_ms >= at => Step::Start {
                     index,
                     reason: StartReason::Retry,
-                }
-            } else {
-                Step::Failed {
+                },
+                _ => Step::Failed {
                     index,
                     pipeline: latest.pipeline_name.clone(),
                     attempts,
                     retry_at_ms,
-                }
+                },
             }
         }
         // Unreachable after the active check above; waiting is the safe answer regardless.

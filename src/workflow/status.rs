@@ -1,7 +1,7 @@
 //! Per-pipeline status of an object's current workflow attempt (`status.kratix.workflows.pipelines`).
 
 use super::history::{consecutive_failures, read_history, History};
-use super::model::{Action, RunPhase, RunRecord};
+use super::model::{retries_failures, Action, RunPhase, RunRecord};
 
 /// Phase of one pipeline in the current attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -45,12 +45,14 @@ pub struct PipelineStatus {
 /// Status of every pipeline in `pipelines` (in order) for the current attempt at `hash`:
 /// pipelines before the one reached are `Succeeded`, the reached one shows its newest run, later
 /// ones are `Pending`. When the newest run belongs to another hash or pipelines list, the
-/// current attempt has not started and everything is `Pending`.
+/// current attempt has not started and everything is `Pending`. A failed pipeline has a
+/// retry time only when `retry_failures` (see [`super::Observed::retry_failures`]).
 pub fn pipeline_statuses(
     action: Action,
     pipelines: &[String],
     runs: &[RunRecord],
     hash: &str,
+    retry_failures: bool,
 ) -> Vec<PipelineStatus> {
     let attempt = match read_history(action, pipelines, hash, runs) {
         History::Current(attempt) => Some(attempt),
@@ -83,7 +85,8 @@ pub fn pipeline_statuses(
                 }
                 (RunPhase::Failed, _) => {
                     status.phase = PipelinePhase::Failed;
-                    status.next_retry_at_ms = Some(newest.retry_at_ms(consecutive_failures(runs)));
+                    status.next_retry_at_ms = retries_failures(action, retry_failures)
+                        .then(|| newest.retry_at_ms(consecutive_failures(runs)));
                 }
             }
             status

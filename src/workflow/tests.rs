@@ -91,6 +91,7 @@ struct Case {
     hash: &'static str,
     runs: Vec<RunRecord>,
     manual: bool,
+    retry: bool,
     now: i64,
     expected: Step,
 }
@@ -111,6 +112,7 @@ fn case(
         hash,
         runs,
         manual: false,
+        retry: true,
         now: i64::MAX / 2,
         expected,
     }
@@ -125,6 +127,13 @@ impl Case {
     }
     fn at(self, now: i64) -> Self {
         Case { now, ..self }
+    }
+    /// `reconcileAfterFailure: false`: failed pipelines are not retried.
+    fn no_retry(self) -> Self {
+        Case {
+            retry: false,
+            ..self
+        }
     }
     fn delete(self) -> Self {
         Case {
@@ -462,7 +471,7 @@ fn next_step_cases() -> Vec<Case> {
                 index: 1,
                 pipeline: "b".into(),
                 attempts: 1,
-                retry_at_ms: completed_at(2) + 5_000,
+                retry_at_ms: Some(completed_at(2) + 5_000),
             },
         )
         .at(completed_at(2) + 4_999),
@@ -488,7 +497,7 @@ fn next_step_cases() -> Vec<Case> {
                 index: 1,
                 pipeline: "b".into(),
                 attempts: 3,
-                retry_at_ms: completed_at(4) + 20_000,
+                retry_at_ms: Some(completed_at(4) + 20_000),
             },
         )
         .at(completed_at(4)),
@@ -506,7 +515,7 @@ fn next_step_cases() -> Vec<Case> {
                 index: 1,
                 pipeline: "b".into(),
                 attempts: 1,
-                retry_at_ms: completed_at(4) + 5_000,
+                retry_at_ms: Some(completed_at(4) + 5_000),
             },
         )
         .at(completed_at(4)),
@@ -524,7 +533,7 @@ fn next_step_cases() -> Vec<Case> {
                 index: 1,
                 pipeline: "b".into(),
                 attempts: 1,
-                retry_at_ms: completed_at(4) + 5_000,
+                retry_at_ms: Some(completed_at(4) + 5_000),
             },
         )
         .at(completed_at(4)),
@@ -537,7 +546,7 @@ fn next_step_cases() -> Vec<Case> {
                 index: 0,
                 pipeline: "a".into(),
                 attempts: 1,
-                retry_at_ms: completed_at(1) + 5_000,
+                retry_at_ms: Some(completed_at(1) + 5_000),
             },
         )
         .at(completed_at(1)),
@@ -550,10 +559,71 @@ fn next_step_cases() -> Vec<Case> {
                 index: 0,
                 pipeline: "a".into(),
                 attempts: 2,
-                retry_at_ms: completed_at(2) + 10_000,
+                retry_at_ms: Some(completed_at(2) + 10_000),
             },
         )
         .at(completed_at(2)),
+        // --- reconcileAfterFailure: false
+        case(
+            "no retry: b failed stays failed long after its backoff",
+            ABC,
+            "h1",
+            vec![ok(1, "a", 0, "h1"), failed(2, "b", 1, "h1")],
+            Step::Failed {
+                index: 1,
+                pipeline: "b".into(),
+                attempts: 1,
+                retry_at_ms: None,
+            },
+        )
+        .no_retry(),
+        case(
+            "no retry: a retried failure counts its attempts, no retry time",
+            ABC,
+            "h1",
+            vec![failed(1, "a", 0, "h1"), failed(2, "a", 0, "h1")],
+            Step::Failed {
+                index: 0,
+                pipeline: "a".into(),
+                attempts: 2,
+                retry_at_ms: None,
+            },
+        )
+        .no_retry(),
+        case(
+            "no retry: a spec change starts over",
+            ABC,
+            "h2",
+            vec![ok(1, "a", 0, "h1"), failed(2, "b", 1, "h1")],
+            start(0, StartReason::SpecChanged),
+        )
+        .no_retry(),
+        case(
+            "no retry: manual reconciliation starts over",
+            ABC,
+            "h1",
+            vec![ok(1, "a", 0, "h1"), failed(2, "b", 1, "h1")],
+            start(0, StartReason::Manual),
+        )
+        .manual()
+        .no_retry(),
+        case(
+            "no retry: a run in progress still waits",
+            ABC,
+            "h1",
+            vec![failed(1, "a", 0, "h1"), running(2, "a", 0, "h1")],
+            Step::Wait,
+        )
+        .no_retry(),
+        case(
+            "no retry: a failed delete pipeline is retried all the same",
+            DELETE,
+            "h1",
+            vec![ok(1, "a", 0, "h1"), failed(2, "d1", 0, "h1").delete()],
+            start(0, StartReason::Retry),
+        )
+        .delete()
+        .no_retry(),
         case(
             "retried b succeeded: c next",
             ABC,
@@ -603,7 +673,7 @@ fn next_step_cases() -> Vec<Case> {
                 index: 0,
                 pipeline: "a".into(),
                 attempts: 1,
-                retry_at_ms: completed_at(3) + 5_000,
+                retry_at_ms: Some(completed_at(3) + 5_000),
             },
         )
         .at(completed_at(3)),
@@ -757,7 +827,7 @@ fn next_step_cases() -> Vec<Case> {
                 index: 1,
                 pipeline: "d2".into(),
                 attempts: 1,
-                retry_at_ms: completed_at(3) + 5_000,
+                retry_at_ms: Some(completed_at(3) + 5_000),
             },
         )
         .delete()
@@ -791,6 +861,7 @@ fn next_step_table() {
             hash: case.hash,
             runs: &case.runs,
             manual_reconcile: case.manual,
+            retry_failures: case.retry,
             now_ms: case.now,
         };
         let got = next_step(&observed);
@@ -846,7 +917,7 @@ fn wake_at_is_the_retry_or_resume_time() {
                 index: 0,
                 pipeline: "a".into(),
                 attempts: 1,
-                retry_at_ms: 42,
+                retry_at_ms: Some(42),
             },
             Some(42),
         ),
@@ -903,6 +974,7 @@ impl World {
             hash: &self.hash,
             runs: &self.runs,
             manual_reconcile: self.manual,
+            retry_failures: true,
             now_ms: self.now,
         })
     }
@@ -972,7 +1044,7 @@ fn update_while_running_drops_the_rest_of_the_old_run() {
     world.hash = "h2".into();
     assert_eq!(world.step(), Step::Wait);
     assert_eq!(
-        pipeline_statuses(Action::Configure, &world.pipelines, &world.runs, "h2")
+        pipeline_statuses(Action::Configure, &world.pipelines, &world.runs, "h2", true)
             .iter()
             .map(|s| s.phase)
             .collect::<Vec<_>>(),
@@ -1010,7 +1082,7 @@ fn update_while_running_drops_the_rest_of_the_old_run() {
         ]
     );
     assert_eq!(
-        pipeline_statuses(Action::Configure, &world.pipelines, &world.runs, "h2")
+        pipeline_statuses(Action::Configure, &world.pipelines, &world.runs, "h2", true)
             .iter()
             .map(|s| s.phase)
             .collect::<Vec<_>>(),
@@ -1032,7 +1104,7 @@ fn failure_is_retried_with_backoff_then_the_workflow_continues() {
             index: 1,
             pipeline: "b".into(),
             attempts: 1,
-            retry_at_ms: first_failure + 5_000
+            retry_at_ms: Some(first_failure + 5_000)
         }
     );
 
@@ -1046,7 +1118,7 @@ fn failure_is_retried_with_backoff_then_the_workflow_continues() {
             index: 1,
             pipeline: "b".into(),
             attempts: 2,
-            retry_at_ms: second_failure + 10_000
+            retry_at_ms: Some(second_failure + 10_000)
         }
     );
 
@@ -1151,7 +1223,7 @@ fn delete_workflow_waits_for_configure_then_runs_every_delete_pipeline() {
 fn pipeline_statuses_show_the_current_attempt() {
     let pipelines = names(ABC);
     let status = |runs: &[RunRecord], hash: &str| {
-        pipeline_statuses(Action::Configure, &pipelines, runs, hash)
+        pipeline_statuses(Action::Configure, &pipelines, runs, hash, true)
     };
     let phases =
         |statuses: Vec<PipelineStatus>| statuses.iter().map(|s| s.phase).collect::<Vec<_>>();
@@ -1241,6 +1313,25 @@ fn pipeline_statuses_show_the_current_attempt() {
         }
     );
     assert_eq!(retried[0].attempts, 1);
+    // reconcileAfterFailure: false: still failed with its attempts, but no retry time; a
+    // delete workflow's failure is retried whatever the setting.
+    let retried_runs = [
+        ok(1, "a", 0, "h1"),
+        failed(2, "b", 1, "h1"),
+        failed(3, "b", 1, "h1"),
+    ];
+    let no_retry = pipeline_statuses(Action::Configure, &pipelines, &retried_runs, "h1", false);
+    assert_eq!(
+        (
+            no_retry[1].phase,
+            no_retry[1].attempts,
+            no_retry[1].next_retry_at_ms
+        ),
+        (Failed, 2, None)
+    );
+    let delete_runs = [failed(4, "d1", 0, "h1").delete()];
+    let delete = pipeline_statuses(Action::Delete, &names(DELETE), &delete_runs, "h1", false);
+    assert_eq!(delete[0].next_retry_at_ms, Some(completed_at(4) + 5_000));
     assert_eq!(
         retried[2],
         PipelineStatus {
@@ -1293,7 +1384,7 @@ fn configure_conditions_table() {
         index: 1,
         pipeline: "b".into(),
         attempts: 1,
-        retry_at_ms: 0,
+        retry_at_ms: Some(0),
     };
     let suspended = Step::Suspended {
         index: 1,
@@ -1529,7 +1620,7 @@ fn delete_condition_table() {
                 index: 0,
                 pipeline: "d1".into(),
                 attempts: 2,
-                retry_at_ms: 0,
+                retry_at_ms: Some(0),
             },
             "exit code 1",
             False,

@@ -35,16 +35,24 @@ pub fn promise(pipelines: &[&str]) -> String {
 pub fn promise_with(pipelines: &[(&str, Vec<String>)]) -> String {
     let pipelines: Vec<Value> = pipelines
         .iter()
-        .map(|(name, command)| {
-            json!({
-                "apiVersion": "platform.kratix.io/v1alpha1",
-                "kind": "Pipeline",
-                "metadata": {"name": name},
-                "spec": {"containers": [{"name": "main", "image": "local/sh", "command": command}]},
-            })
-        })
+        .map(|(name, command)| pipeline(name, command))
         .collect();
     promise_with_workflows(json!({"resource": {"configure": pipelines}}))
+}
+
+/// A Pipeline of one container running `command`.
+pub fn pipeline(name: &str, command: &[String]) -> Value {
+    json!({
+        "apiVersion": "platform.kratix.io/v1alpha1",
+        "kind": "Pipeline",
+        "metadata": {"name": name},
+        "spec": {"containers": [{"name": "main", "image": "local/sh", "command": command}]},
+    })
+}
+
+/// A command that fails with exit code 3.
+pub fn failing_command() -> Vec<String> {
+    vec!["sh".into(), "-c".into(), "exit 3".into()]
 }
 
 /// The Promise at `version` (its `kratix.io/promise-version` label), with one `step.sh` pipeline
@@ -53,7 +61,7 @@ pub fn promise_at(version: &str, pipelines: &[&str]) -> String {
     let with_commands: Vec<(&str, Vec<String>)> = pipelines
         .iter()
         .map(|name| match *name {
-            "broken" => (*name, vec!["sh".into(), "-c".into(), "exit 3".into()]),
+            "broken" => (*name, failing_command()),
             _ => (*name, step_command()),
         })
         .collect();

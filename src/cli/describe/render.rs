@@ -178,6 +178,9 @@ fn summary(kind: &KindInfo, o: &Object) -> Vec<(&'static str, String)> {
                     .to_string(),
             ),
             ("Version", at(o, "/status/version")),
+            ("Workflows", workflow_counts(o)),
+            ("Last Available", at(o, "/status/lastAvailableTime")),
+            ("Required By", required_by(o)),
         ],
         "Destination" => vec![
             (
@@ -218,13 +221,52 @@ fn summary(kind: &KindInfo, o: &Object) -> Vec<(&'static str, String)> {
     }
 }
 
-fn conditions(o: &Object, now: &str) -> String {
-    let list = o
-        .data
-        .pointer("/status/conditions")
+/// A Promise's `status.workflowsSucceeded` of `status.workflows`, when it has workflows.
+fn workflow_counts(o: &Object) -> String {
+    let total = at(o, "/status/workflows");
+    if total.is_empty() || total == "0" {
+        return String::new();
+    }
+    let succeeded = at(o, "/status/workflowsSucceeded");
+    let succeeded = if succeeded.is_empty() {
+        "0".into()
+    } else {
+        succeeded
+    };
+    format!("{succeeded} of {total} succeeded")
+}
+
+/// A Promise's `status.requiredBy`: `name (version) requires VERSION`, one per line.
+fn required_by(o: &Object) -> String {
+    list_at(o, "/status/requiredBy")
+        .iter()
+        .map(|r| {
+            let field = |p: &str| text(r.pointer(p));
+            let wanted = match field("/requiredVersion") {
+                v if v.is_empty() => "any version".to_string(),
+                v => v,
+            };
+            format!(
+                "{} ({}) requires {wanted}",
+                field("/promise/name"),
+                field("/promise/version")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(&format!("\n{:16}", ""))
+}
+
+/// The list at `pointer` of the object, empty when there is none.
+fn list_at(o: &Object, pointer: &str) -> Vec<Value> {
+    o.data
+        .pointer(pointer)
         .and_then(Value::as_array)
         .cloned()
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+fn conditions(o: &Object, now: &str) -> String {
+    let list = list_at(o, "/status/conditions");
     if list.is_empty() {
         return "Conditions:\n  <none>\n".into();
     }
