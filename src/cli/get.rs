@@ -52,12 +52,7 @@ pub struct GetArgs<'a> {
 }
 
 pub async fn run(platform: &Platform, args: GetArgs<'_>) -> Result<String, Error> {
-    let kind = platform.resolve_kind(args.kind).await?;
-    let namespace = namespace_for(&kind, args.namespace, args.all_namespaces);
-    let selector = match args.selector {
-        Some(s) => Selector::parse(s)?,
-        None => Selector::everything(),
-    };
+    let (kind, namespace, selector) = query(platform, &args).await?;
     let cp = platform.store.as_ref();
     let store_err = |source| Error::Store {
         kind: kind.kind.clone(),
@@ -128,12 +123,7 @@ pub async fn watch(
     timeout: Option<std::time::Duration>,
 ) -> Result<(), Error> {
     use futures::StreamExt;
-    let kind = platform.resolve_kind(args.kind).await?;
-    let namespace = namespace_for(&kind, args.namespace, args.all_namespaces);
-    let selector = match args.selector {
-        Some(s) => Selector::parse(s)?,
-        None => Selector::everything(),
-    };
+    let (kind, namespace, selector) = query(platform, &args).await?;
     let cp = platform.store.as_ref();
     let store_err = |source| Error::Store {
         kind: kind.kind.clone(),
@@ -263,6 +253,20 @@ fn write(text: &str) -> Result<(), Error> {
     out.write_all(text.as_bytes())
         .and_then(|()| out.flush())
         .map_err(Error::Stdout)
+}
+
+/// What `get` reads, from its arguments: the kind, the namespace (none: all), the selector.
+async fn query(
+    platform: &Platform,
+    args: &GetArgs<'_>,
+) -> Result<(KindInfo, Option<String>, Selector), Error> {
+    let kind = platform.resolve_kind(args.kind).await?;
+    let namespace = namespace_for(&kind, args.namespace, args.all_namespaces);
+    let selector = match args.selector {
+        Some(s) => Selector::parse(s)?,
+        None => Selector::everything(),
+    };
+    Ok((kind, namespace, selector))
 }
 
 /// Namespaced kinds default to `default`; `-A` lists every namespace.
