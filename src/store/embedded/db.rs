@@ -3,7 +3,7 @@
 
 use rusqlite::{params, Connection, OptionalExtension, Row, ToSql};
 
-use super::columns::{namespace_column, namespace_key};
+use super::columns::{delete_rows, namespace_column, namespace_key};
 use super::{backend, index};
 use crate::api::{KindInfo, Object, ObjectKey};
 use crate::store::{Change, ChangeType, Error, Result};
@@ -103,18 +103,7 @@ pub(super) fn write_object(
 }
 
 pub(super) fn remove_object(conn: &Connection, key: &ObjectKey) -> Result<()> {
-    conn.prepare_cached(
-        r#"DELETE FROM objects WHERE "group" = ?1 AND kind = ?2 AND namespace = ?3 AND name = ?4"#,
-    )
-    .and_then(|mut statement| {
-        statement.execute(params![
-            key.group,
-            key.kind,
-            namespace_column(key),
-            key.name
-        ])
-    })
-    .map_err(backend(format!("remove {key}")))?;
+    delete_rows(conn, "objects", key).map_err(backend(format!("remove {key}")))?;
     index::remove_labels(conn, key)
 }
 

@@ -4,7 +4,7 @@
 use rusqlite::{params, Connection};
 
 use super::backend;
-use super::columns::namespace_column;
+use super::columns::{delete_rows, namespace_column};
 use crate::api::{KindInfo, Object, ObjectKey};
 use crate::store::Result;
 
@@ -40,18 +40,7 @@ pub(super) fn write_labels(conn: &Connection, key: &ObjectKey, obj: &Object) -> 
 }
 
 pub(super) fn remove_labels(conn: &Connection, key: &ObjectKey) -> Result<()> {
-    conn.prepare_cached(
-        r#"DELETE FROM labels WHERE "group" = ?1 AND kind = ?2 AND namespace = ?3 AND name = ?4"#,
-    )
-    .and_then(|mut statement| {
-        statement.execute(params![
-            key.group,
-            key.kind,
-            namespace_column(key),
-            key.name
-        ])
-    })
-    .map_err(backend(format!("remove the labels of {key}")))?;
+    delete_rows(conn, "labels", key).map_err(backend(format!("remove the labels of {key}")))?;
     Ok(())
 }
 
