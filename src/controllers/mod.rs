@@ -12,6 +12,7 @@ mod drain;
 mod drift;
 mod executing;
 pub mod health;
+mod health_index;
 pub mod intervals;
 mod kinds;
 mod kube_time;
@@ -170,6 +171,8 @@ pub struct Runtime {
     pub settings: Settings,
     /// The kinds of the home, kept between reconciles.
     kinds: Arc<kinds::Kinds>,
+    /// Which HealthRecords name which request, kept from what the controllers see.
+    health_records: Arc<health_index::HealthIndex>,
     /// Reconciles done per controller, and whether the controllers have started.
     pub metrics: Arc<metrics::Metrics>,
     /// When each written placement was last checked for drift in the store.
@@ -199,6 +202,7 @@ impl Runtime {
             pipeline_slots: Arc::new(tokio::sync::Semaphore::new(settings.max_parallel)),
             settings,
             kinds: Arc::default(),
+            health_records: Arc::default(),
             metrics: Arc::default(),
             drift: Arc::default(),
             drain_on_stop: None,
@@ -305,9 +309,11 @@ impl Runtime {
                 continue; // Secrets only matter through the stores that reference them.
             }
             for obj in self.cp.list(kind, None, &Selector::everything()).await? {
+                let key = ObjectKey::of(&obj);
                 let owners = self.owners(&obj).await?;
-                self.remember_owners(ObjectKey::of(&obj), owners);
-                queue.add_background(ObjectKey::of(&obj));
+                self.remember_owners(key.clone(), owners);
+                self.health_records.saw(&key, Some(&obj));
+                queue.add_background(key);
             }
         }
         Ok(())

@@ -28,6 +28,7 @@ impl Runtime {
             .cp
             .get(&kind, key.namespace.as_deref(), &key.name)
             .await?;
+        self.health_records.saw(key, obj.as_ref());
         let owners = match &obj {
             Some(obj) => {
                 let owners = self.owners(obj).await?;
