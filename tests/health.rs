@@ -168,3 +168,30 @@ fn a_request_pinned_to_an_older_version_counts_that_versions_records() {
     });
     assert_eq!(status["state"], "degraded", "{status}");
 }
+
+/// Records stored while no controller runs count once one starts, wherever they live: a record
+/// need not be in its request's namespace.
+#[test]
+fn records_stored_before_the_controllers_start_count_from_any_namespace() {
+    let mut k = Kratix::new();
+    k.apply_yaml(&things::promise(&["first"]), &["--no-wait"])
+        .assert_ok();
+    k.apply_yaml(&things::request("one", 1), &["--no-wait"])
+        .assert_ok();
+    let mut elsewhere: Value =
+        serde_json::from_str(&record("probe-far", "one", "degraded", None)).expect("JSON");
+    elsewhere["metadata"]["namespace"] = json!("monitoring");
+    k.apply_yaml(&elsewhere.to_string(), &["--no-wait"])
+        .assert_ok();
+    apply_record(&k, "probe-near", "one", "healthy", None);
+    k.start_serve();
+    let status = eventually("both records counted", WAIT, || {
+        let h = health(&k);
+        (sources(&h) == ["probe-near", "probe-far"]).then_some(h)
+    });
+    assert_eq!(status["state"], "degraded", "{status}");
+    assert_eq!(
+        status["healthRecords"][1]["source"]["namespace"], "monitoring",
+        "{status}"
+    );
+}
