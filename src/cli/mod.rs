@@ -18,6 +18,8 @@ pub mod output;
 pub mod progress;
 pub mod run;
 mod signal;
+#[cfg(test)]
+mod test_objects;
 pub mod tree;
 pub mod wait;
 mod waiting;

@@ -370,28 +370,8 @@ pub fn condition_met(obj: &Object, type_: &str, status: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::test_objects::{redis as request, redis_kind as request_kind};
     use serde_json::json;
-
-    fn request(generation: i64, status: Value) -> Object {
-        serde_json::from_value(json!({
-            "apiVersion": "example.com/v1", "kind": "Redis",
-            "metadata": {"name": "r", "namespace": "default", "generation": generation},
-            "status": status,
-        }))
-        .expect("valid object")
-    }
-
-    fn request_kind() -> KindInfo {
-        KindInfo {
-            group: "example.com".into(),
-            version: "v1".into(),
-            kind: "Redis".into(),
-            plural: "redises".into(),
-            singular: "redis".into(),
-            short_names: vec![],
-            namespaced: true,
-        }
-    }
 
     #[test]
     fn a_request_status_counts_only_for_the_current_promise_generation() {

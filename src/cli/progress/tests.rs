@@ -1,26 +1,7 @@
 use super::*;
 use serde_json::json;
 
-fn kind() -> KindInfo {
-    KindInfo {
-        group: "example.com".into(),
-        version: "v1".into(),
-        kind: "Redis".into(),
-        plural: "redises".into(),
-        singular: "redis".into(),
-        short_names: vec![],
-        namespaced: true,
-    }
-}
-
-fn object(generation: i64, status: Value) -> Object {
-    serde_json::from_value(json!({
-        "apiVersion": "example.com/v1", "kind": "Redis",
-        "metadata": {"name": "r", "namespace": "default", "generation": generation},
-        "status": status,
-    }))
-    .expect("an object")
-}
+use crate::cli::test_objects::{redis as object, redis_kind as kind};
 
 fn pipelines(phases: &[(&str, &str)]) -> Value {
     json!(phases
