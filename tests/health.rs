@@ -195,3 +195,34 @@ fn records_stored_before_the_controllers_start_count_from_any_namespace() {
         "{status}"
     );
 }
+
+/// A record edited to name another request leaves the first one's status and joins the other's.
+#[test]
+fn a_record_that_moves_to_another_request_leaves_the_first() {
+    let mut k = Kratix::new();
+    k.apply_yaml(&things::promise(&["first"]), &["--no-wait"])
+        .assert_ok();
+    k.apply_yaml(&things::request("one", 1), &["--no-wait"])
+        .assert_ok();
+    k.apply_yaml(&things::request("two", 1), &["--no-wait"])
+        .assert_ok();
+    k.start_serve();
+    apply_record(&k, "probe", "one", "degraded", None);
+    eventually("the record counted for one", WAIT, || {
+        (sources(&health(&k)) == ["probe"]).then_some(())
+    });
+    apply_record(&k, "probe", "two", "degraded", None);
+    let of = |request: &str| {
+        k.get_json(things::KIND, request, Some("default"))
+            .map(|o| o["status"]["healthStatus"].clone())
+            .unwrap_or(Value::Null)
+    };
+    eventually("the record counted for two", WAIT, || {
+        (sources(&of("two")) == ["probe"]).then_some(())
+    });
+    let one = eventually("the record gone from one", WAIT, || {
+        let h = of("one");
+        sources(&h).is_empty().then_some(h)
+    });
+    assert_eq!(one, json!({"state": "ready"}));
+}

@@ -311,6 +311,7 @@ impl Runtime {
             for obj in self.cp.list(kind, None, &Selector::everything()).await? {
                 let key = ObjectKey::of(&obj);
                 let owners = self.owners(&obj).await?;
+                // Everything is queued here: former owners need no word of their own.
                 self.remember_owners(key.clone(), owners);
                 self.health_records.saw(&key, Some(&obj));
                 queue.add_background(key);
