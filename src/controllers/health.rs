@@ -4,10 +4,11 @@
 
 use serde_json::{json, Map, Value};
 
-use super::health_index::Named;
-use super::{lookups, Error, Runtime};
 use crate::api::object::label;
 use crate::api::{labels, HealthRecord, Object, ObjectKey};
+
+use super::health_index::Named;
+use super::{lookups, Error, Runtime};
 
 /// How bad each state is, worst first, as Kratix ranks them; an unknown word counts as worst.
 fn rank(state: &str) -> u8 {
@@ -117,8 +118,7 @@ pub async fn health_status(
             .get(&kind, key.namespace.as_deref(), &key.name)
             .await?
         else {
-            rt.health_records.saw(&key, None);
-            continue;
+            continue; // gone: its deletion reaches the index through the change feed
         };
         let Ok(record) = crate::api::object::to_typed::<HealthRecord>(&obj) else {
             continue; // not ours to judge: a malformed record counts for nothing

@@ -4,9 +4,10 @@
 //! its request in `data`, which no label selector reaches; Kratix's controller finds them the
 //! same way, in its informer's cache.
 //!
-//! The index may name a record that is gone (deleted while the change feed was lost): readers
-//! get each record anyway and forget those not found. Whether a record counts is still decided
-//! from the record read (`health::counts`).
+//! The index may name a record that is gone (deleted while the change feed was lost, or a
+//! moment ago): readers get each record and skip those not found. They leave the index to the
+//! change feed: forgetting a key on a read could undo a newer sighting of a record made again.
+//! Whether a record counts is still decided from the record read (`health::counts`).
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Mutex, PoisonError};
