@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use support::bucket::BucketInspector;
-use support::{condition, eventually, fixtures, Kratix};
+use support::{condition, condition_is, eventually, fixtures, Kratix};
 
 use testkit::garage::{self, AccessKey, Garage};
 
@@ -232,10 +232,6 @@ fn wait_for<T>(what: &str, mut f: impl FnMut() -> Result<T, String>) -> T {
             Err(_) => std::thread::sleep(Duration::from_millis(300)),
         }
     }
-}
-
-fn condition_is(obj: &Value, type_: &str, status: &str) -> bool {
-    condition(obj, type_).is_some_and(|c| c["status"] == status)
 }
 
 fn reconciled_for_current_generation(obj: &Value) -> bool {

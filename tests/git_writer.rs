@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use serde_yaml::Value as Yaml;
-use support::{condition, eventually, fixtures, Kratix};
+use support::{condition, condition_is, eventually, fixtures, Kratix};
 
 /// Generous: the machine has 2 cores and tests run in parallel.
 const WAIT: Duration = Duration::from_secs(180);
@@ -338,10 +338,6 @@ fn work_name(k: &Kratix, namespace: &str, resource: &str, pipeline: &str) -> Str
         .as_str()
         .expect("a name")
         .to_string()
-}
-
-fn condition_is(obj: &Value, type_: &str, status: &str) -> bool {
-    condition(obj, type_).is_some_and(|c| c["status"] == status)
 }
 
 /// Waits with the CLI until the condition is True for the object's current generation.

@@ -168,3 +168,61 @@ fn a_request_pinned_to_an_older_version_counts_that_versions_records() {
     });
     assert_eq!(status["state"], "degraded", "{status}");
 }
+
+/// Records stored while no controller runs count once one starts, wherever they live: a record
+/// need not be in its request's namespace.
+#[test]
+fn records_stored_before_the_controllers_start_count_from_any_namespace() {
+    let mut k = Kratix::new();
+    k.apply_yaml(&things::promise(&["first"]), &["--no-wait"])
+        .assert_ok();
+    k.apply_yaml(&things::request("one", 1), &["--no-wait"])
+        .assert_ok();
+    let mut elsewhere: Value =
+        serde_json::from_str(&record("probe-far", "one", "degraded", None)).expect("JSON");
+    elsewhere["metadata"]["namespace"] = json!("monitoring");
+    k.apply_yaml(&elsewhere.to_string(), &["--no-wait"])
+        .assert_ok();
+    apply_record(&k, "probe-near", "one", "healthy", None);
+    k.start_serve();
+    let status = eventually("both records counted", WAIT, || {
+        let h = health(&k);
+        (sources(&h) == ["probe-near", "probe-far"]).then_some(h)
+    });
+    assert_eq!(status["state"], "degraded", "{status}");
+    assert_eq!(
+        status["healthRecords"][1]["source"]["namespace"], "monitoring",
+        "{status}"
+    );
+}
+
+/// A record edited to name another request leaves the first one's status and joins the other's.
+#[test]
+fn a_record_that_moves_to_another_request_leaves_the_first() {
+    let mut k = Kratix::new();
+    k.apply_yaml(&things::promise(&["first"]), &["--no-wait"])
+        .assert_ok();
+    k.apply_yaml(&things::request("one", 1), &["--no-wait"])
+        .assert_ok();
+    k.apply_yaml(&things::request("two", 1), &["--no-wait"])
+        .assert_ok();
+    k.start_serve();
+    apply_record(&k, "probe", "one", "degraded", None);
+    eventually("the record counted for one", WAIT, || {
+        (sources(&health(&k)) == ["probe"]).then_some(())
+    });
+    apply_record(&k, "probe", "two", "degraded", None);
+    let of = |request: &str| {
+        k.get_json(things::KIND, request, Some("default"))
+            .map(|o| o["status"]["healthStatus"].clone())
+            .unwrap_or(Value::Null)
+    };
+    eventually("the record counted for two", WAIT, || {
+        (sources(&of("two")) == ["probe"]).then_some(())
+    });
+    let one = eventually("the record gone from one", WAIT, || {
+        let h = of("one");
+        sources(&h).is_empty().then_some(h)
+    });
+    assert_eq!(one, json!({"state": "ready"}));
+}

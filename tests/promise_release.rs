@@ -196,3 +196,20 @@ fn bad_credentials_garbage_and_other_versions_install_nothing() {
         assert_no_secret(&k, name);
     }
 }
+
+/// A release that names no source to fetch from is refused before anything is stored, as
+/// Kratix's webhook refuses it, naming the field.
+#[test]
+fn a_release_without_a_url_is_refused_naming_the_field() {
+    let k = Kratix::new();
+    let applied = k.apply_yaml(&release("nowhere", "v1", "", "registry"), &["--no-wait"]);
+    applied.assert_failed();
+    assert!(
+        applied
+            .stderr
+            .contains("(PromiseRelease nowhere): spec.sourceRef.url: required"),
+        "{}",
+        applied.stderr
+    );
+    assert!(k.get_json("promiserelease", "nowhere", None).is_none());
+}

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use serde_json::{json, Value};
-use support::{condition, eventually, Kratix};
+use support::{condition, condition_is, eventually, Kratix};
 use testkit::garage;
 
 /// Generous: pipelines run in a sandbox on a busy two-core machine.
@@ -318,10 +318,6 @@ impl Drop for Serve {
             let _ = child.wait();
         }
     }
-}
-
-fn condition_is(obj: &Value, type_: &str, status: &str) -> bool {
-    condition(obj, type_).is_some_and(|c| c["status"] == status)
 }
 
 fn get_kind(kind: &str) -> &'static str {

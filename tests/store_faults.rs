@@ -22,7 +22,7 @@ use serde_json::Value;
 use serde_yaml::Value as Yaml;
 use support::bucket::BucketInspector as Inspector;
 use support::faults::{BareRepo, Commit, FaultPlan, FaultProxy};
-use support::{condition, eventually, fixtures, Kratix};
+use support::{condition, condition_is, eventually, fixtures, Kratix};
 use testkit::{garage, RestartableGitDaemon, SilentServer};
 
 /// Generous: pipelines run in a sandbox on a busy two-core machine, and writes wait out faults.
@@ -118,10 +118,6 @@ fn requests(prefix: &str, count: usize, version: &str) -> BTreeMap<String, Strin
 
 // ---------------------------------------------------------------------------------------------
 // Waiting and looking
-
-fn condition_is(obj: &Value, type_: &str, status: &str) -> bool {
-    condition(obj, type_).is_some_and(|c| c["status"] == status)
-}
 
 fn message_of(obj: &Value, type_: &str) -> String {
     condition(obj, type_)

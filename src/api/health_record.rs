@@ -49,11 +49,8 @@ fn state_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({"type": "string", "enum": STATES, "default": "unknown"})
 }
 
-/// A Promise by name.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct PromiseRef {
-    pub name: String,
-}
+/// A Promise by name, as revisions and bindings name theirs.
+pub use super::versions::PromiseRef;
 
 /// A request by namespace and name.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

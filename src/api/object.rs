@@ -117,6 +117,23 @@ pub fn label<'a>(obj: &'a Object, key: &str) -> Option<&'a str> {
         .map(String::as_str)
 }
 
+/// A reference to `owner` (a platform kind, named `kind`) as its controller: on Kubernetes the
+/// owned object goes with it. `block_owner_deletion` as the owning controller sets it.
+pub fn controller_reference(
+    owner: &Object,
+    kind: &str,
+    block_owner_deletion: Option<bool>,
+) -> k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+    k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+        api_version: super::API_VERSION.into(),
+        kind: kind.into(),
+        name: owner.metadata.name.clone().unwrap_or_default(),
+        uid: owner.metadata.uid.clone().unwrap_or_default(),
+        controller: Some(true),
+        block_owner_deletion,
+    }
+}
+
 /// One annotation's value.
 pub fn annotation<'a>(obj: &'a Object, key: &str) -> Option<&'a str> {
     obj.metadata

@@ -16,7 +16,7 @@ use crate::api::{
 };
 use checks::{
     check_api_names, check_enum, check_health_record, check_labels, check_name, check_pipeline,
-    check_reconciliation_interval, check_store_path, shown,
+    check_reconciliation_interval, check_release, check_store_path, shown, typed,
 };
 
 mod checks;
@@ -250,7 +250,7 @@ fn prepare_one(
         (GROUP, "Promise") => check_promise(&value)?,
         (GROUP, "Destination") => check_destination(&value, state_stores, known)?,
         (GROUP, "GitStateStore") => {
-            let store = typed::<crate::api::GitStateStore>(&value)?;
+            let store = typed::<crate::api::GitStateStore>(&kind.kind, &value)?;
             check_store_path(store.spec.path.as_deref())?;
             check_enum(
                 "spec.authMethod",
@@ -259,7 +259,7 @@ fn prepare_one(
             )?;
         }
         (GROUP, "BucketStateStore") => {
-            let store = typed::<crate::api::BucketStateStore>(&value)?;
+            let store = typed::<crate::api::BucketStateStore>(&kind.kind, &value)?;
             check_store_path(store.spec.path.as_deref())?;
             check_enum(
                 "spec.authMethod",
@@ -268,28 +268,21 @@ fn prepare_one(
             )?;
         }
         (GROUP, "Work") => {
-            typed::<crate::api::Work>(&value)?;
+            typed::<crate::api::Work>(&kind.kind, &value)?;
         }
         (GROUP, "WorkPlacement") => {
-            typed::<crate::api::WorkPlacement>(&value)?;
+            typed::<crate::api::WorkPlacement>(&kind.kind, &value)?;
         }
         (GROUP, "PipelineRun") => {
-            typed::<crate::api::PipelineRun>(&value)?;
+            typed::<crate::api::PipelineRun>(&kind.kind, &value)?;
         }
         (GROUP, "PromiseRevision") => {
-            typed::<crate::api::PromiseRevision>(&value)?;
+            typed::<crate::api::PromiseRevision>(&kind.kind, &value)?;
         }
         (GROUP, "ResourceBinding") => {
-            typed::<crate::api::ResourceBinding>(&value)?;
+            typed::<crate::api::ResourceBinding>(&kind.kind, &value)?;
         }
-        (GROUP, "PromiseRelease") => {
-            let release = typed::<crate::api::PromiseRelease>(&value)?;
-            check_enum(
-                "spec.sourceRef.type",
-                Some(release.spec.source_ref.type_.as_str()),
-                &[crate::api::promise_release::TYPE_HTTP],
-            )?;
-        }
+        (GROUP, "PromiseRelease") => check_release(&typed(&kind.kind, &value)?)?,
         (GROUP, "HealthRecord") => value = check_health_record(value)?,
         ("", "Secret") => value = normalise_secret(value)?,
         _ => {
@@ -326,12 +319,8 @@ fn prepare_one(
     })
 }
 
-fn typed<T: serde::de::DeserializeOwned>(value: &Value) -> Result<T, String> {
-    serde_json::from_value(value.clone()).map_err(|e| e.to_string())
-}
-
 fn check_promise(value: &Value) -> Result<(), String> {
-    let promise: Promise = typed(value)?;
+    let promise: Promise = typed("Promise", value)?;
     let promise_name = promise.metadata.name.clone().unwrap_or_default();
     if let Some(api) = promise_api::request_kind(&promise).map_err(|e| e.to_string())? {
         check_api_names(&api.kind)?;
@@ -363,7 +352,7 @@ fn check_destination(
     state_stores: &BTreeSet<(String, String)>,
     known: &Known,
 ) -> Result<(), String> {
-    let dest: crate::api::Destination = typed(value)?;
+    let dest: crate::api::Destination = typed("Destination", value)?;
     let name = dest.metadata.name.clone().unwrap_or_default();
     let store_ref = dest
         .spec
@@ -409,7 +398,7 @@ fn check_destination(
 /// Folds `stringData` into `data` (base64), as the API server does on write.
 fn normalise_secret(mut value: Value) -> Result<Value, String> {
     crate::api::secret::check_values(&value).map_err(|e| e.to_string())?;
-    let secret: crate::api::Secret = typed(&value)?;
+    let secret: crate::api::Secret = typed("Secret", &value)?;
     if let Some(string_data) = secret.string_data {
         let map = value.as_object_mut().ok_or("a Secret must be a mapping")?;
         map.remove("stringData");

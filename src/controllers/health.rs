@@ -6,8 +6,8 @@ use serde_json::{json, Map, Value};
 
 use crate::api::object::label;
 use crate::api::{labels, HealthRecord, Object, ObjectKey};
-use crate::store::Selector;
 
+use super::health_index::Named;
 use super::{lookups, Error, Runtime};
 
 /// How bad each state is, worst first, as Kratix ranks them; an unknown word counts as worst.
@@ -105,8 +105,21 @@ pub async fn health_status(
     };
     let kind = rt.kind(crate::api::Builtin::HealthRecord);
     let mut records = Vec::new();
-    // Kratix looks at every namespace: a record need not live beside its request.
-    for obj in rt.cp.list(&kind, None, &Selector::everything()).await? {
+    // Kratix looks at every namespace: a record need not live beside its request. The index
+    // names the records about this request, wherever they live.
+    let named = Named {
+        promise: promise.to_string(),
+        namespace: target.namespace.to_string(),
+        name: target.name.to_string(),
+    };
+    for key in rt.health_records.records_of(&named) {
+        let Some(obj) = rt
+            .cp
+            .get(&kind, key.namespace.as_deref(), &key.name)
+            .await?
+        else {
+            continue; // gone: its deletion reaches the index through the change feed
+        };
         let Ok(record) = crate::api::object::to_typed::<HealthRecord>(&obj) else {
             continue; // not ours to judge: a malformed record counts for nothing
         };

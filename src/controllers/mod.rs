@@ -10,7 +10,9 @@ mod commit_message;
 pub mod destinations;
 mod drain;
 mod drift;
+mod executing;
 pub mod health;
+mod health_index;
 pub mod intervals;
 mod kinds;
 mod kube_time;
@@ -31,6 +33,7 @@ pub mod requests;
 pub mod requirements;
 pub mod revisions;
 mod run_failure;
+mod run_loop;
 mod run_outcome;
 mod run_record;
 pub mod runs;
@@ -45,11 +48,9 @@ mod write_retry;
 mod write_summary;
 
 use std::collections::HashMap;
-use std::future::Future;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::StreamExt;
 use tokio::task::JoinHandle;
 use tracing::{debug, warn};
 
@@ -57,13 +58,11 @@ use crate::api::{KindInfo, ObjectKey, GROUP};
 use crate::platform::{builtin, Platform};
 use crate::store::{self, ControlPlane, Selector};
 
-use backoff::Backoff;
-use change_batch::ChangeBatch;
 pub use kube_time::{now_ms, now_rfc3339};
 use queue::Queue;
 pub use settings::{parse_duration_setting, Settings, BINDING_VERSION_ENV};
 pub use statestores::error_chain::ErrorChain;
-use workers::{Finished, Take, Workers};
+use workers::Finished;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -173,6 +172,8 @@ pub struct Runtime {
     pub settings: Settings,
     /// The kinds of the home, kept between reconciles.
     kinds: Arc<kinds::Kinds>,
+    /// Which HealthRecords name which request, kept from what the controllers see.
+    health_records: Arc<health_index::HealthIndex>,
     /// Reconciles done per controller, and whether the controllers have started.
     pub metrics: Arc<metrics::Metrics>,
     /// When each written placement was last checked for drift in the store.
@@ -202,6 +203,7 @@ impl Runtime {
             pipeline_slots: Arc::new(tokio::sync::Semaphore::new(settings.max_parallel)),
             settings,
             kinds: Arc::default(),
+            health_records: Arc::default(),
             metrics: Arc::default(),
             drift: Arc::default(),
             drain_on_stop: None,
@@ -245,100 +247,6 @@ impl Runtime {
         self.settings.max_parallel = n.max(1);
         self.pipeline_slots = Arc::new(tokio::sync::Semaphore::new(self.settings.max_parallel));
         self
-    }
-
-    /// Runs every controller until `stop` completes, then stops executing pipeline runs (see
-    /// [`Runtime::stop_executing`]) and returns. `lock` (the home lock of the embedded runtime)
-    /// is held until then: it proves this process is the only one running controllers for the home. A process runs one `Runtime` at a time: the claims it
-    /// writes on runs name this instance, and it never runs what another live instance claimed.
-    ///
-    /// Failures of the control plane are retried with backoff, never returned: a transient error
-    /// must not end the controllers.
-    pub async fn run(self, lock: impl Send, stop: impl Future<Output = ()>) {
-        let _lock = lock;
-        tokio::pin!(stop);
-        let mut queue = Queue::default();
-        let mut backoff = Backoff::default();
-        // Start-up: recover interrupted runs and look at everything, once the store answers.
-        let (mut changes, mut seen) = loop {
-            match self.start_up(&mut queue).await {
-                Ok(started) => break started,
-                Err(err) => {
-                    let delay = backoff.next();
-                    warn!(error = %ErrorChain(&err), "starting the controllers failed; retrying in {delay:?}");
-                    tokio::select! {
-                        _ = &mut stop => return self.stop_executing().await,
-                        _ = tokio::time::sleep(delay) => continue,
-                    }
-                }
-            }
-        };
-        backoff = Backoff::default();
-        self.metrics.set_started(true);
-        let mut resync = tokio::time::interval(self.settings.resync);
-        resync.tick().await;
-        // When set, everything is looked at again at that moment (after a failure to).
-        let mut resync_due: Option<tokio::time::Instant> = None;
-        let mut workers = Workers::new(self.settings.workers());
-        loop {
-            // Due keys first, then the ones everything was queued with (see
-            // `Queue::add_background`); the change feed is looked at whenever a worker is done.
-            workers.start(&mut queue, &self, Take::All);
-            if resync_due.is_some_and(|due| due <= tokio::time::Instant::now()) {
-                resync_due = match self.resync(&mut queue).await {
-                    Ok((fresh, since)) => {
-                        (changes, seen) = (fresh, since);
-                        backoff = Backoff::default();
-                        None
-                    }
-                    Err(err) => {
-                        let delay = backoff.next();
-                        warn!(error = %ErrorChain(&err), "looking at everything again failed; retrying in {delay:?}");
-                        Some(tokio::time::Instant::now() + delay)
-                    }
-                };
-                continue;
-            }
-            self.metrics.set_queue_depth(queue.len());
-            // With every worker busy, only one finishing lets another key be taken.
-            let mut sleep = match workers.is_full() {
-                true => Duration::from_secs(1),
-                false => queue.time_to_next().unwrap_or(Duration::from_secs(1)),
-            };
-            if let Some(due) = resync_due {
-                sleep = sleep.min(due.saturating_duration_since(tokio::time::Instant::now()));
-            }
-            tokio::select! {
-                _ = &mut stop => break,
-                Some(finished) = workers.next(), if !workers.is_empty() => {
-                    self.settle(&mut queue, finished);
-                }
-                change = changes.next() => {
-                    // Take every change already read with it: an object changed several times
-                    // (or several of whose parts changed) is then looked at once, not once each.
-                    let batch = ChangeBatch::take(change, &mut changes);
-                    if batch.feed_lost {
-                        resync_due = Some(tokio::time::Instant::now());
-                    }
-                    seen = batch.newest.unwrap_or(seen);
-                    if !self.queue_affected(&mut queue, batch.keys).await {
-                        // Some dependants are unknown for now: look at everything soon.
-                        resync_due.get_or_insert_with(|| tokio::time::Instant::now() + backoff.next());
-                    }
-                }
-                _ = resync.tick() => resync_due = Some(tokio::time::Instant::now()),
-                _ = tokio::time::sleep(sleep) => {}
-            }
-        }
-        // Reconciles under way end as they would have: stopping never cuts one short.
-        while let Some(finished) = workers.next().await {
-            self.settle(&mut queue, finished);
-        }
-        if let Some(limit) = self.drain_on_stop {
-            self.drain(&mut queue, &mut workers, (&mut changes, seen), limit)
-                .await;
-        }
-        self.stop_executing().await;
     }
 
     /// Queues what the changed objects affect; false when that is unknown for one of them (it
@@ -396,90 +304,18 @@ impl Runtime {
         Ok((self.cp.watch(&[], &since), since))
     }
 
-    /// Whether this instance is carrying out `run` right now.
-    pub fn is_executing(&self, run: &ObjectKey) -> bool {
-        self.running
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .contains_key(run)
-    }
-
-    /// Whether this instance is carrying out any pipeline run right now.
-    fn executing_any(&self) -> bool {
-        !self
-            .running
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .is_empty()
-    }
-
-    /// Records that `run` is carried out by the task `spawn` starts. The map stays locked while
-    /// the task starts, so its own [`Runtime::done_executing`] cannot come first.
-    fn start_executing(&self, run: ObjectKey, spawn: impl FnOnce() -> JoinHandle<()>) {
-        let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
-        running.insert(run, spawn());
-    }
-
-    fn done_executing(&self, run: &ObjectKey) {
-        self.running
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(run);
-    }
-
-    /// Stops executing: lets the runs in progress finish for up to the shutdown grace, then
-    /// kills the rest (their containers die with their tasks) and gives their claims back, so
-    /// that they run again from the start — never twice at once, never lost.
-    pub async fn stop_executing(&self) {
-        let deadline = tokio::time::Instant::now() + self.settings.shutdown_grace;
-        loop {
-            let left = self
-                .running
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .len();
-            if left == 0 {
-                return;
-            }
-            if tokio::time::Instant::now() >= deadline {
-                break;
-            }
-            debug!(
-                runs = left,
-                "waiting for pipeline runs to finish before stopping"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        let unfinished: Vec<(ObjectKey, JoinHandle<()>)> = self
-            .running
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .drain()
-            .collect();
-        for (run, task) in unfinished {
-            task.abort();
-            let _ = task.await;
-            match runs::release(self, &run).await {
-                Ok(true) => {
-                    warn!(run = %run, "stopped before the run finished; it runs again later")
-                }
-                Ok(false) => {}
-                Err(err) => {
-                    warn!(run = %run, error = %ErrorChain(&err), "could not give the run back; the next controllers take it over")
-                }
-            }
-        }
-    }
-
     async fn enqueue_everything(&self, queue: &mut Queue) -> Result<(), Error> {
         for kind in self.kinds.read(&self.platform).await?.iter() {
             if kind.group.is_empty() {
                 continue; // Secrets only matter through the stores that reference them.
             }
             for obj in self.cp.list(kind, None, &Selector::everything()).await? {
+                let key = ObjectKey::of(&obj);
                 let owners = self.owners(&obj).await?;
-                self.remember_owners(ObjectKey::of(&obj), owners);
-                queue.add_background(ObjectKey::of(&obj));
+                // Everything is queued here: former owners need no word of their own.
+                self.remember_owners(key.clone(), owners);
+                self.health_records.saw(&key, Some(&obj));
+                queue.add_background(key);
             }
         }
         Ok(())

@@ -28,11 +28,14 @@ impl Runtime {
             .cp
             .get(&kind, key.namespace.as_deref(), &key.name)
             .await?;
+        self.health_records.saw(key, obj.as_ref());
         let owners = match &obj {
+            // Those it had before hear of it too: a HealthRecord that names another request
+            // leaves the first one's status.
             Some(obj) => {
                 let owners = self.owners(obj).await?;
-                self.remember_owners(key.clone(), owners.clone());
-                owners
+                let before = self.remember_owners(key.clone(), owners.clone());
+                owners_then_former(owners, before)
             }
             None => self.forget_owners(key),
         };
@@ -133,14 +136,17 @@ impl Runtime {
         }
     }
 
-    pub(super) fn remember_owners(&self, key: ObjectKey, owners: Vec<ObjectKey>) {
-        if let Ok(mut seen) = self.owners_seen.lock() {
-            if owners.is_empty() {
-                seen.remove(&key);
-            } else {
-                seen.insert(key, owners);
-            }
-        }
+    /// Remembers the owners `key` has now; returns those it had before.
+    pub(super) fn remember_owners(&self, key: ObjectKey, owners: Vec<ObjectKey>) -> Vec<ObjectKey> {
+        let Ok(mut seen) = self.owners_seen.lock() else {
+            return vec![];
+        };
+        let before = if owners.is_empty() {
+            seen.remove(&key)
+        } else {
+            seen.insert(key, owners)
+        };
+        before.unwrap_or_default()
     }
 
     fn forget_owners(&self, key: &ObjectKey) -> Vec<ObjectKey> {
@@ -175,6 +181,45 @@ impl Runtime {
                 )])
             }
             None => Ok(vec![ObjectKey::new(GROUP, "Promise", None, &promise)]),
+        }
+    }
+}
+
+/// The owners an object has now, then those it had before and has no more.
+fn owners_then_former(now: Vec<ObjectKey>, before: Vec<ObjectKey>) -> Vec<ObjectKey> {
+    let mut out = now;
+    for key in before {
+        if !out.contains(&key) {
+            out.push(key);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn former_owners_follow_the_current_ones_once() {
+        let k = |name: &str| ObjectKey::new("example.com", "Redis", Some("default"), name);
+        let cases = [
+            (vec![k("a")], vec![k("a")], vec![k("a")]),
+            (vec![k("b")], vec![k("a")], vec![k("b"), k("a")]),
+            (vec![], vec![k("a")], vec![k("a")]),
+            (
+                vec![k("a"), k("b")],
+                vec![k("b"), k("c")],
+                vec![k("a"), k("b"), k("c")],
+            ),
+            (vec![], vec![], vec![]),
+        ];
+        for (now, before, want) in cases {
+            assert_eq!(
+                owners_then_former(now.clone(), before.clone()),
+                want,
+                "{now:?} {before:?}"
+            );
         }
     }
 }

@@ -191,7 +191,12 @@ async fn install(
         .labels
         .get_or_insert_with(Default::default)
         .insert(RELEASE_NAME_LABEL.into(), name.into());
-    promise.metadata.owner_references = Some(vec![owner_reference(release)]);
+    // The release owns its Promise (on Kubernetes, as Kratix sets it).
+    promise.metadata.owner_references = Some(vec![crate::api::object::controller_reference(
+        release,
+        "PromiseRelease",
+        Some(true),
+    )]);
     let promise_name = promise.metadata.name.clone().unwrap_or_default();
     match rt.cp.get(&kind, None, &promise_name).await? {
         None => {
@@ -268,20 +273,6 @@ async fn set_outcome(rt: &Runtime, obj: &Object, outcome: &Outcome) -> Result<()
     )
     .await?;
     Ok(())
-}
-
-/// The release owns its Promise (on Kubernetes, as Kratix sets it).
-fn owner_reference(
-    release: &Object,
-) -> k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
-    k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
-        api_version: crate::api::API_VERSION.into(),
-        kind: "PromiseRelease".into(),
-        name: release.metadata.name.clone().unwrap_or_default(),
-        uid: release.metadata.uid.clone().unwrap_or_default(),
-        controller: Some(true),
-        block_owner_deletion: Some(true),
-    }
 }
 
 /// Releases whose `sourceRef.secretRef` names this Secret.

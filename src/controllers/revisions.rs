@@ -149,7 +149,10 @@ pub async fn sync(rt: &Runtime, promise: &Object) -> Result<(), Error> {
                 "spec": spec,
             }))
             .map_err(|source| Error::malformed(promise, "Promise", source))?;
-            obj.metadata.owner_references = Some(vec![owner_reference(promise)]);
+            // The Promise owns its revisions: on Kubernetes they go with it.
+            obj.metadata.owner_references = Some(vec![crate::api::object::controller_reference(
+                promise, "Promise", None,
+            )]);
             rt.cp.create(&kind, &obj).await?;
             let recorded = promise
                 .data
@@ -226,20 +229,6 @@ pub async fn delete_all(rt: &Runtime, promise: &str) -> Result<(), Error> {
         status::delete_if_present(rt.cp.as_ref(), &kind, &obj).await?;
     }
     Ok(())
-}
-
-/// The Promise owns its revisions (on Kubernetes they go with it).
-fn owner_reference(
-    promise: &Object,
-) -> k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
-    k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
-        api_version: crate::api::API_VERSION.into(),
-        kind: "Promise".into(),
-        name: promise.metadata.name.clone().unwrap_or_default(),
-        uid: promise.metadata.uid.clone().unwrap_or_default(),
-        controller: Some(true),
-        block_owner_deletion: None,
-    }
 }
 
 /// The Promise of a revision, to wake when the revision changes.

@@ -281,6 +281,11 @@ pub fn condition<'a>(obj: &'a Value, type_: &str) -> Option<&'a Value> {
         .find(|c| c["type"] == type_)
 }
 
+/// Whether the object's condition `type_` has status `status` (`"True"`, `"False"`, …).
+pub fn condition_is(obj: &Value, type_: &str, status: &str) -> bool {
+    condition(obj, type_).is_some_and(|c| c["status"] == status)
+}
+
 /// A local Git state store and a Destination on it, as YAML, for `apply`.
 pub fn git_destination_yaml(store_url: &str, destination: &str, labels: &str) -> String {
     format!(

@@ -77,19 +77,13 @@ pub fn dot(root: &Node) -> String {
     let mut out = String::from(
         "digraph kratix {\n  rankdir=LR;\n  node [shape=box, fontname=\"monospace\"];\n",
     );
-    let nodes = numbered(root);
-    for (id, _, node) in &nodes {
-        let mut label = escape(&node.title());
-        if !node.detail.is_empty() {
-            label = format!("{label}\\n{}", escape(&node.detail));
-        }
-        let _ = writeln!(out, "  n{id} [label=\"{label}\"];");
-    }
-    for (id, parent, _) in &nodes {
-        if let Some(parent) = parent {
-            let _ = writeln!(out, "  n{parent} -> n{id};");
-        }
-    }
+    out.push_str(&graph_lines(
+        root,
+        escape,
+        "\\n",
+        |id, label| format!("  n{id} [label=\"{label}\"];"),
+        |parent, id| format!("  n{parent} -> n{id};"),
+    ));
     out.push_str("}\n");
     out
 }
@@ -105,17 +99,38 @@ pub fn mermaid(root: &Node) -> String {
             .replace('>', "#gt;")
     };
     let mut out = String::from("flowchart LR\n");
+    out.push_str(&graph_lines(
+        root,
+        escape,
+        "<br/>",
+        |id, label| format!("  n{id}[\"{label}\"]"),
+        |parent, id| format!("  n{parent} --> n{id}"),
+    ));
+    out
+}
+
+/// The lines of a graph of the tree, numbered depth-first: one per node (`node(id, label)`, the
+/// label its escaped title and, after `line_break`, its escaped detail), then one per edge
+/// (`edge(parent, id)`).
+fn graph_lines(
+    root: &Node,
+    escape: impl Fn(&str) -> String,
+    line_break: &str,
+    node: impl Fn(usize, &str) -> String,
+    edge: impl Fn(usize, usize) -> String,
+) -> String {
+    let mut out = String::new();
     let nodes = numbered(root);
-    for (id, _, node) in &nodes {
-        let mut label = escape(&node.title());
-        if !node.detail.is_empty() {
-            label = format!("{label}<br/>{}", escape(&node.detail));
+    for (id, _, n) in &nodes {
+        let mut label = escape(&n.title());
+        if !n.detail.is_empty() {
+            label = format!("{label}{line_break}{}", escape(&n.detail));
         }
-        let _ = writeln!(out, "  n{id}[\"{label}\"]");
+        let _ = writeln!(out, "{}", node(*id, &label));
     }
     for (id, parent, _) in &nodes {
         if let Some(parent) = parent {
-            let _ = writeln!(out, "  n{parent} --> n{id}");
+            let _ = writeln!(out, "{}", edge(*parent, *id));
         }
     }
     out

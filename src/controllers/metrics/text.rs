@@ -8,6 +8,12 @@ fn family(out: &mut String, name: &str, kind: &str, help: &str) {
     out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n"));
 }
 
+/// A family of one sample without labels, named once for both.
+fn sample(out: &mut String, name: &str, kind: &str, help: &str, value: impl std::fmt::Display) {
+    family(out, name, kind, help);
+    out.push_str(&format!("{name} {value}\n"));
+}
+
 pub(super) fn render(m: &Metrics) -> String {
     let mut out = String::new();
     let counts = m.snapshot();
@@ -70,16 +76,13 @@ pub(super) fn render(m: &Metrics) -> String {
         );
     }
 
-    family(
+    sample(
         &mut out,
         "kratix_queue_depth",
         "gauge",
         "Objects waiting in the controllers' queue.",
+        m.queue_depth.load(Ordering::Relaxed),
     );
-    out.push_str(&format!(
-        "kratix_queue_depth {}\n",
-        m.queue_depth.load(Ordering::Relaxed)
-    ));
 
     family(
         &mut out,
@@ -108,26 +111,20 @@ pub(super) fn render(m: &Metrics) -> String {
         "Commits published by one push to a Git state store.",
     );
     locked(&m.commits_per_push).render("kratix_git_commits_per_push", "", &mut out);
-    family(
+    sample(
         &mut out,
         "kratix_git_push_conflicts_total",
         "counter",
         "Pushes refused because the branch had moved (the commits are re-applied on its tip).",
+        m.push_conflicts.load(Ordering::Relaxed),
     );
-    out.push_str(&format!(
-        "kratix_git_push_conflicts_total {}\n",
-        m.push_conflicts.load(Ordering::Relaxed)
-    ));
-    family(
+    sample(
         &mut out,
         "kratix_git_push_retries_total",
         "counter",
         "Pushes made again after waiting, the branch having moved under a freshly fetched tip.",
+        m.push_retries.load(Ordering::Relaxed),
     );
-    out.push_str(&format!(
-        "kratix_git_push_retries_total {}\n",
-        m.push_retries.load(Ordering::Relaxed)
-    ));
     out
 }
 
