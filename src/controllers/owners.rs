@@ -90,7 +90,7 @@ impl Runtime {
                 // A binding's request runs with the version it names.
                 "ResourceBinding" => {
                     let kind = match label(labels::PROMISE_NAME) {
-                        Some(promise) => lookups::request_kind_of(self, promise).await?,
+                        Some(promise) => self.request_kind_of(promise).await?,
                         None => None,
                     };
                     Ok(bindings::request_of(kind.as_ref(), obj)
@@ -161,7 +161,7 @@ impl Runtime {
         };
         match label(labels::RESOURCE_NAME) {
             Some(resource) => {
-                let Some(kind) = lookups::request_kind_of(self, &promise).await? else {
+                let Some(kind) = self.request_kind_of(&promise).await? else {
                     return Ok(vec![]);
                 };
                 let ns =
