@@ -6,7 +6,7 @@ use crate::api::pipeline::Pipeline;
 use crate::api::{Condition, Object};
 use crate::workflow::{self, Action, RunRecord, Step, WorksState};
 
-use super::subject::{runs_of, Subject};
+use super::subject::Subject;
 use super::{status, workflows, works, Error, Next, Runtime};
 
 /// Where a configure workflow stands.
@@ -33,8 +33,10 @@ pub async fn configure(
     subject: &Subject,
     pipelines: &[Pipeline],
 ) -> Result<Configured, Error> {
-    let (step, records) = workflows::drive(rt, subject, Action::Configure, pipelines).await?;
-    let runs = runs_of(rt, subject).await?;
+    // The runs as read before this step acted: what it started or pruned changes neither the
+    // records of the status nor the newest failed run a failure is reported from.
+    let (step, runs) = workflows::drive(rt, subject, Action::Configure, pipelines).await?;
+    let records: Vec<RunRecord> = runs.iter().map(|(_, r)| r.clone()).collect();
     let mut subject_works = works::works_of(rt, subject).await?;
     // With no pipelines left the workflow is done at once: the Works of the removed ones go too.
     if finished(&step) && works::delete_obsolete(rt, &subject_works, pipelines).await? {
@@ -59,8 +61,7 @@ pub async fn delete(
     subject: &Subject,
     pipelines: &[Pipeline],
 ) -> Result<Option<Next>, Error> {
-    let (step, _) = workflows::drive(rt, subject, Action::Delete, pipelines).await?;
-    let runs = runs_of(rt, subject).await?;
+    let (step, runs) = workflows::drive(rt, subject, Action::Delete, pipelines).await?;
     let condition = workflow::delete_condition(&step, &workflows::failure_reason(&runs, &step));
     status::update_status(rt.cp.as_ref(), &subject.kind, &subject.key(), |_, s| {
         status::set_conditions(s, [condition.clone()]);

@@ -357,6 +357,12 @@ impl Runtime {
             .await?)
     }
 
+    /// The request kind a Promise defines, from the kinds kept between reconciles: every
+    /// change of a run or Work asks it, to find the request that waits on it.
+    async fn request_kind_of(&self, promise: &str) -> Result<Option<KindInfo>, Error> {
+        Ok(self.kinds.request_kind_of(&self.platform, promise).await?)
+    }
+
     /// The kind info of a built-in kind.
     pub fn kind(&self, kind: crate::api::Builtin) -> KindInfo {
         builtin(kind)

@@ -94,7 +94,7 @@ impl Runtime {
                 // A binding's request runs with the version it names.
                 "ResourceBinding" => {
                     let kind = match label(labels::PROMISE_NAME) {
-                        Some(promise) => lookups::request_kind_of(self, promise).await?,
+                        Some(promise) => self.request_kind_of(promise).await?,
                         None => None,
                     };
                     Ok(bindings::request_of(kind.as_ref(), obj)
@@ -168,7 +168,7 @@ impl Runtime {
         };
         match label(labels::RESOURCE_NAME) {
             Some(resource) => {
-                let Some(kind) = lookups::request_kind_of(self, &promise).await? else {
+                let Some(kind) = self.request_kind_of(&promise).await? else {
                     return Ok(vec![]);
                 };
                 let ns =

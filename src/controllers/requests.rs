@@ -86,19 +86,15 @@ pub async fn reconcile(rt: &Runtime, kind: &KindInfo, obj: Object) -> Result<Nex
     if obj.metadata.deletion_timestamp.is_some() {
         return teardown(rt, &subject, &promise).await;
     }
-    let Some(obj) =
-        status::add_finalizer(rt.cp.as_ref(), kind, &obj, finalizers::WORKFLOWS).await?
-    else {
-        return Ok(Next::Done);
-    };
     // Requests carry their Promise's name, as Kratix labels them, however they were stored
-    // (kubectl sets no such label): their deletion must wake the Promise.
-    let Some(obj) = status::add_label(
+    // (kubectl sets no such label): their deletion must wake the Promise. Written together
+    // with the finalizer, in one write.
+    let Some(obj) = status::add_finalizer_and_label(
         rt.cp.as_ref(),
         kind,
         &obj,
-        labels::PROMISE_NAME,
-        &promise_name,
+        finalizers::WORKFLOWS,
+        (labels::PROMISE_NAME, &promise_name),
     )
     .await?
     else {
@@ -158,7 +154,7 @@ pub async fn reconcile(rt: &Runtime, kind: &KindInfo, obj: Object) -> Result<Nex
         None => label(&promise_obj, labels::PROMISE_VERSION),
     };
     let health = health::health_status(rt, &promise_name, version, &obj, had_health).await?;
-    status::update_status(rt.cp.as_ref(), kind, &key, |_, s| {
+    status::update_status_of(rt.cp.as_ref(), kind, &obj, |_, s| {
         status::set_conditions(s, conditions.clone());
         if let Some(health) = &health {
             status::set_field(s, "healthStatus", health.clone());

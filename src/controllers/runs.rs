@@ -7,7 +7,9 @@ use serde_json::Value;
 use tracing::{error, info, warn};
 
 use crate::api::pipeline::Pipeline;
-use crate::api::{Object, ObjectKey, PipelineRun, PipelineRunPhase, PipelineRunStatus, Promise};
+use crate::api::{
+    promise_api, Object, ObjectKey, PipelineRun, PipelineRunPhase, PipelineRunStatus, Promise,
+};
 use crate::pipeline::contract::{
     kratix_env, ResourceObject, Subject as EnvSubject, WorkflowAction, WorkflowEnv,
 };
@@ -139,7 +141,7 @@ async fn claim_and_start(rt: &Runtime, key: &ObjectKey) -> Result<Next, Error> {
                     }
                 };
                 statestores::crash::crash_point("run-before-finish");
-                record_outcome(&rt2, &task_key, &finished).await;
+                record_outcome(&rt2, &claimed, &finished).await;
                 rt2.metrics
                     .run_finished(run_labels(&claimed, &finished), began.elapsed());
             }
@@ -222,10 +224,13 @@ fn kill_leftovers(rt: &Runtime, run: &Object) {
 /// Records the outcome on the run, retrying until the control plane takes it: a run must never
 /// stay `Running` because one write failed. If this process dies first, the run's claim names a
 /// dead executor and the run is taken over and run again.
-async fn record_outcome(rt: &Runtime, key: &ObjectKey, finished: &Finished) {
+/// `claimed` is the run as its claim stored it: nobody else writes a run while its claimant
+/// runs it, so the outcome is written without reading it again (a conflict reads it).
+async fn record_outcome(rt: &Runtime, claimed: &Object, finished: &Finished) {
+    let key = &ObjectKey::of(claimed);
     let mut delay = std::time::Duration::from_millis(100);
     loop {
-        match finish(rt, key, finished).await {
+        match finish(rt, claimed, finished).await {
             Ok(()) => return,
             Err(err) => {
                 error!(run = %key, error = %ErrorChain(&err), "recording the run's outcome failed; retrying in {delay:?}");
@@ -236,27 +241,35 @@ async fn record_outcome(rt: &Runtime, key: &ObjectKey, finished: &Finished) {
     }
 }
 
-async fn finish(rt: &Runtime, key: &ObjectKey, finished: &Finished) -> Result<(), Error> {
+async fn finish(rt: &Runtime, claimed: &Object, finished: &Finished) -> Result<(), Error> {
+    let key = &ObjectKey::of(claimed);
     let done = now_rfc3339();
     let me = &rt.executor;
     let mut ours = true;
-    update_run_status(rt, key, |s| {
-        ours = s.phase == PipelineRunPhase::Running && s.executor.as_ref() == Some(me);
-        if !ours {
-            return;
-        }
-        s.phase = finished.phase;
-        s.completion_time = Some(done.clone());
-        if !finished.message.is_empty() {
-            s.message = Some(finished.message.clone());
-        }
-        if let Some(code) = finished.exit_code {
-            s.exit_code = Some(code);
-        }
-        if let Some(c) = &finished.control {
-            s.workflow_control = Some(c.clone());
-        }
-    })
+    let kind = rt.kind(crate::api::Builtin::PipelineRun);
+    status::update_typed_status_of(
+        rt.cp.as_ref(),
+        &kind,
+        claimed,
+        "PipelineRun",
+        |s: &mut PipelineRunStatus| {
+            ours = s.phase == PipelineRunPhase::Running && s.executor.as_ref() == Some(me);
+            if !ours {
+                return;
+            }
+            s.phase = finished.phase;
+            s.completion_time = Some(done.clone());
+            if !finished.message.is_empty() {
+                s.message = Some(finished.message.clone());
+            }
+            if let Some(code) = finished.exit_code {
+                s.exit_code = Some(code);
+            }
+            if let Some(c) = &finished.control {
+                s.workflow_control = Some(c.clone());
+            }
+        },
+    )
     .await?;
     if !ours {
         warn!(run = %key, "the run's claim changed while it ran; its outcome is not recorded");
@@ -308,8 +321,9 @@ async fn execute(rt: &Runtime, run: &Object) -> Result<Finished, Error> {
 
     // The live object, as Kratix's reader gives it to the pipeline.
     let (object, env_subject, parent_kind) = if spec.workflow_type == "resource" {
-        let kind = lookups::request_kind_of(rt, &promise_name)
-            .await?
+        let kind = promise_api::kinds_from_promises(std::slice::from_ref(&promise_obj))
+            .into_iter()
+            .next()
             .ok_or_else(|| bad(Failure::NoRequestKind(promise_name.clone())))?;
         let ns = spec.resource_namespace.clone();
         let name = spec.resource_name.clone();

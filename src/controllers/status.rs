@@ -25,16 +25,26 @@ enum Part {
 /// Re-reads the object, applies `change`, and writes `part` back if anything changed, retrying
 /// when someone else wrote in between. Returns the object as stored afterwards, or `None` if it
 /// is gone.
+///
+/// `known` is the object as the caller read it: the first attempt starts from it instead of
+/// reading it again. When the change leaves it as it is, nothing is read or written; should
+/// the stored object differ from it, that later write wakes its controller again anyway. When
+/// it is stale, the write conflicts and the next attempt reads the stored object.
 async fn read_modify_write(
     cp: &dyn ControlPlane,
     kind: &KindInfo,
     key: &ObjectKey,
     part: Part,
+    mut known: Option<Object>,
     mut change: impl FnMut(&mut Object),
 ) -> Result<Option<Object>, Error> {
     for _ in 0..ATTEMPTS {
-        let Some(obj) = cp.get(kind, key.namespace.as_deref(), &key.name).await? else {
-            return Ok(None);
+        let obj = match known.take() {
+            Some(obj) => obj,
+            None => match cp.get(kind, key.namespace.as_deref(), &key.name).await? {
+                Some(obj) => obj,
+                None => return Ok(None),
+            },
         };
         let mut changed = obj.clone();
         change(&mut changed);
@@ -65,9 +75,30 @@ pub async fn update_status(
     cp: &dyn ControlPlane,
     kind: &KindInfo,
     key: &ObjectKey,
+    change: impl FnMut(&Object, &mut Value),
+) -> Result<Option<Object>, Error> {
+    change_status(cp, kind, key, None, change).await
+}
+
+/// [`update_status`] starting from the object as the caller read it (see
+/// [`read_modify_write`]).
+pub async fn update_status_of(
+    cp: &dyn ControlPlane,
+    kind: &KindInfo,
+    obj: &Object,
+    change: impl FnMut(&Object, &mut Value),
+) -> Result<Option<Object>, Error> {
+    change_status(cp, kind, &ObjectKey::of(obj), Some(obj.clone()), change).await
+}
+
+async fn change_status(
+    cp: &dyn ControlPlane,
+    kind: &KindInfo,
+    key: &ObjectKey,
+    known: Option<Object>,
     mut change: impl FnMut(&Object, &mut Value),
 ) -> Result<Option<Object>, Error> {
-    read_modify_write(cp, kind, key, Part::Status, |obj| {
+    read_modify_write(cp, kind, key, Part::Status, known, |obj| {
         let mut status = obj
             .data
             .get("status")
@@ -103,13 +134,43 @@ pub async fn update_typed_status<S>(
     kind: &KindInfo,
     key: &ObjectKey,
     what: &'static str,
+    change: impl FnMut(&mut S),
+) -> Result<Option<Object>, Error>
+where
+    S: Serialize + DeserializeOwned + Default + Clone + PartialEq,
+{
+    change_typed_status(cp, kind, key, None, what, change).await
+}
+
+/// [`update_typed_status`] starting from the object as the caller read it (see
+/// [`read_modify_write`]).
+pub async fn update_typed_status_of<S>(
+    cp: &dyn ControlPlane,
+    kind: &KindInfo,
+    obj: &Object,
+    what: &'static str,
+    change: impl FnMut(&mut S),
+) -> Result<Option<Object>, Error>
+where
+    S: Serialize + DeserializeOwned + Default + Clone + PartialEq,
+{
+    let key = ObjectKey::of(obj);
+    change_typed_status(cp, kind, &key, Some(obj.clone()), what, change).await
+}
+
+async fn change_typed_status<S>(
+    cp: &dyn ControlPlane,
+    kind: &KindInfo,
+    key: &ObjectKey,
+    known: Option<Object>,
+    what: &'static str,
     mut change: impl FnMut(&mut S),
 ) -> Result<Option<Object>, Error>
 where
     S: Serialize + DeserializeOwned + Default + Clone + PartialEq,
 {
     let mut failed = None;
-    let stored = read_modify_write(cp, kind, key, Part::Status, |obj| {
+    let stored = read_modify_write(cp, kind, key, Part::Status, known, |obj| {
         failed = None;
         let before: S = match typed_status(obj) {
             Ok(status) => status,
@@ -145,7 +206,7 @@ pub async fn update_object(
     key: &ObjectKey,
     change: impl FnMut(&mut Object),
 ) -> Result<Option<Object>, Error> {
-    read_modify_write(cp, kind, key, Part::Object, change).await
+    read_modify_write(cp, kind, key, Part::Object, None, change).await
 }
 
 pub fn has_finalizer(obj: &Object, finalizer: &str) -> bool {
@@ -174,18 +235,24 @@ pub async fn add_finalizer(
     .await
 }
 
-/// Sets a label unless it has that value already; the object as stored, `None` once it is gone.
-pub async fn add_label(
+/// Adds a finalizer and sets a label (unless both are there already) in one write; the object
+/// as stored, `None` once it is gone.
+pub async fn add_finalizer_and_label(
     cp: &dyn ControlPlane,
     kind: &KindInfo,
     obj: &Object,
-    key: &str,
-    value: &str,
+    finalizer: &str,
+    (key, value): (&str, &str),
 ) -> Result<Option<Object>, Error> {
-    if crate::api::object::label(obj, key) == Some(value) {
+    if has_finalizer(obj, finalizer) && crate::api::object::label(obj, key) == Some(value) {
         return Ok(Some(obj.clone()));
     }
-    update_object(cp, kind, &ObjectKey::of(obj), |o| {
+    let known = Some(obj.clone());
+    read_modify_write(cp, kind, &ObjectKey::of(obj), Part::Object, known, |o| {
+        let f = o.metadata.finalizers.get_or_insert_with(Vec::new);
+        if !f.iter().any(|x| x == finalizer) {
+            f.push(finalizer.to_string());
+        }
         o.metadata
             .labels
             .get_or_insert_with(Default::default)

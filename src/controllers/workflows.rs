@@ -16,13 +16,14 @@ use crate::events::{self, Reason};
 /// Runs kept per pipeline once a workflow has completed (Kratix's `numberOfJobsToKeep`).
 const RUNS_TO_KEEP: usize = 5;
 
-/// Decides and acts for one workflow action. Returns the step as decided, and the records.
+/// Decides and acts for one workflow action. Returns the step as decided, and the runs with
+/// their records as read before acting.
 pub async fn drive(
     rt: &Runtime,
     subject: &Subject,
     action: Action,
     pipelines: &[Pipeline],
-) -> Result<(Step, Vec<RunRecord>), Error> {
+) -> Result<(Step, Vec<(Object, RunRecord)>), Error> {
     let runs = runs_of(rt, subject).await?;
     let records: Vec<RunRecord> = runs.iter().map(|(_, r)| r.clone()).collect();
     let names: Vec<String> = pipelines.iter().map(|p| p.name().to_string()).collect();
@@ -81,7 +82,7 @@ pub async fn drive(
     if matches!(step, Step::Completed { .. } | Step::Failed { .. }) {
         prune_runs(rt, &runs).await?;
     }
-    Ok((step, records))
+    Ok((step, runs))
 }
 
 async fn start_run(

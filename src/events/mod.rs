@@ -106,28 +106,26 @@ async fn try_record(
     let mut last = None;
     for _ in 0..ATTEMPTS {
         let now = format!("{:.3}", jiff::Timestamp::now());
-        let result = match cp.get(&kind, Some(&namespace), &name).await? {
-            Some(stored) => cp
-                .update(&kind, &repeated(&stored, involved, &now))
-                .await
-                .map(|_| false),
-            None => {
-                let event: Object = serde_json::from_value(new_event(
-                    involved, reason, message, &now,
-                ))
-                .map_err(|source| store::Error::Backend {
-                    context: format!("encoding event {name}"),
-                    source: Box::new(source),
-                })?;
-                cp.create(&kind, &event).await.map(|_| true)
+        // Most events are new: create first, and read the stored one only when it is there.
+        let event: Object = serde_json::from_value(new_event(involved, reason, message, &now))
+            .map_err(|source| store::Error::Backend {
+                context: format!("encoding event {name}"),
+                source: Box::new(source),
+            })?;
+        let result = match cp.create(&kind, &event).await {
+            Ok(_) => return prune(cp, involved).await,
+            Err(store::Error::AlreadyExists { .. }) => {
+                match cp.get(&kind, Some(&namespace), &name).await? {
+                    Some(stored) => cp.update(&kind, &repeated(&stored, involved, &now)).await,
+                    // Gone between the two: create it again.
+                    None => continue,
+                }
             }
+            Err(err) => Err(err),
         };
         match result {
-            Ok(true) => return prune(cp, involved).await,
-            Ok(false) => return Ok(()),
-            Err(err @ (store::Error::Conflict { .. } | store::Error::AlreadyExists { .. })) => {
-                last = Some(err)
-            }
+            Ok(_) => return Ok(()),
+            Err(err @ store::Error::Conflict { .. }) => last = Some(err),
             Err(err) => return Err(err),
         }
     }

@@ -92,7 +92,7 @@ pub(super) async fn write_batch(
 
     // Record what we are about to write before writing, so a crash in between never leaves a
     // file of ours that no record claims.
-    for (wp, desired) in &per_wp {
+    for (wp, desired) in &mut per_wp {
         let owned = owned_paths(wp);
         if desired.iter().any(|(p, _)| !owned.contains(p)) {
             let pending: Vec<String> = owned
@@ -102,7 +102,11 @@ pub(super) async fn write_batch(
                 .collect::<BTreeSet<_>>()
                 .into_iter()
                 .collect();
-            update_wp_status(rt, wp, |s| s.pending_files = Some(pending.clone())).await?;
+            if let Some(stored) =
+                update_wp_status(rt, wp, |s| s.pending_files = Some(pending.clone())).await?
+            {
+                *wp = stored;
+            }
         }
     }
 
@@ -170,21 +174,29 @@ pub(super) async fn write_batch(
             .files
             .unwrap_or_default();
         let last = LastWrite::of(&before, &files, &written_keys, &removed, version.clone());
-        update_wp_status(rt, &wp, |s| {
-            if !last.is_empty() {
-                s.extra.insert(
-                    "lastWrite".into(),
-                    serde_json::to_value(&last).unwrap_or_default(),
-                );
-            }
-            s.files = Some(files.clone());
-            s.pending_files = None;
-            if let Some(v) = &version {
-                s.version_id = Some(v.clone());
-            }
-            s.observed_generation = generation;
-            status::merge_conditions(&mut s.conditions, written_conditions(misplaced));
-        })
+        // As read for this write (or as its pending files were stored): only this controller
+        // writes a placement's status, so it is not read again (a conflict reads it).
+        status::update_typed_status_of(
+            rt.cp.as_ref(),
+            &wp_kind,
+            &wp,
+            "WorkPlacement",
+            |s: &mut WorkPlacementStatus| {
+                if !last.is_empty() {
+                    s.extra.insert(
+                        "lastWrite".into(),
+                        serde_json::to_value(&last).unwrap_or_default(),
+                    );
+                }
+                s.files = Some(files.clone());
+                s.pending_files = None;
+                if let Some(v) = &version {
+                    s.version_id = Some(v.clone());
+                }
+                s.observed_generation = generation;
+                status::merge_conditions(&mut s.conditions, written_conditions(misplaced));
+            },
+        )
         .await?;
         if !last.is_empty() {
             events::record(

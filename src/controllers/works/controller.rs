@@ -116,6 +116,8 @@ pub async fn reconcile(rt: &Runtime, work: Object) -> Result<Next, Error> {
     let pipeline = label(&work, labels::PIPELINE_NAME)
         .unwrap_or_default()
         .to_string();
+    // Whether any placement was written: only then are they read again for the report.
+    let mut wrote = false;
     for (group, g) in typed.spec.workload_groups.iter().zip(&decision.groups) {
         for dest in &g.targets {
             let wp_name = scheduler::placement_name(&name, dest, &group.id);
@@ -129,7 +131,10 @@ pub async fn reconcile(rt: &Runtime, work: Object) -> Result<Next, Error> {
                 pipeline: &pipeline,
                 misplaced,
             };
-            upsert_placement(rt, &work, &typed, &placement).await?;
+            let existing = placements
+                .iter()
+                .find(|p| p.metadata.name.as_deref() == Some(wp_name.as_str()));
+            wrote |= upsert_placement(rt, &work, &typed, &placement, existing).await?;
         }
     }
     for wp in placements.iter().filter(|p| {
@@ -139,9 +144,13 @@ pub async fn reconcile(rt: &Runtime, work: Object) -> Result<Next, Error> {
             .any(|d| Some(d) == p.metadata.name.as_ref())
     }) {
         status::delete_if_present(rt.cp.as_ref(), &wp_kind, wp).await?;
+        wrote = true;
     }
     // Report: Ready only once every placement is written for its current generation.
-    let placements = placements_of(rt, Some(&namespace), &name).await?;
+    let placements = match wrote {
+        true => placements_of(rt, Some(&namespace), &name).await?,
+        false => placements,
+    };
     let unscheduled = decision.unscheduled_group_ids();
     let conditions = work_conditions(&Placed {
         unscheduled: &unscheduled,
@@ -155,12 +164,18 @@ pub async fn reconcile(rt: &Runtime, work: Object) -> Result<Next, Error> {
     let groups = typed.spec.workload_groups.len();
     let created = groups - unscheduled.len();
     let count = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
-    status::update_typed_status(rt.cp.as_ref(), &kind, &key, "Work", |s: &mut WorkStatus| {
-        status::merge_conditions(&mut s.conditions, conditions.clone());
-        s.observed_generation = generation;
-        s.work_placements = Some(count(groups));
-        s.work_placements_created = Some(count(created));
-    })
+    status::update_typed_status_of(
+        rt.cp.as_ref(),
+        &kind,
+        &work,
+        "Work",
+        |s: &mut WorkStatus| {
+            status::merge_conditions(&mut s.conditions, conditions.clone());
+            s.observed_generation = generation;
+            s.work_placements = Some(count(groups));
+            s.work_placements_created = Some(count(created));
+        },
+    )
     .await?;
     Ok(Next::Done)
 }
@@ -174,12 +189,16 @@ struct Placement<'a> {
     misplaced: bool,
 }
 
+/// Creates the placement or brings it in line with the Work; whether anything was written.
+/// `listed` is the placement as this reconcile listed it: when it says the same already,
+/// nothing is read again.
 async fn upsert_placement(
     rt: &Runtime,
     work: &Object,
     typed: &crate::api::Work,
     placement: &Placement<'_>,
-) -> Result<(), Error> {
+    listed: Option<&Object>,
+) -> Result<bool, Error> {
     let kind = rt.kind(crate::api::Builtin::WorkPlacement);
     let namespace = work.metadata.namespace.clone().unwrap_or_default();
     let work_name = work.metadata.name.clone().unwrap_or_default();
@@ -217,8 +236,14 @@ async fn upsert_placement(
         kind: "WorkPlacement".into(),
         source,
     };
+    if let Some(listed) = listed {
+        let same_spec = listed.data.get("spec") == Some(&spec.stored().map_err(malformed)?);
+        if same_spec && listed.metadata.labels.as_ref() == Some(&wp_labels) {
+            return Ok(false);
+        }
+    }
     match rt.cp.get(&kind, Some(&namespace), placement.name).await? {
-        Some(existing) if existing.metadata.deletion_timestamp.is_some() => Ok(()),
+        Some(existing) if existing.metadata.deletion_timestamp.is_some() => Ok(false),
         Some(existing) => {
             let spec = spec.stored().map_err(malformed)?;
             status::update_object(rt.cp.as_ref(), &kind, &ObjectKey::of(&existing), |o| {
@@ -228,7 +253,7 @@ async fn upsert_placement(
                 o.metadata.labels = Some(wp_labels.clone());
             })
             .await?;
-            Ok(())
+            Ok(true)
         }
         None => {
             let stored = spec.stored().map_err(malformed)?;
@@ -239,7 +264,7 @@ async fn upsert_placement(
             let wp =
                 crate::api::object::from_typed_with_spec(&typed_wp, stored).map_err(malformed)?;
             match rt.cp.create(&kind, &wp).await {
-                Ok(_) | Err(crate::store::Error::AlreadyExists { .. }) => Ok(()),
+                Ok(_) | Err(crate::store::Error::AlreadyExists { .. }) => Ok(true),
                 Err(e) => Err(e.into()),
             }
         }

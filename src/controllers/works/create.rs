@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use crate::api::work::WorkloadGroup;
 use crate::api::{
-    labels, Object, ObjectKey, PipelineRun, Promise, Work, WorkSpec, SYSTEM_NAMESPACE,
+    finalizers, labels, Object, ObjectKey, PipelineRun, Promise, Work, WorkSpec, SYSTEM_NAMESPACE,
 };
 use crate::pipeline::{Metadata, Output};
 use crate::workflow::WorkflowType;
@@ -157,6 +157,8 @@ async fn upsert_work(rt: &Runtime, new: &NewWork<'_>) -> Result<(), Upsert> {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),
     );
+    // Created with the finalizer the Work controller would add first thing: one write less.
+    typed.metadata.finalizers = Some(vec![finalizers::WORK.to_string()]);
     let work: Object = crate::api::object::from_typed_with_spec(&typed, stored).map_err(refused)?;
     match rt.cp.create(&kind, &work).await {
         Ok(_) => Ok(()),

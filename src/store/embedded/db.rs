@@ -12,13 +12,19 @@ use crate::store::{Change, ChangeType, Error, Result};
 pub(super) type Seq = i64;
 
 pub(super) fn read_object(conn: &Connection, key: &ObjectKey) -> Result<Option<Object>> {
+    // Prepared once per connection: reads of single objects are the store's commonest query.
     let json: Option<String> = conn
-        .query_row(
+        .prepare_cached(
             r#"SELECT json FROM objects WHERE "group" = ?1 AND kind = ?2 AND namespace = ?3 AND name = ?4"#,
-            params![key.group, key.kind, namespace_column(key), key.name],
-            |row| row.get(0),
         )
-        .optional()
+        .and_then(|mut statement| {
+            statement
+                .query_row(
+                    params![key.group, key.kind, namespace_column(key), key.name],
+                    |row| row.get(0),
+                )
+                .optional()
+        })
         .map_err(backend(format!("read {key}")))?;
     json.map(|json| parse_object(&json, key)).transpose()
 }
@@ -153,7 +159,8 @@ pub(super) fn newest_seq(conn: &Connection) -> Result<Seq> {
 /// are contiguous (each comes from a committed insert) and pruning removes only the oldest.
 pub(super) fn oldest_resumable_seq(conn: &Connection) -> Result<Seq> {
     let oldest: Option<Seq> = conn
-        .query_row("SELECT MIN(seq) FROM changes", [], |row| row.get(0))
+        .prepare_cached("SELECT MIN(seq) FROM changes")
+        .and_then(|mut statement| statement.query_row([], |row| row.get(0)))
         .map_err(backend("read the change feed start"))?;
     Ok(oldest.map_or(0, |seq| seq - 1))
 }
@@ -180,12 +187,11 @@ pub(super) fn changes_after(
 
 /// Increments the counter `name` (created at 1) and returns its new value.
 pub(super) fn next_sequence(conn: &Connection, name: &str) -> Result<i64> {
-    conn.query_row(
+    conn.prepare_cached(
         "INSERT INTO sequences (name, value) VALUES (?1, 1)
          ON CONFLICT (name) DO UPDATE SET value = value + 1 RETURNING value",
-        [name],
-        |row| row.get(0),
     )
+    .and_then(|mut statement| statement.query_row([name], |row| row.get(0)))
     .map_err(backend(format!("advance sequence {name:?}")))
 }
 

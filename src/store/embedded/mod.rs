@@ -26,7 +26,7 @@ mod tests;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, TryLockError};
 use std::time::Duration;
 
 use futures::stream::BoxStream;
@@ -186,6 +186,19 @@ impl Inner {
         work(&mut conn)
     }
 
+    /// Runs `work` at once if the connection is free; `None` (and nothing run) if it is busy.
+    fn try_with_connection<T>(
+        &self,
+        work: impl FnOnce(&mut Connection) -> Result<T>,
+    ) -> Option<Result<T>> {
+        let mut conn = match self.conn.try_lock() {
+            Ok(conn) => conn,
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(TryLockError::WouldBlock) => return None,
+        };
+        Some(work(&mut conn))
+    }
+
     async fn run<T, F>(self: Arc<Self>, work: F) -> Result<T>
     where
         T: Send + 'static,
@@ -209,6 +222,14 @@ impl ControlPlane for EmbeddedStore {
         name: &str,
     ) -> Result<Option<Object>> {
         let key = rules::address(kind, namespace, name)?;
+        // Reading one row takes microseconds: when no other task holds the connection, that
+        // is less than handing the read to a blocking thread and back.
+        if let Some(read) = self
+            .inner
+            .try_with_connection(|conn| db::read_object(conn, &key))
+        {
+            return read;
+        }
         self.run(move |conn| db::read_object(conn, &key)).await
     }
 
