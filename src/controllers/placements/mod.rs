@@ -2,6 +2,7 @@
 //! placements of one Work on one Destination go into one write (one commit in Git). Ownership is
 //! recorded on each placement (`status.files`), and only owned files are ever deleted.
 
+mod batch;
 mod files;
 mod write;
 
@@ -21,6 +22,8 @@ use super::{drift, status, write_retry, Error, ErrorChain, Next, Runtime};
 use write::write_batch;
 
 const RETRY_WRITE: Duration = Duration::from_secs(5);
+/// How soon a placement whose Work the Work controller is still changing is looked at again.
+const WAIT_FOR_WORK: Duration = Duration::from_millis(50);
 
 fn spec_of(wp: &Object) -> Result<WorkPlacementSpec, serde_json::Error> {
     crate::api::object::to_typed::<WorkPlacement>(wp).map(|typed| typed.spec)
@@ -109,7 +112,15 @@ pub async fn reconcile(rt: &Runtime, wp: Object) -> Result<Next, Error> {
         return Ok(Next::Done);
     };
     let work_name = label(&wp, labels::WORK).unwrap_or_default().to_string();
-    let batch: Vec<Object> = rt
+    let work = rt
+        .cp
+        .get(
+            &rt.kind(crate::api::Builtin::Work),
+            Some(&namespace),
+            &work_name,
+        )
+        .await?;
+    let placements = rt
         .cp
         .list(
             &wp_kind,
@@ -119,7 +130,11 @@ pub async fn reconcile(rt: &Runtime, wp: Object) -> Result<Next, Error> {
                 (labels::TARGET_DESTINATION, dest_name.as_str()),
             ]),
         )
-        .await?
+        .await?;
+    if batch::decide(work.as_ref(), &placements) == batch::Batch::Wait {
+        return Ok(Next::After(WAIT_FOR_WORK));
+    }
+    let batch: Vec<Object> = placements
         .into_iter()
         .filter(|p| drift_check || p.metadata.deletion_timestamp.is_some() || !written_current(p))
         .collect();
@@ -137,14 +152,6 @@ pub async fn reconcile(rt: &Runtime, wp: Object) -> Result<Next, Error> {
             return Ok(Next::After(RETRY_WRITE));
         }
     };
-    let work = rt
-        .cp
-        .get(
-            &rt.kind(crate::api::Builtin::Work),
-            Some(&namespace),
-            &work_name,
-        )
-        .await?;
     match write_batch(rt, &handle, &dest, &dest_obj, work.as_ref(), &batch).await {
         Ok(()) => {
             let keys: Vec<ObjectKey> = batch.iter().map(ObjectKey::of).collect();
