@@ -476,3 +476,41 @@ fn get_watch_prints_the_rows_then_one_per_change() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// The controllers remove events nobody saw for a day as they start, not only once they record
+/// one: a home whose objects are all settled gets rid of old events too.
+#[test]
+fn old_events_go_when_the_controllers_start() {
+    let mut k = Kratix::new();
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+    runtime.block_on(async {
+        let platform = kratix::platform::Platform::open(k.home()).expect("open the home");
+        let secret: kratix::api::Object = serde_json::from_value(serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "creds", "namespace": "default"},
+        }))
+        .expect("an object");
+        let involved = kratix::events::Involved::of(&secret);
+        let old = kratix::events::new_event(
+            &involved,
+            kratix::events::Reason::Deleted,
+            "long ago",
+            "2000-01-01T00:00:00Z",
+        );
+        let old: kratix::api::Object = serde_json::from_value(old).expect("an event");
+        platform
+            .store
+            .create(&kratix::events::kind(), &old)
+            .await
+            .expect("stored");
+    });
+    let listed = || k.run(&["events", "-A"]);
+    assert!(listed().stdout.contains("long ago"), "{}", listed().stdout);
+    k.start_serve();
+    support::eventually(
+        "the old event to go",
+        std::time::Duration::from_secs(60),
+        || (!k.run(&["events", "-A"]).stdout.contains("long ago")).then_some(()),
+    );
+}

@@ -291,9 +291,11 @@ impl Runtime {
         queue.forget_failures(&key);
     }
 
-    /// Recovers interrupted runs, queues everything, and opens the change feed.
+    /// Recovers interrupted runs, starts removing old events, queues everything, and opens the
+    /// change feed.
     async fn start_up(&self, queue: &mut Queue) -> Result<(ChangeFeed, String), Error> {
         runs::recover_interrupted(self).await?;
+        crate::events::sweep_in_background(&self.cp);
         self.resync(queue).await
     }
 

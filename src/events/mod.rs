@@ -50,7 +50,10 @@ pub async fn record(cp: &Arc<dyn ControlPlane>, obj: &Object, reason: Reason, me
 static LAST_SWEEP_MS: AtomicI64 = AtomicI64::new(i64::MIN);
 
 /// Starts a [`sweep`] in a task of its own when one is due, so that no reconcile waits for it.
-fn sweep_in_background(cp: &Arc<dyn ControlPlane>) {
+/// The controllers call it as they start, while they look at everything anyway: a sweep lists
+/// every event of the home, and left to the first event recorded it would slow the first change
+/// after a start in a home that holds many.
+pub fn sweep_in_background(cp: &Arc<dyn ControlPlane>) {
     let now = now_ms();
     let last = LAST_SWEEP_MS.load(Ordering::Relaxed);
     let last_ms = (last != i64::MIN).then_some(last);
