@@ -3,7 +3,8 @@
 //! The Work controller creates, updates and deletes a Work's placements one after another, and
 //! each change wakes the writer on its own. Writing as soon as the first placement changes would
 //! split one pipeline's output over several commits; the writer waits until the Work controller
-//! has finished with the Work instead.
+//! has finished with the Work instead. Only a Work of several workload groups can have several
+//! placements on one Destination; one of a single group is written at once.
 
 use crate::api::{Object, WorkStatus};
 
@@ -24,6 +25,11 @@ pub(super) fn decide(work: Option<&Object>, placements: &[Object]) -> Batch {
         // Nothing will change the placements any more: write what there is.
         return Batch::Write;
     };
+    // One workload group makes one placement per Destination: unless it had more before, there
+    // is nothing to wait for.
+    if workload_groups(work) <= 1 && placements.len() <= 1 {
+        return Batch::Write;
+    }
     if work.metadata.deletion_timestamp.is_some() {
         // The Work controller deletes every placement of a Work being deleted.
         return match placements
@@ -42,13 +48,30 @@ pub(super) fn decide(work: Option<&Object>, placements: &[Object]) -> Batch {
     }
 }
 
+fn workload_groups(work: &Object) -> usize {
+    work.data
+        .pointer("/spec/workloadGroups")
+        .and_then(serde_json::Value::as_array)
+        .map_or(0, Vec::len)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
 
     fn object(generation: i64, observed: Option<i64>, deleting: bool) -> Object {
+        with_groups(2, generation, observed, deleting)
+    }
+
+    fn with_groups(
+        groups: usize,
+        generation: i64,
+        observed: Option<i64>,
+        deleting: bool,
+    ) -> Object {
         let deleted = deleting.then_some("2026-01-01T00:00:00Z");
+        let groups: Vec<_> = (0..groups).map(|i| json!({"id": i.to_string()})).collect();
         serde_json::from_value(json!({
             "apiVersion": "platform.kratix.io/v1alpha1",
             "kind": "Work",
@@ -58,6 +81,7 @@ mod tests {
                 "generation": generation,
                 "deletionTimestamp": deleted,
             },
+            "spec": {"workloadGroups": groups},
             "status": {"observedGeneration": observed},
         }))
         .expect("object")
