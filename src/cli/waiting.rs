@@ -62,16 +62,7 @@ pub(super) async fn delete(
     let cp = platform.control_plane();
     refuse_protected(cp.as_ref(), &targets).await?;
     let progress = progress_for(platform, &w.progress);
-    // The objects being deleted, by uid: a controller may create a new one of the same name
-    // (a PromiseRelease re-installs its Promise), and that one is not what we wait for.
-    let mut uids = Vec::with_capacity(targets.len());
-    for (kind, key) in &targets {
-        uids.push(
-            wait::get(cp.as_ref(), kind, key)
-                .await?
-                .and_then(|o| o.metadata.uid),
-        );
-    }
+    let uids = uids_of(cp.as_ref(), &targets).await?;
     for (kind, key) in &targets {
         match cp.delete(kind, key.namespace.as_deref(), &key.name).await {
             Ok(_) => progress.say(
@@ -109,10 +100,7 @@ pub(super) async fn wait(
     let progress = progress_for(platform, progress);
     let targets = [(kind.clone(), key.clone())];
     if for_ == "delete" {
-        let cp = platform.control_plane();
-        let uids = [wait::get(cp.as_ref(), &kind, &key)
-            .await?
-            .and_then(|o| o.metadata.uid)];
+        let uids = uids_of(platform.control_plane().as_ref(), &targets).await?;
         return with_progress(driver, &progress, &targets, || {
             wait_gone(driver, platform, &targets, &uids, timeout)
         })
@@ -273,6 +261,20 @@ async fn delete_targets(
             "delete needs either -f PATH or KIND NAME".into(),
         )),
     }
+}
+
+/// The uids `targets` have now (`None`: absent). A controller may create a new object of the
+/// same name (a PromiseRelease re-installs its Promise), and that one is not what a deletion
+/// waits for.
+async fn uids_of(
+    cp: &dyn ControlPlane,
+    targets: &[(KindInfo, ObjectKey)],
+) -> Result<Vec<Option<String>>, Error> {
+    let mut uids = Vec::with_capacity(targets.len());
+    for (kind, key) in targets {
+        uids.push(wait::get(cp, kind, key).await?.and_then(|o| o.metadata.uid));
+    }
+    Ok(uids)
 }
 
 /// Waits until each of `targets` is gone: absent, or replaced by a new object of the same name

@@ -112,14 +112,6 @@ pub async fn reconcile(rt: &Runtime, wp: Object) -> Result<Next, Error> {
         return Ok(Next::Done);
     };
     let work_name = label(&wp, labels::WORK).unwrap_or_default().to_string();
-    let work = rt
-        .cp
-        .get(
-            &rt.kind(crate::api::Builtin::Work),
-            Some(&namespace),
-            &work_name,
-        )
-        .await?;
     let placements = rt
         .cp
         .list(
@@ -131,15 +123,24 @@ pub async fn reconcile(rt: &Runtime, wp: Object) -> Result<Next, Error> {
             ]),
         )
         .await?;
-    if batch::decide(work.as_ref(), &placements) == batch::Batch::Wait {
-        return Ok(Next::After(WAIT_FOR_WORK));
-    }
     let batch: Vec<Object> = placements
-        .into_iter()
+        .iter()
         .filter(|p| drift_check || p.metadata.deletion_timestamp.is_some() || !written_current(p))
+        .cloned()
         .collect();
     if batch.is_empty() {
         return Ok(Next::Done);
+    }
+    let work = rt
+        .cp
+        .get(
+            &rt.kind(crate::api::Builtin::Work),
+            Some(&namespace),
+            &work_name,
+        )
+        .await?;
+    if batch::decide(work.as_ref(), &placements) == batch::Batch::Wait {
+        return Ok(Next::After(WAIT_FOR_WORK));
     }
     let handle = match rt
         .state_stores
