@@ -13,9 +13,12 @@ scripts/garage.sh
 KUBE_TESTENV="${KUBE_TESTENV:-$(cd .. && pwd)/shared/tools/kube-testenv}"
 export KUBE_TESTENV
 if [ -x "$KUBE_TESTENV" ]; then
-    "$KUBE_TESTENV" install
+    # --node also installs the Docker Engine (Debian's docker.io) that the node and the embedded
+    # container executor's tests run on.
+    "$KUBE_TESTENV" install --node
 else
-    echo "NOTE: $KUBE_TESTENV not found: the CRD check against a real API server will not run" >&2
+    echo "NOTE: $KUBE_TESTENV not found: the CRD check against a real API server, the container" \
+        "executor's tests and the real-node tests will not run" >&2
 fi
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 
@@ -25,6 +28,21 @@ echo "== cargo clippy"
 cargo clippy --workspace --all-targets --all-features -- -D warnings
 echo "== cargo deny (licenses, bans, sources)"
 scripts/cargo-deny.sh
+# The shared test world: one Docker Engine for the embedded container executor's tests and one
+# real Kubernetes node (kubelet on its own engine) for the real-node tests. Each test binary uses
+# its own names and namespaces on them; both are stopped when this script ends.
+if [ -x "$KUBE_TESTENV" ]; then
+    world=$(mktemp -d /tmp/kratix-test-world.XXXXXX)
+    export KRATIX_TEST_ENGINE_DIR="$world/engine" KRATIX_TEST_NODE_DIR="$world/node"
+    trap '"$KUBE_TESTENV" stop "$KRATIX_TEST_NODE_DIR" >/dev/null 2>&1 || true;
+          "$KUBE_TESTENV" stop "$KRATIX_TEST_ENGINE_DIR" >/dev/null 2>&1 || true' EXIT
+    echo "== kube-testenv: an engine and a node"
+    "$KUBE_TESTENV" start "$KRATIX_TEST_ENGINE_DIR" --engine
+    "$KUBE_TESTENV" start "$KRATIX_TEST_NODE_DIR" --node
+    # Tests that need the engine or the node fail, rather than skip, when it is missing.
+    export KRATIX_REQUIRE_REAL=1
+fi
+
 echo "== cargo test"
 cargo test --workspace --all-features --no-fail-fast
 if [ -x "$KUBE_TESTENV" ]; then
