@@ -2,6 +2,7 @@
 
 use serde_json::{json, Value};
 
+use crate::api::labels::LAST_APPLIED;
 use crate::api::{KindInfo, Object};
 
 use super::columns::{columns, resource_name, text, Column};
@@ -28,16 +29,35 @@ pub fn redact(kind: &KindInfo, obj: &Object) -> Value {
         }
     }
     if let Some(pointer) = url_field(kind) {
-        if let Some(url) = value.pointer_mut(pointer) {
-            if let Some(text) = url.as_str() {
-                *url = json!(statestores::redact_url(text));
-            }
+        redact_url_at(&mut value, pointer);
+        // The applied document holds the URL as the file gave it.
+        if let Some(annotation) = value
+            .pointer_mut("/metadata/annotations")
+            .and_then(Value::as_object_mut)
+            .and_then(|a| a.get_mut(LAST_APPLIED))
+        {
+            let applied = annotation
+                .as_str()
+                .and_then(|text| serde_json::from_str::<Value>(text).ok());
+            *annotation = match applied {
+                Some(mut applied) => {
+                    redact_url_at(&mut applied, pointer);
+                    json!(format!("{applied}\n"))
+                }
+                None => json!("<redacted>"),
+            };
         }
     }
     value
 }
 
-const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+fn redact_url_at(value: &mut Value, pointer: &str) {
+    if let Some(url) = value.pointer_mut(pointer) {
+        if let Some(text) = url.as_str() {
+            *url = json!(statestores::redact_url(text));
+        }
+    }
+}
 
 /// Where a state store (or a release) keeps the URL that may hold a password.
 fn url_field(kind: &KindInfo) -> Option<&'static str> {
@@ -174,7 +194,9 @@ mod tests {
         }));
         let store = object(json!({
             "apiVersion": "platform.kratix.io/v1alpha1", "kind": "GitStateStore",
-            "metadata": {"name": "g"},
+            "metadata": {"name": "g", "annotations": {
+                LAST_APPLIED: "{\"spec\":{\"url\":\"https://u:hunter4@h/r.git\"}}\n",
+            }},
             "spec": {"url": "https://u:hunter4@h/r.git", "branch": "main"},
         }));
         let bucket = object(json!({
@@ -232,5 +254,21 @@ mod tests {
             }
             assert!(json.contains(shown), "{json}");
         }
+    }
+
+    #[test]
+    fn a_state_stores_applied_document_keeps_all_but_the_password() {
+        let store = object(json!({
+            "apiVersion": "platform.kratix.io/v1alpha1", "kind": "GitStateStore",
+            "metadata": {"name": "g", "annotations": {
+                LAST_APPLIED: "{\"spec\":{\"url\":\"https://u:hunter4@h/r.git\",\"path\":\"p\"}}\n",
+            }},
+            "spec": {"url": "https://u:hunter4@h/r.git"},
+        }));
+        let kind = crate::platform::builtin(crate::api::Builtin::GitStateStore);
+        assert_eq!(
+            redact(&kind, &store)["metadata"]["annotations"][LAST_APPLIED],
+            "{\"spec\":{\"path\":\"p\",\"url\":\"https://u:<redacted>@h/r.git\"}}\n"
+        );
     }
 }
