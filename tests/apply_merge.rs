@@ -1,0 +1,445 @@
+//! `apply` merges as `kubectl apply` does, through the `kratix-rs` binary: what the file sets
+//! wins, what it set last time and no longer sets goes, what it never set (labels of `label`,
+//! annotations of `annotate`, a pause, defaults) stays; lists are replaced whole. The history is
+//! kubectl's last-applied annotation, so an object moved to a Kubernetes API server keeps it
+//! (the kube-testenv test, run with `--ignored`).
+
+mod support;
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use support::things::{runs, step_command};
+use support::{condition, eventually, git_destination_yaml, Kratix};
+use testkit::git;
+
+const PATIENCE: Duration = Duration::from_secs(60);
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// The Promise `app`, defining kind `App`: `spec.size` (default 1, which its one `step.sh`
+/// pipeline writes to the state store), `spec.color`, `spec.ports` (a list) and `spec.tags` (a
+/// map).
+fn promise() -> String {
+    json!({
+        "apiVersion": "platform.kratix.io/v1alpha1",
+        "kind": "Promise",
+        "metadata": {"name": "app"},
+        "spec": {
+            "api": {
+                "apiVersion": "apiextensions.k8s.io/v1",
+                "kind": "CustomResourceDefinition",
+                "metadata": {"name": "apps.test.kratix.io"},
+                "spec": {
+                    "group": "test.kratix.io",
+                    "names": {"kind": "App", "plural": "apps", "singular": "app"},
+                    "scope": "Namespaced",
+                    "versions": [{
+                        "name": "v1alpha1", "served": true, "storage": true,
+                        "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                            "spec": {"type": "object", "properties": {
+                                "size": {"type": "integer", "default": 1},
+                                "color": {"type": "string"},
+                                "ports": {"type": "array", "items": {
+                                    "type": "object",
+                                    "properties": {
+                                        "name": {"type": "string"},
+                                        "port": {"type": "integer"},
+                                    },
+                                }},
+                                "tags": {"type": "object",
+                                         "additionalProperties": {"type": "string"}},
+                            }},
+                        }}},
+                    }],
+                },
+            },
+            "workflows": {"resource": {"configure": [support::things::pipeline("a", &step_command())]}},
+        },
+    })
+    .to_string()
+}
+
+/// The request `x` in namespace `default` with `metadata` and `spec` as given.
+fn app(metadata: Value, spec: Value) -> String {
+    let mut metadata = metadata;
+    metadata["name"] = json!("x");
+    json!({"apiVersion": "test.kratix.io/v1alpha1", "kind": "App", "metadata": metadata, "spec": spec})
+        .to_string()
+}
+
+/// Applies without waiting (no controllers run, so only `apply` writes); returns its verb.
+#[track_caller]
+fn apply(k: &Kratix, yaml: &str) -> String {
+    let run = k.apply_yaml(yaml, &["--no-wait"]);
+    run.assert_ok();
+    run.stdout.trim().to_string()
+}
+
+fn x(k: &Kratix) -> Value {
+    k.get_json("app", "x", None).expect("app x")
+}
+
+fn labels(obj: &Value) -> Value {
+    obj["metadata"]["labels"].clone()
+}
+
+/// The annotations but the last-applied one.
+fn annotations(obj: &Value) -> Value {
+    let mut a = obj["metadata"]["annotations"].clone();
+    if let Some(map) = a.as_object_mut() {
+        map.remove(LAST_APPLIED);
+    }
+    a
+}
+
+#[test]
+fn labels_the_file_drops_go_and_labels_and_annotations_others_set_stay() {
+    let k = Kratix::new();
+    apply(&k, &promise());
+    let file = app(
+        json!({"labels": {"team": "a", "tier": "web"}, "annotations": {"note": "one"}}),
+        json!({"color": "red"}),
+    );
+    assert_eq!(apply(&k, &file), "app/x created");
+    k.run(&["label", "app", "x", "extra=1"]).assert_ok();
+    k.run(&["annotate", "app", "x", "owner=ops"]).assert_ok();
+
+    assert_eq!(
+        apply(&k, &file),
+        "app/x unchanged",
+        "defaults are not the file's"
+    );
+    let obj = x(&k);
+    assert_eq!(
+        labels(&obj),
+        json!({"team": "a", "tier": "web", "extra": "1", "kratix.io/promise-name": "app"})
+    );
+    assert_eq!(annotations(&obj), json!({"note": "one", "owner": "ops"}));
+    assert_eq!(obj["spec"], json!({"color": "red", "size": 1}));
+
+    // The file drops a label and its annotation and changes another label.
+    let edited = app(
+        json!({"labels": {"team": "b"}}),
+        json!({"color": "red", "size": 3}),
+    );
+    assert_eq!(apply(&k, &edited), "app/x configured");
+    let obj = x(&k);
+    assert_eq!(
+        labels(&obj),
+        json!({"team": "b", "extra": "1", "kratix.io/promise-name": "app"}),
+        "tier went with the file; extra (label) and the Promise's label stay"
+    );
+    assert_eq!(
+        annotations(&obj),
+        json!({"owner": "ops"}),
+        "note went with the file; owner (annotate) stays"
+    );
+    assert_eq!(obj["spec"], json!({"color": "red", "size": 3}));
+    assert_eq!(apply(&k, &edited), "app/x unchanged");
+
+    // A field the file set and dropped goes, and its default comes back.
+    let no_size = app(json!({"labels": {"team": "b"}}), json!({"color": "red"}));
+    assert_eq!(apply(&k, &no_size), "app/x configured");
+    assert_eq!(x(&k)["spec"], json!({"color": "red", "size": 1}));
+    assert_eq!(apply(&k, &no_size), "app/x unchanged");
+}
+
+#[test]
+fn lists_are_replaced_whole_and_maps_merge_key_by_key() {
+    let k = Kratix::new();
+    apply(&k, &promise());
+    let first = app(
+        json!({}),
+        json!({"ports": [{"name": "http", "port": 80}, {"name": "https", "port": 443}],
+               "tags": {"a": "1", "b": "2"}}),
+    );
+    apply(&k, &first);
+    let second = app(
+        json!({}),
+        json!({"ports": [{"name": "http", "port": 8080}], "tags": {"a": "1", "c": "3"}}),
+    );
+    assert_eq!(apply(&k, &second), "app/x configured");
+    assert_eq!(
+        x(&k)["spec"],
+        json!({"size": 1, "ports": [{"name": "http", "port": 8080}], "tags": {"a": "1", "c": "3"}}),
+        "the list is the file's (not merged by position or name); b went with the file"
+    );
+    let dropped = app(json!({}), json!({"tags": {"a": "1", "c": "3"}}));
+    assert_eq!(apply(&k, &dropped), "app/x configured");
+    assert_eq!(
+        x(&k)["spec"],
+        json!({"size": 1, "tags": {"a": "1", "c": "3"}})
+    );
+}
+
+#[test]
+fn an_object_without_history_loses_nothing_and_gains_it() {
+    let k = Kratix::new();
+    apply(&k, &promise());
+    apply(
+        &k,
+        &app(json!({"labels": {"team": "a"}}), json!({"color": "red"})),
+    );
+    // As if made by something other than apply.
+    k.run(&["annotate", "app", "x", &format!("{LAST_APPLIED}-")])
+        .assert_ok();
+    assert!(x(&k)["metadata"]["annotations"].get(LAST_APPLIED).is_none());
+
+    let run = k.apply_yaml(&app(json!({}), json!({"color": "blue"})), &["--no-wait"]);
+    run.assert_ok();
+    assert_eq!(run.stdout.trim(), "app/x configured");
+    assert!(
+        run.stderr
+            .contains(&format!("had no {LAST_APPLIED} annotation")),
+        "{}",
+        run.stderr
+    );
+    let obj = x(&k);
+    assert_eq!(
+        labels(&obj)["team"],
+        "a",
+        "nothing is removed without history"
+    );
+    assert_eq!(obj["spec"]["color"], "blue");
+    // From now on the file's history counts.
+    let again = k.apply_yaml(&app(json!({}), json!({"color": "blue"})), &["--no-wait"]);
+    again.assert_ok();
+    assert_eq!(again.stdout.trim(), "app/x unchanged");
+    assert!(!again.stderr.contains("had no"), "{}", again.stderr);
+}
+
+/// The file written to the state store for `x` by pipeline `a`, as text.
+fn stored_size(k: &Kratix) -> String {
+    let repo = k.home().join("state-store.git");
+    let repo = repo.to_str().expect("UTF-8 path");
+    let files = git(
+        &["--git-dir", repo, "ls-tree", "-r", "--name-only", "main"],
+        k.home(),
+    );
+    let path = files
+        .lines()
+        .find(|f| f.contains("/resources/default/app/x/a/") && f.ends_with("/a.yaml"))
+        .unwrap_or_else(|| panic!("no file of x in {files}"))
+        .to_string();
+    let text = git(
+        &["--git-dir", repo, "show", &format!("main:{path}")],
+        k.home(),
+    );
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix("size: "))
+        .unwrap_or_else(|| panic!("no size in {text}"))
+        .to_string()
+}
+
+fn reason(obj: &Value) -> String {
+    condition(obj, "Reconciled")
+        .and_then(|c| c["reason"].as_str())
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[test]
+fn a_pause_set_with_label_survives_a_reapply_of_a_changed_spec() {
+    let mut k = Kratix::new();
+    k.apply_yaml(
+        &git_destination_yaml("state-store.git", "worker-1", "{env: dev}"),
+        &["--timeout", "60"],
+    )
+    .assert_ok();
+    k.apply_yaml(&promise(), &["--timeout", "60"]).assert_ok();
+    let file = |size: i64, color: &str| app(json!({}), json!({"size": size, "color": color}));
+    k.apply_yaml(&file(1, "red"), &["--timeout", "60"])
+        .assert_ok();
+    assert_eq!(stored_size(&k), "\"1\"");
+    let before = runs(&k, "x").len();
+
+    k.start_serve();
+    k.run(&["label", "app", "x", "kratix.io/paused=true"])
+        .assert_ok();
+    eventually("x to be paused", PATIENCE, || {
+        (reason(&x(&k)) == "PausedReconciliation").then_some(())
+    });
+
+    // While paused, diff previews what apply would store: the pause stays, so nothing runs.
+    let preview = k.run_with_stdin(&["diff", "-f", "-"], &file(2, "blue"));
+    assert!(
+        preview.ok() && preview.stdout.is_empty(),
+        "diff: {}{}",
+        preview.stdout,
+        preview.stderr
+    );
+
+    assert_eq!(apply(&k, &file(2, "blue")), "app/x configured");
+    let obj = x(&k);
+    assert_eq!(labels(&obj)["kratix.io/paused"], "true", "{obj:#}");
+    assert_eq!(obj["spec"], json!({"size": 2, "color": "blue"}));
+    // The controller saw the new generation, and stayed paused.
+    eventually("the new generation to be seen paused", PATIENCE, || {
+        let obj = x(&k);
+        let seen = obj["status"]["observedGeneration"] == obj["metadata"]["generation"];
+        (seen && reason(&obj) == "PausedReconciliation").then_some(())
+    });
+    assert_eq!(runs(&k, "x").len(), before, "nothing ran while paused");
+    assert_eq!(stored_size(&k), "\"1\"");
+
+    k.run(&["label", "app", "x", "kratix.io/paused-"])
+        .assert_ok();
+    eventually("x to be reconciled with the new spec", PATIENCE, || {
+        let obj = x(&k);
+        let current = obj["status"]["observedGeneration"] == obj["metadata"]["generation"];
+        let done = current
+            && condition(&obj, "Reconciled").is_some_and(|c| c["status"] == "True")
+            && stored_size(&k) == "\"2\"";
+        done.then_some(())
+    });
+    assert!(runs(&k, "x").len() > before);
+}
+
+// ---------------------------------------------------------------------------------------------
+// kubectl reads the history kratix-rs keeps, and the other way round.
+// ---------------------------------------------------------------------------------------------
+
+/// A GitStateStore, a Destination and a (namespaced) Work, with labels, annotations and some
+/// defaulted fields left out, as a user would write them.
+const OBJECTS: &str = r#"apiVersion: platform.kratix.io/v1alpha1
+kind: GitStateStore
+metadata:
+  name: moved
+  labels: {team: a}
+  annotations: {note: "a <b> & c"}
+spec:
+  url: https://git.example.com/state.git
+  secretRef: {name: git, namespace: default}
+---
+apiVersion: platform.kratix.io/v1alpha1
+kind: Destination
+metadata:
+  name: moved
+  labels: {env: dev, tier: web}
+spec:
+  path: moved
+  stateStoreRef: {kind: GitStateStore, name: moved}
+---
+apiVersion: platform.kratix.io/v1alpha1
+kind: Work
+metadata:
+  name: moved
+spec:
+  promiseName: p
+  workloadGroups:
+    - id: g
+      directory: .
+      workloads: [{filepath: a.yaml, content: "x"}]
+"#;
+
+const KINDS: [(&str, &str); 3] = [
+    ("gitstatestore", "GitStateStore"),
+    ("destination", "Destination"),
+    ("work", "Work"),
+];
+
+/// An object as `get -o json` prints it, made ready for `kubectl create`: without what the API
+/// server owns (identity, timestamps, status), with every label and annotation (the history
+/// included).
+fn exported(obj: &Value) -> Value {
+    let mut obj = obj.clone();
+    if let Some(map) = obj.as_object_mut() {
+        map.remove("status");
+    }
+    if let Some(meta) = obj["metadata"].as_object_mut() {
+        for field in [
+            "uid",
+            "resourceVersion",
+            "creationTimestamp",
+            "generation",
+            "managedFields",
+        ] {
+            meta.remove(field);
+        }
+    }
+    obj
+}
+
+fn kratix_object(k: &Kratix, kind: &str) -> Value {
+    k.get_json(kind, "moved", None)
+        .unwrap_or_else(|| panic!("{kind} moved"))
+}
+
+#[test]
+#[ignore = "needs kube-testenv: run with --ignored (scripts/test.sh does)"]
+fn kubectl_and_kratix_rs_read_each_others_history() {
+    let Some(env) = support::kube::TestEnv::start() else {
+        assert!(
+            std::env::var("KRATIX_REQUIRE_REAL").as_deref() != Ok("1"),
+            "KRATIX_REQUIRE_REAL=1 and kube-testenv is missing"
+        );
+        return;
+    };
+    let k = Kratix::new();
+    let run = k.apply_yaml(OBJECTS, &["--no-wait"]);
+    run.assert_ok();
+
+    // Moved to the cluster with their history.
+    for (kind, _) in KINDS {
+        let obj = exported(&kratix_object(&k, kind));
+        env.kubectl(&["create", "-f", "-"], &obj.to_string());
+    }
+    // kubectl finds the file applied already: its annotation is byte for byte what kubectl
+    // writes, and the merge from it changes nothing.
+    let diff = env.try_kubectl(&["diff", "-f", "-"], OBJECTS);
+    assert_eq!(diff.as_deref(), Ok(""), "kubectl diff");
+    let out = env.kubectl(&["apply", "-f", "-"], OBJECTS);
+    assert_eq!(out.lines().count(), 3, "{out}");
+    assert!(
+        out.lines().all(|l| l.ends_with(" unchanged")),
+        "kubectl apply: {out}"
+    );
+
+    // Others' changes on both sides, then the same edit applied by each.
+    env.kubectl(&["label", "destination", "moved", "extra=1"], "");
+    k.run(&["label", "destination", "moved", "extra=1"])
+        .assert_ok();
+    env.kubectl(&["annotate", "gitstatestore", "moved", "owner=ops"], "");
+    k.run(&["annotate", "gitstatestore", "moved", "owner=ops"])
+        .assert_ok();
+    let edited = OBJECTS
+        .replace("labels: {env: dev, tier: web}", "labels: {env: prod}")
+        .replace("annotations: {note: \"a <b> & c\"}\n", "")
+        .replace("path: moved", "path: elsewhere")
+        .replace(
+            "workloads: [{filepath: a.yaml, content: \"x\"}]",
+            "workloads: [{filepath: b.yaml, content: \"y\"}]",
+        );
+    let out = env.kubectl(&["apply", "-f", "-"], &edited);
+    assert!(out.lines().all(|l| l.ends_with(" configured")), "{out}");
+    let run = k.apply_yaml(&edited, &["--no-wait"]);
+    run.assert_ok();
+    assert!(
+        run.stdout.lines().all(|l| l.ends_with(" configured")),
+        "{}",
+        run.stdout
+    );
+    for (kind, kubectl_kind) in KINDS {
+        let ours = kratix_object(&k, kind);
+        let theirs = env
+            .get_json(kind, "moved", Some("default"))
+            .unwrap_or_else(|| panic!("{kubectl_kind} on the cluster"));
+        for field in ["/metadata/labels", "/metadata/annotations", "/spec"] {
+            assert_eq!(
+                ours.pointer(field),
+                theirs.pointer(field),
+                "{kubectl_kind} {field}: kratix-rs {ours:#} kubectl {theirs:#}"
+            );
+        }
+    }
+    // Each side's re-apply is a no-op.
+    let out = env.kubectl(&["apply", "-f", "-"], &edited);
+    assert!(out.lines().all(|l| l.ends_with(" unchanged")), "{out}");
+    let run = k.apply_yaml(&edited, &["--no-wait"]);
+    run.assert_ok();
+    assert!(
+        run.stdout.lines().all(|l| l.ends_with(" unchanged")),
+        "{}",
+        run.stdout
+    );
+}
