@@ -332,10 +332,11 @@ spec:
       workloads: [{filepath: a.yaml, content: "x"}]
 "#;
 
+/// Each kind of [`OBJECTS`] as `get` names it, and where the API server keeps it.
 const KINDS: [(&str, &str); 3] = [
-    ("gitstatestore", "GitStateStore"),
-    ("destination", "Destination"),
-    ("work", "Work"),
+    ("gitstatestore", "gitstatestores"),
+    ("destination", "destinations"),
+    ("work", "namespaces/default/works"),
 ];
 
 /// An object as `get -o json` prints it, made ready for `kubectl create`: without what the API
@@ -379,10 +380,12 @@ fn kubectl_and_kratix_rs_read_each_others_history() {
     let run = k.apply_yaml(OBJECTS, &["--no-wait"]);
     run.assert_ok();
 
-    // Moved to the cluster with their history.
-    for (kind, _) in KINDS {
+    // Moved to the cluster with their history, as a backup tool moves objects: through the
+    // API, as they are (`kubectl create` would write its own annotation over it).
+    for (kind, resource) in KINDS {
         let obj = exported(&kratix_object(&k, kind));
-        env.kubectl(&["create", "-f", "-"], &obj.to_string());
+        let path = format!("/apis/platform.kratix.io/v1alpha1/{resource}");
+        env.kubectl(&["create", "--raw", &path, "-f", "-"], &obj.to_string());
     }
     // kubectl finds the file applied already: its annotation is byte for byte what kubectl
     // writes, and the merge from it changes nothing.
@@ -404,7 +407,7 @@ fn kubectl_and_kratix_rs_read_each_others_history() {
         .assert_ok();
     let edited = OBJECTS
         .replace("labels: {env: dev, tier: web}", "labels: {env: prod}")
-        .replace("annotations: {note: \"a <b> & c\"}\n", "")
+        .replace("  annotations: {note: \"a <b> & c\"}\n", "")
         .replace("path: moved", "path: elsewhere")
         .replace(
             "workloads: [{filepath: a.yaml, content: \"x\"}]",
@@ -419,16 +422,16 @@ fn kubectl_and_kratix_rs_read_each_others_history() {
         "{}",
         run.stdout
     );
-    for (kind, kubectl_kind) in KINDS {
+    for (kind, _) in KINDS {
         let ours = kratix_object(&k, kind);
         let theirs = env
             .get_json(kind, "moved", Some("default"))
-            .unwrap_or_else(|| panic!("{kubectl_kind} on the cluster"));
+            .unwrap_or_else(|| panic!("{kind} on the cluster"));
         for field in ["/metadata/labels", "/metadata/annotations", "/spec"] {
             assert_eq!(
                 ours.pointer(field),
                 theirs.pointer(field),
-                "{kubectl_kind} {field}: kratix-rs {ours:#} kubectl {theirs:#}"
+                "{kind} {field}: kratix-rs {ours:#} kubectl {theirs:#}"
             );
         }
     }

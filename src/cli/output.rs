@@ -30,7 +30,8 @@ pub fn redact(kind: &KindInfo, obj: &Object) -> Value {
     }
     if let Some(pointer) = url_field(kind) {
         redact_url_at(&mut value, pointer);
-        // The applied document holds the URL as the file gave it.
+        // The applied document holds the URL as the file gave it. Left byte for byte as it is
+        // unless it holds a password, so that an exported object keeps its history for kubectl.
         if let Some(annotation) = value
             .pointer_mut("/metadata/annotations")
             .and_then(Value::as_object_mut)
@@ -39,24 +40,31 @@ pub fn redact(kind: &KindInfo, obj: &Object) -> Value {
             let applied = annotation
                 .as_str()
                 .and_then(|text| serde_json::from_str::<Value>(text).ok());
-            *annotation = match applied {
+            match applied {
                 Some(mut applied) => {
-                    redact_url_at(&mut applied, pointer);
-                    json!(format!("{applied}\n"))
+                    if redact_url_at(&mut applied, pointer) {
+                        *annotation = json!(format!("{}\n", crate::api::hash::go_json(&applied)));
+                    }
                 }
-                None => json!("<redacted>"),
-            };
+                None => *annotation = json!("<redacted>"),
+            }
         }
     }
     value
 }
 
-fn redact_url_at(value: &mut Value, pointer: &str) {
-    if let Some(url) = value.pointer_mut(pointer) {
-        if let Some(text) = url.as_str() {
-            *url = json!(statestores::redact_url(text));
-        }
-    }
+/// Redacts the password of the URL at `pointer`; whether there was one.
+fn redact_url_at(value: &mut Value, pointer: &str) -> bool {
+    let Some(url) = value.pointer_mut(pointer) else {
+        return false;
+    };
+    let Some(text) = url.as_str() else {
+        return false;
+    };
+    let shown = statestores::redact_url(text);
+    let changed = shown != text;
+    *url = json!(shown);
+    changed
 }
 
 /// Where a state store (or a release) keeps the URL that may hold a password.
@@ -268,7 +276,18 @@ mod tests {
         let kind = crate::platform::builtin(crate::api::Builtin::GitStateStore);
         assert_eq!(
             redact(&kind, &store)["metadata"]["annotations"][LAST_APPLIED],
-            "{\"spec\":{\"path\":\"p\",\"url\":\"https://u:<redacted>@h/r.git\"}}\n"
+            "{\"spec\":{\"path\":\"p\",\"url\":\"https://u:\\u003credacted\\u003e@h/r.git\"}}\n"
+        );
+        // Without a password the document is left as kubectl wrote it.
+        let written = "{\"spec\":{\"url\":\"https://h/r.git\",\"b\":\"<\"}}\n";
+        let store = object(json!({
+            "apiVersion": "platform.kratix.io/v1alpha1", "kind": "GitStateStore",
+            "metadata": {"name": "g", "annotations": {LAST_APPLIED: written}},
+            "spec": {"url": "https://h/r.git"},
+        }));
+        assert_eq!(
+            redact(&kind, &store)["metadata"]["annotations"][LAST_APPLIED],
+            written
         );
     }
 }
