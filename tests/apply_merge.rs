@@ -9,61 +9,38 @@ mod support;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use support::things::{runs, step_command};
+use support::things::{self, runs, step_command};
 use support::{condition, eventually, git_destination_yaml, Kratix};
 use testkit::git;
 
 const PATIENCE: Duration = Duration::from_secs(60);
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
-/// The Promise `app`, defining kind `App`: `spec.size` (default 1, which its one `step.sh`
-/// pipeline writes to the state store), `spec.color`, `spec.ports` (a list) and `spec.tags` (a
-/// map).
+/// The Promise `thing` of the other tests, its kind `Thing` given `spec.size` (default 1,
+/// which its one `step.sh` pipeline `a` writes to the state store), `spec.color`, `spec.ports`
+/// (a list) and `spec.tags` (a map).
 fn promise() -> String {
-    json!({
-        "apiVersion": "platform.kratix.io/v1alpha1",
-        "kind": "Promise",
-        "metadata": {"name": "app"},
-        "spec": {
-            "api": {
-                "apiVersion": "apiextensions.k8s.io/v1",
-                "kind": "CustomResourceDefinition",
-                "metadata": {"name": "apps.test.kratix.io"},
-                "spec": {
-                    "group": "test.kratix.io",
-                    "names": {"kind": "App", "plural": "apps", "singular": "app"},
-                    "scope": "Namespaced",
-                    "versions": [{
-                        "name": "v1alpha1", "served": true, "storage": true,
-                        "schema": {"openAPIV3Schema": {"type": "object", "properties": {
-                            "spec": {"type": "object", "properties": {
-                                "size": {"type": "integer", "default": 1},
-                                "color": {"type": "string"},
-                                "ports": {"type": "array", "items": {
-                                    "type": "object",
-                                    "properties": {
-                                        "name": {"type": "string"},
-                                        "port": {"type": "integer"},
-                                    },
-                                }},
-                                "tags": {"type": "object",
-                                         "additionalProperties": {"type": "string"}},
-                            }},
-                        }}},
-                    }],
-                },
-            },
-            "workflows": {"resource": {"configure": [support::things::pipeline("a", &step_command())]}},
-        },
-    })
-    .to_string()
+    let workflows = json!({"resource": {"configure": [things::pipeline("a", &step_command())]}});
+    let mut promise: Value =
+        serde_json::from_str(&things::promise_with_workflows(workflows)).expect("promise JSON");
+    let ports = json!({"type": "array", "items": {"type": "object", "properties": {
+        "name": {"type": "string"}, "port": {"type": "integer"}}}});
+    let tags = json!({"type": "object", "additionalProperties": {"type": "string"}});
+    promise["spec"]["api"]["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]
+        ["spec"]["properties"] = json!({
+        "size": {"type": "integer", "default": 1},
+        "color": {"type": "string"},
+        "ports": ports,
+        "tags": tags,
+    });
+    promise.to_string()
 }
 
 /// The request `x` in namespace `default` with `metadata` and `spec` as given.
 fn app(metadata: Value, spec: Value) -> String {
     let mut metadata = metadata;
     metadata["name"] = json!("x");
-    json!({"apiVersion": "test.kratix.io/v1alpha1", "kind": "App", "metadata": metadata, "spec": spec})
+    json!({"apiVersion": "test.kratix.io/v1alpha1", "kind": "Thing", "metadata": metadata, "spec": spec})
         .to_string()
 }
 
@@ -76,7 +53,7 @@ fn apply(k: &Kratix, yaml: &str) -> String {
 }
 
 fn x(k: &Kratix) -> Value {
-    k.get_json("app", "x", None).expect("app x")
+    k.get_json("thing", "x", None).expect("app x")
 }
 
 fn labels(obj: &Value) -> Value {
@@ -100,19 +77,19 @@ fn labels_the_file_drops_go_and_labels_and_annotations_others_set_stay() {
         json!({"labels": {"team": "a", "tier": "web"}, "annotations": {"note": "one"}}),
         json!({"color": "red"}),
     );
-    assert_eq!(apply(&k, &file), "app/x created");
-    k.run(&["label", "app", "x", "extra=1"]).assert_ok();
-    k.run(&["annotate", "app", "x", "owner=ops"]).assert_ok();
+    assert_eq!(apply(&k, &file), "thing/x created");
+    k.run(&["label", "thing", "x", "extra=1"]).assert_ok();
+    k.run(&["annotate", "thing", "x", "owner=ops"]).assert_ok();
 
     assert_eq!(
         apply(&k, &file),
-        "app/x unchanged",
+        "thing/x unchanged",
         "defaults are not the file's"
     );
     let obj = x(&k);
     assert_eq!(
         labels(&obj),
-        json!({"team": "a", "tier": "web", "extra": "1", "kratix.io/promise-name": "app"})
+        json!({"team": "a", "tier": "web", "extra": "1", "kratix.io/promise-name": "thing"})
     );
     assert_eq!(annotations(&obj), json!({"note": "one", "owner": "ops"}));
     assert_eq!(obj["spec"], json!({"color": "red", "size": 1}));
@@ -122,11 +99,11 @@ fn labels_the_file_drops_go_and_labels_and_annotations_others_set_stay() {
         json!({"labels": {"team": "b"}}),
         json!({"color": "red", "size": 3}),
     );
-    assert_eq!(apply(&k, &edited), "app/x configured");
+    assert_eq!(apply(&k, &edited), "thing/x configured");
     let obj = x(&k);
     assert_eq!(
         labels(&obj),
-        json!({"team": "b", "extra": "1", "kratix.io/promise-name": "app"}),
+        json!({"team": "b", "extra": "1", "kratix.io/promise-name": "thing"}),
         "tier went with the file; extra (label) and the Promise's label stay"
     );
     assert_eq!(
@@ -135,13 +112,13 @@ fn labels_the_file_drops_go_and_labels_and_annotations_others_set_stay() {
         "note went with the file; owner (annotate) stays"
     );
     assert_eq!(obj["spec"], json!({"color": "red", "size": 3}));
-    assert_eq!(apply(&k, &edited), "app/x unchanged");
+    assert_eq!(apply(&k, &edited), "thing/x unchanged");
 
     // A field the file set and dropped goes, and its default comes back.
     let no_size = app(json!({"labels": {"team": "b"}}), json!({"color": "red"}));
-    assert_eq!(apply(&k, &no_size), "app/x configured");
+    assert_eq!(apply(&k, &no_size), "thing/x configured");
     assert_eq!(x(&k)["spec"], json!({"color": "red", "size": 1}));
-    assert_eq!(apply(&k, &no_size), "app/x unchanged");
+    assert_eq!(apply(&k, &no_size), "thing/x unchanged");
 }
 
 #[test]
@@ -158,14 +135,14 @@ fn lists_are_replaced_whole_and_maps_merge_key_by_key() {
         json!({}),
         json!({"ports": [{"name": "http", "port": 8080}], "tags": {"a": "1", "c": "3"}}),
     );
-    assert_eq!(apply(&k, &second), "app/x configured");
+    assert_eq!(apply(&k, &second), "thing/x configured");
     assert_eq!(
         x(&k)["spec"],
         json!({"size": 1, "ports": [{"name": "http", "port": 8080}], "tags": {"a": "1", "c": "3"}}),
         "the list is the file's (not merged by position or name); b went with the file"
     );
     let dropped = app(json!({}), json!({"tags": {"a": "1", "c": "3"}}));
-    assert_eq!(apply(&k, &dropped), "app/x configured");
+    assert_eq!(apply(&k, &dropped), "thing/x configured");
     assert_eq!(
         x(&k)["spec"],
         json!({"size": 1, "tags": {"a": "1", "c": "3"}})
@@ -181,13 +158,13 @@ fn an_object_without_history_loses_nothing_and_gains_it() {
         &app(json!({"labels": {"team": "a"}}), json!({"color": "red"})),
     );
     // As if made by something other than apply.
-    k.run(&["annotate", "app", "x", &format!("{LAST_APPLIED}-")])
+    k.run(&["annotate", "thing", "x", &format!("{LAST_APPLIED}-")])
         .assert_ok();
     assert!(x(&k)["metadata"]["annotations"].get(LAST_APPLIED).is_none());
 
     let run = k.apply_yaml(&app(json!({}), json!({"color": "blue"})), &["--no-wait"]);
     run.assert_ok();
-    assert_eq!(run.stdout.trim(), "app/x configured");
+    assert_eq!(run.stdout.trim(), "thing/x configured");
     assert!(
         run.stderr
             .contains(&format!("had no {LAST_APPLIED} annotation")),
@@ -204,7 +181,7 @@ fn an_object_without_history_loses_nothing_and_gains_it() {
     // From now on the file's history counts.
     let again = k.apply_yaml(&app(json!({}), json!({"color": "blue"})), &["--no-wait"]);
     again.assert_ok();
-    assert_eq!(again.stdout.trim(), "app/x unchanged");
+    assert_eq!(again.stdout.trim(), "thing/x unchanged");
     assert!(!again.stderr.contains("had no"), "{}", again.stderr);
 }
 
@@ -218,7 +195,7 @@ fn stored_size(k: &Kratix) -> String {
     );
     let path = files
         .lines()
-        .find(|f| f.contains("/resources/default/app/x/a/") && f.ends_with("/a.yaml"))
+        .find(|f| f.contains("/resources/default/thing/x/a/") && f.ends_with("/a.yaml"))
         .unwrap_or_else(|| panic!("no file of x in {files}"))
         .to_string();
     let text = git(
@@ -231,11 +208,17 @@ fn stored_size(k: &Kratix) -> String {
         .to_string()
 }
 
-fn reason(obj: &Value) -> String {
-    condition(obj, "Reconciled")
-        .and_then(|c| c["reason"].as_str())
-        .unwrap_or_default()
-        .to_string()
+fn paused(obj: &Value) -> bool {
+    condition(obj, "Reconciled").is_some_and(|c| c["reason"] == "PausedReconciliation")
+}
+
+/// Every line `apply` or kubectl printed ends with `verb` (one line an object).
+#[track_caller]
+fn assert_all(out: &str, verb: &str) {
+    assert!(
+        !out.is_empty() && out.lines().all(|l| l.ends_with(&format!(" {verb}"))),
+        "not all {verb}: {out}"
+    );
 }
 
 #[test]
@@ -254,11 +237,9 @@ fn a_pause_set_with_label_survives_a_reapply_of_a_changed_spec() {
     let before = runs(&k, "x").len();
 
     k.start_serve();
-    k.run(&["label", "app", "x", "kratix.io/paused=true"])
+    k.run(&["label", "thing", "x", "kratix.io/paused=true"])
         .assert_ok();
-    eventually("x to be paused", PATIENCE, || {
-        (reason(&x(&k)) == "PausedReconciliation").then_some(())
-    });
+    eventually("x to be paused", PATIENCE, || paused(&x(&k)).then_some(()));
 
     // While paused, diff previews what apply would store: the pause stays, so nothing runs.
     let preview = k.run_with_stdin(&["diff", "-f", "-"], &file(2, "blue"));
@@ -269,7 +250,7 @@ fn a_pause_set_with_label_survives_a_reapply_of_a_changed_spec() {
         preview.stderr
     );
 
-    assert_eq!(apply(&k, &file(2, "blue")), "app/x configured");
+    assert_eq!(apply(&k, &file(2, "blue")), "thing/x configured");
     let obj = x(&k);
     assert_eq!(labels(&obj)["kratix.io/paused"], "true", "{obj:#}");
     assert_eq!(obj["spec"], json!({"size": 2, "color": "blue"}));
@@ -277,12 +258,12 @@ fn a_pause_set_with_label_survives_a_reapply_of_a_changed_spec() {
     eventually("the new generation to be seen paused", PATIENCE, || {
         let obj = x(&k);
         let seen = obj["status"]["observedGeneration"] == obj["metadata"]["generation"];
-        (seen && reason(&obj) == "PausedReconciliation").then_some(())
+        (seen && paused(&obj)).then_some(())
     });
     assert_eq!(runs(&k, "x").len(), before, "nothing ran while paused");
     assert_eq!(stored_size(&k), "\"1\"");
 
-    k.run(&["label", "app", "x", "kratix.io/paused-"])
+    k.run(&["label", "thing", "x", "kratix.io/paused-"])
         .assert_ok();
     eventually("x to be reconciled with the new spec", PATIENCE, || {
         let obj = x(&k);
@@ -377,8 +358,7 @@ fn kubectl_and_kratix_rs_read_each_others_history() {
         return;
     };
     let k = Kratix::new();
-    let run = k.apply_yaml(OBJECTS, &["--no-wait"]);
-    run.assert_ok();
+    assert_all(&apply(&k, OBJECTS), "created");
 
     // Moved to the cluster with their history, as a backup tool moves objects: through the
     // API, as they are (`kubectl create` would write its own annotation over it).
@@ -393,10 +373,7 @@ fn kubectl_and_kratix_rs_read_each_others_history() {
     assert_eq!(diff.as_deref(), Ok(""), "kubectl diff");
     let out = env.kubectl(&["apply", "-f", "-"], OBJECTS);
     assert_eq!(out.lines().count(), 3, "{out}");
-    assert!(
-        out.lines().all(|l| l.ends_with(" unchanged")),
-        "kubectl apply: {out}"
-    );
+    assert_all(&out, "unchanged");
 
     // Others' changes on both sides, then the same edit applied by each.
     env.kubectl(&["label", "destination", "moved", "extra=1"], "");
@@ -413,15 +390,8 @@ fn kubectl_and_kratix_rs_read_each_others_history() {
             "workloads: [{filepath: a.yaml, content: \"x\"}]",
             "workloads: [{filepath: b.yaml, content: \"y\"}]",
         );
-    let out = env.kubectl(&["apply", "-f", "-"], &edited);
-    assert!(out.lines().all(|l| l.ends_with(" configured")), "{out}");
-    let run = k.apply_yaml(&edited, &["--no-wait"]);
-    run.assert_ok();
-    assert!(
-        run.stdout.lines().all(|l| l.ends_with(" configured")),
-        "{}",
-        run.stdout
-    );
+    assert_all(&env.kubectl(&["apply", "-f", "-"], &edited), "configured");
+    assert_all(&apply(&k, &edited), "configured");
     for (kind, _) in KINDS {
         let ours = kratix_object(&k, kind);
         let theirs = env
@@ -436,13 +406,6 @@ fn kubectl_and_kratix_rs_read_each_others_history() {
         }
     }
     // Each side's re-apply is a no-op.
-    let out = env.kubectl(&["apply", "-f", "-"], &edited);
-    assert!(out.lines().all(|l| l.ends_with(" unchanged")), "{out}");
-    let run = k.apply_yaml(&edited, &["--no-wait"]);
-    run.assert_ok();
-    assert!(
-        run.stdout.lines().all(|l| l.ends_with(" unchanged")),
-        "{}",
-        run.stdout
-    );
+    assert_all(&env.kubectl(&["apply", "-f", "-"], &edited), "unchanged");
+    assert_all(&apply(&k, &edited), "unchanged");
 }
