@@ -294,12 +294,8 @@ spec:
 ---
 apiVersion: platform.kratix.io/v1alpha1
 kind: Destination
-metadata:
-  name: moved
-  labels: {env: dev, tier: web}
-spec:
-  path: moved
-  stateStoreRef: {kind: GitStateStore, name: moved}
+metadata: {name: moved, labels: {env: dev, tier: web}}
+spec: {path: moved, stateStoreRef: {kind: GitStateStore, name: moved}}
 ---
 apiVersion: platform.kratix.io/v1alpha1
 kind: Work
