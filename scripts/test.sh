@@ -48,6 +48,8 @@ cargo test --workspace --all-features --no-fail-fast
 if [ -x "$KUBE_TESTENV" ]; then
     echo "== CRDs against a real API server"
     cargo test --test api_fixtures -- --ignored
+    echo "== apply's last-applied history read by kubectl, and kubectl's by apply"
+    cargo test --all-features --test apply_merge -- --ignored
     echo "== pipeline Jobs and deploy/ against a real control plane"
     cargo test --all-features --test kubernetes_jobs -- --ignored
 fi

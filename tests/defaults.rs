@@ -113,13 +113,23 @@ spec: {bucketName: b, endpoint: 127.0.0.1:1}
     ] {
         assert!(again.stdout.contains(line), "{line}: {}", again.stdout);
     }
-    // Spelling the defaults out is the same object too.
+    // Spelling the defaults out is the same object too: only the applied configuration (the
+    // last-applied annotation) changes, as with kubectl; the spec and its generation stay.
     let spelled = format!(
         "{STORE}---\n{}",
         destination(
             "worker-1",
             "  cleanup: none\n  filepath: {mode: nestedByMetadata}\n  initWorkloads: {enabled: true}\n"
         )
+    );
+    let run = k.apply_yaml(&spelled, &["--no-wait"]);
+    run.assert_ok();
+    let respelled = k.get_json("destination", "worker-1", None).expect("stored");
+    assert_eq!(
+        (&respelled["spec"], &respelled["metadata"]["generation"]),
+        (&dest["spec"], &dest["metadata"]["generation"]),
+        "{}",
+        run.stdout
     );
     let run = k.apply_yaml(&spelled, &["--no-wait"]);
     run.assert_ok();

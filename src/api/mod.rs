@@ -86,6 +86,9 @@ pub mod labels {
     /// On a GitStateStore: the commit message's text above Kratix's trailers (an annotation,
     /// so that the object stays valid for Kratix).
     pub const COMMIT_MESSAGE_TEMPLATE: &str = "kratix.io/commit-message-template";
+    /// Annotation `apply` (like `kubectl apply`) keeps the applied document in, as JSON, to
+    /// know next time what the file set and no longer sets.
+    pub const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 }
 
 /// Finalizers: what must be done before an object of each kind may go.

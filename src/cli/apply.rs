@@ -1,6 +1,7 @@
 //! `apply`: every document is validated before any is stored, so a bad document stores nothing.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use base64::Engine;
 use serde_json::{json, Value};
@@ -20,6 +21,8 @@ use checks::{
 };
 
 mod checks;
+mod last_applied;
+mod merge;
 mod warnings;
 use crate::platform::Platform;
 use crate::store::{self, ControlPlane, Selector};
@@ -54,15 +57,77 @@ pub enum Error {
 pub struct Prepared {
     pub document: String,
     pub kind: KindInfo,
+    /// The object as created when none is stored: the file's document with its defaults and
+    /// the last-applied annotation.
     pub object: Object,
     /// Fields the request's schema does not declare, dropped as the API server would.
     pub pruned: Vec<String>,
+    /// The document as the file gives it, for the merge with a stored object (see
+    /// [`last_applied::comparable`]).
+    applied: Value,
+    /// The last-applied annotation's value for this document.
+    configuration: String,
+    batch: Arc<Batch>,
 }
 
 impl Prepared {
     pub fn key(&self) -> ObjectKey {
         ObjectKey::of(&self.object)
     }
+
+    /// The stored object `live` with this document merged in as `kubectl apply` merges it: what
+    /// the file sets wins, what it set last time and no longer sets goes, the rest is kept.
+    /// Defaults are filled in and the result is checked again, as the API server does after a
+    /// patch; identity and status stay `live`'s. `Err` names the document.
+    fn merged_with(&self, live: &Object) -> Result<Merged, Error> {
+        let invalid = |reason: String| Error::Invalid {
+            document: self.document.clone(),
+            reason: format!("merged with the stored object: {reason}"),
+        };
+        let previous = last_applied::previous(live);
+        let history = previous.is_some();
+        let last = previous.map_or_else(|| json!({}), last_applied::comparable);
+        let live_value = serde_json::to_value(live).map_err(|e| invalid(e.to_string()))?;
+        let mut merged = merge::merge(&last, &self.applied, &live_value);
+        without_server_fields(&mut merged);
+        let (mut object, _pruned) = complete(&self.kind, merged, &self.batch).map_err(invalid)?;
+        object.metadata.uid = live.metadata.uid.clone();
+        object.metadata.resource_version = live.metadata.resource_version.clone();
+        object.metadata.creation_timestamp = live.metadata.creation_timestamp.clone();
+        object.metadata.generation = live.metadata.generation;
+        object.metadata.deletion_timestamp = live.metadata.deletion_timestamp.clone();
+        object.metadata.managed_fields = live.metadata.managed_fields.clone();
+        if let (Some(status), Some(map)) = (live.data.get("status"), object.data.as_object_mut()) {
+            map.insert("status".into(), status.clone());
+        }
+        set_configuration(&mut object, &self.configuration);
+        Ok(Merged { object, history })
+    }
+}
+
+struct Merged {
+    object: Object,
+    /// The stored object had a last-applied configuration (else nothing was removed).
+    history: bool,
+}
+
+/// What documents of one batch are checked against: the kinds (built-in and those of every
+/// Promise, the batch's included), the Promises, the state stores, and what is stored.
+#[derive(Debug)]
+struct Batch {
+    kinds: Vec<KindInfo>,
+    promises: Vec<Object>,
+    state_stores: BTreeSet<(String, String)>,
+    known: Known,
+}
+
+/// One object `apply` stored.
+#[derive(Debug, Clone)]
+pub struct Stored {
+    pub object: Object,
+    /// It was stored before without a last-applied configuration (it was not made by `apply`),
+    /// so the merge removed nothing; it has one now.
+    pub without_history: bool,
 }
 
 /// What apply needs to know about the stored platform to validate a batch.
@@ -149,12 +214,17 @@ pub fn prepare(docs: &[Document], known: &Known) -> Result<Vec<Prepared>, Error>
             state_stores.insert((doc.kind().to_string(), doc.name().to_string()));
         }
     }
+    let batch = Arc::new(Batch {
+        kinds,
+        promises: promise_list,
+        state_stores,
+        known: known.clone(),
+    });
 
     let mut out: Vec<Prepared> = Vec::with_capacity(docs.len());
     let mut seen: BTreeMap<ObjectKey, String> = BTreeMap::new();
     for doc in docs {
-        let prepared = prepare_one(doc, &kinds, &promise_list, &state_stores, known)
-            .map_err(|reason| invalid(doc, reason))?;
+        let prepared = prepare_one(doc, &batch).map_err(|reason| invalid(doc, reason))?;
         let key = prepared.key();
         if let Some(first) = seen.get(&key) {
             return Err(Error::Duplicate {
@@ -169,13 +239,7 @@ pub fn prepare(docs: &[Document], known: &Known) -> Result<Vec<Prepared>, Error>
     Ok(out)
 }
 
-fn prepare_one(
-    doc: &Document,
-    kinds: &[KindInfo],
-    promises: &[Object],
-    state_stores: &BTreeSet<(String, String)>,
-    known: &Known,
-) -> Result<Prepared, String> {
+fn prepare_one(doc: &Document, batch: &Arc<Batch>) -> Result<Prepared, String> {
     let api_version = doc.api_version();
     let kind_name = doc.kind();
     if kind_name.is_empty() {
@@ -184,6 +248,7 @@ fn prepare_one(
     if api_version.is_empty() {
         return Err("apiVersion: required".into());
     }
+    let kinds = &batch.kinds;
     let kind = kinds
         .iter()
         .find(|k| k.kind == kind_name && k.api_version() == api_version)
@@ -206,25 +271,12 @@ fn prepare_one(
     check_name(name, &kind).map_err(|reason| format!("metadata.name: {} {reason}", shown(name)))?;
 
     let mut value = doc.value.clone();
-    // Status is written by controllers only.
-    if let Some(map) = value.as_object_mut() {
-        map.remove("status");
-    }
+    without_server_fields(&mut value);
     let metadata = value
         .get_mut("metadata")
         .and_then(Value::as_object_mut)
         .ok_or("metadata: must be a mapping")?;
-    for system_field in [
-        "uid",
-        "resourceVersion",
-        "generation",
-        "creationTimestamp",
-        "deletionTimestamp",
-        "managedFields",
-    ] {
-        metadata.remove(system_field);
-    }
-    if kind.namespaced {
+    let namespace = if kind.namespaced {
         let ns = metadata
             .get("namespace")
             .and_then(Value::as_str)
@@ -234,9 +286,62 @@ fn prepare_one(
         names::dns1123_label(&ns)
             .map_err(|reason| format!("metadata.namespace: {} {reason}", shown(&ns)))?;
         metadata.insert("namespace".into(), json!(ns));
+        Some(ns)
     } else {
         metadata.remove("namespace");
+        None
+    };
+    let configuration = last_applied::configuration(&doc.value, namespace.as_deref());
+    let applied = last_applied::comparable(value.clone());
+    let (mut object, pruned) = complete(&kind, value, batch)?;
+    set_configuration(&mut object, &configuration);
+    Ok(Prepared {
+        document: doc.to_string(),
+        kind,
+        object,
+        pruned,
+        applied,
+        configuration,
+        batch: batch.clone(),
+    })
+}
+
+/// Status is written by controllers only, and the API server owns identity and timestamps: a
+/// document's values for them are dropped.
+fn without_server_fields(value: &mut Value) {
+    if let Some(map) = value.as_object_mut() {
+        map.remove("status");
     }
+    if let Some(metadata) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+        for field in last_applied::SYSTEM_FIELDS {
+            metadata.remove(field);
+        }
+    }
+}
+
+fn set_configuration(object: &mut Object, configuration: &str) {
+    object
+        .metadata
+        .annotations
+        .get_or_insert_with(Default::default)
+        .insert(
+            crate::api::labels::LAST_APPLIED.into(),
+            configuration.to_string(),
+        );
+}
+
+/// A document (its metadata cleaned) checked and completed as the API server stores it: its
+/// kind's defaults, its kind's rules, a request's schema (with the fields it does not declare
+/// pruned, returned) and its Promise's label.
+fn complete(
+    kind: &KindInfo,
+    mut value: Value,
+    batch: &Batch,
+) -> Result<(Object, Vec<String>), String> {
+    let metadata = value
+        .get_mut("metadata")
+        .and_then(Value::as_object_mut)
+        .ok_or("metadata: must be a mapping")?;
     check_labels("metadata.labels", metadata.get("labels"))?;
     if kind.group == GROUP {
         // The API server stores every default the kind's CRD declares.
@@ -244,6 +349,7 @@ fn prepare_one(
             defaults::apply(schema, &mut value);
         }
     }
+    let (promises, state_stores, known) = (&batch.promises, &batch.state_stores, &batch.known);
 
     let mut pruned = Vec::new();
     match (kind.group.as_str(), kind.kind.as_str()) {
@@ -286,7 +392,7 @@ fn prepare_one(
         (GROUP, "HealthRecord") => value = check_health_record(value)?,
         ("", "Secret") => value = normalise_secret(value)?,
         _ => {
-            let promise = crate::platform::promise_defining(promises, &kind)
+            let promise = crate::platform::promise_defining(promises, kind)
                 .ok_or_else(|| format!("no Promise defines kind {}", kind.kind))?;
             let typed_promise: Promise = to_typed(promise).map_err(|e| e.to_string())?;
             let api = promise_api::request_kind(&typed_promise)
@@ -311,12 +417,7 @@ fn prepare_one(
     }
     let object: Object =
         serde_json::from_value(value).map_err(|e| format!("not a valid object: {e}"))?;
-    Ok(Prepared {
-        document: doc.to_string(),
-        kind,
-        object,
-        pruned,
-    })
+    Ok((object, pruned))
 }
 
 fn check_promise(value: &Value) -> Result<(), String> {
@@ -417,8 +518,9 @@ fn normalise_secret(mut value: Value) -> Result<Value, String> {
     Ok(value)
 }
 
-/// Stores every prepared object (create, or update keeping status and controller-owned metadata).
-pub async fn store_all(cp: &dyn ControlPlane, prepared: &[Prepared]) -> Result<Vec<Object>, Error> {
+/// Stores every prepared object: created as the file gives it, or merged into the stored one
+/// as `kubectl apply` merges (see [`Prepared::merged_with`]).
+pub async fn store_all(cp: &dyn ControlPlane, prepared: &[Prepared]) -> Result<Vec<Stored>, Error> {
     let mut stored = Vec::with_capacity(prepared.len());
     for p in prepared {
         stored.push(store_one(cp, p).await?);
@@ -426,7 +528,7 @@ pub async fn store_all(cp: &dyn ControlPlane, prepared: &[Prepared]) -> Result<V
     Ok(stored)
 }
 
-async fn store_one(cp: &dyn ControlPlane, p: &Prepared) -> Result<Object, Error> {
+async fn store_one(cp: &dyn ControlPlane, p: &Prepared) -> Result<Stored, Error> {
     let key = p.key();
     let name = key.name.clone();
     let ns = key.namespace.clone();
@@ -434,21 +536,27 @@ async fn store_one(cp: &dyn ControlPlane, p: &Prepared) -> Result<Object, Error>
         key: key.clone(),
         source,
     };
-    // Retry on conflicts with controllers writing the same object meanwhile.
+    // Retry on conflicts with controllers writing the same object meanwhile: the merge is made
+    // again with what they wrote.
     for _ in 0..20 {
         let existing = cp
             .get(&p.kind, ns.as_deref(), &name)
             .await
             .map_err(store_err)?;
-        let result = match existing {
-            None => cp.create(&p.kind, &p.object).await,
-            Some(current) => {
-                let merged = merge_for_update(&current, &p.object);
-                cp.update(&p.kind, &merged).await
+        let (result, without_history) = match existing {
+            None => (cp.create(&p.kind, &p.object).await, false),
+            Some(live) => {
+                let merged = p.merged_with(&live)?;
+                (cp.update(&p.kind, &merged.object).await, !merged.history)
             }
         };
         match result {
-            Ok(obj) => return Ok(obj),
+            Ok(object) => {
+                return Ok(Stored {
+                    object,
+                    without_history,
+                })
+            }
             Err(store::Error::Conflict { .. }) | Err(store::Error::AlreadyExists { .. }) => {
                 continue
             }
@@ -459,25 +567,6 @@ async fn store_one(cp: &dyn ControlPlane, p: &Prepared) -> Result<Object, Error>
         key: key.clone(),
         expected: "latest".into(),
     }))
-}
-
-/// The applied object replaces the user-owned parts of the stored one; identity, finalizers,
-/// owner references and labels the controllers set are kept.
-pub fn merge_for_update(current: &Object, applied: &Object) -> Object {
-    let mut merged = applied.clone();
-    merged.metadata.uid = current.metadata.uid.clone();
-    merged.metadata.resource_version = current.metadata.resource_version.clone();
-    merged.metadata.creation_timestamp = current.metadata.creation_timestamp.clone();
-    merged.metadata.generation = current.metadata.generation;
-    merged.metadata.finalizers = current.metadata.finalizers.clone();
-    merged.metadata.owner_references = current.metadata.owner_references.clone();
-    merged.metadata.deletion_timestamp = current.metadata.deletion_timestamp.clone();
-    if let Some(status) = current.data.get("status") {
-        if let Some(map) = merged.data.as_object_mut() {
-            map.insert("status".into(), status.clone());
-        }
-    }
-    merged
 }
 
 /// Converts a typed object for storing (used by controllers creating objects).

@@ -2,6 +2,7 @@
 
 use serde_json::{json, Value};
 
+use crate::api::labels::LAST_APPLIED;
 use crate::api::{KindInfo, Object};
 
 use super::columns::{columns, resource_name, text, Column};
@@ -28,16 +29,43 @@ pub fn redact(kind: &KindInfo, obj: &Object) -> Value {
         }
     }
     if let Some(pointer) = url_field(kind) {
-        if let Some(url) = value.pointer_mut(pointer) {
-            if let Some(text) = url.as_str() {
-                *url = json!(statestores::redact_url(text));
+        redact_url_at(&mut value, pointer);
+        // The applied document holds the URL as the file gave it. Left byte for byte as it is
+        // unless it holds a password, so that an exported object keeps its history for kubectl.
+        if let Some(annotation) = value
+            .pointer_mut("/metadata/annotations")
+            .and_then(Value::as_object_mut)
+            .and_then(|a| a.get_mut(LAST_APPLIED))
+        {
+            let applied = annotation
+                .as_str()
+                .and_then(|text| serde_json::from_str::<Value>(text).ok());
+            match applied {
+                Some(mut applied) => {
+                    if redact_url_at(&mut applied, pointer) {
+                        *annotation = json!(format!("{}\n", crate::api::hash::go_json(&applied)));
+                    }
+                }
+                None => *annotation = json!("<redacted>"),
             }
         }
     }
     value
 }
 
-const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+/// Redacts the password of the URL at `pointer`; whether there was one.
+fn redact_url_at(value: &mut Value, pointer: &str) -> bool {
+    let Some(url) = value.pointer_mut(pointer) else {
+        return false;
+    };
+    let Some(text) = url.as_str() else {
+        return false;
+    };
+    let shown = statestores::redact_url(text);
+    let changed = shown != text;
+    *url = json!(shown);
+    changed
+}
 
 /// Where a state store (or a release) keeps the URL that may hold a password.
 fn url_field(kind: &KindInfo) -> Option<&'static str> {
@@ -174,7 +202,9 @@ mod tests {
         }));
         let store = object(json!({
             "apiVersion": "platform.kratix.io/v1alpha1", "kind": "GitStateStore",
-            "metadata": {"name": "g"},
+            "metadata": {"name": "g", "annotations": {
+                LAST_APPLIED: "{\"spec\":{\"url\":\"https://u:hunter4@h/r.git\"}}\n",
+            }},
             "spec": {"url": "https://u:hunter4@h/r.git", "branch": "main"},
         }));
         let bucket = object(json!({
@@ -232,5 +262,32 @@ mod tests {
             }
             assert!(json.contains(shown), "{json}");
         }
+    }
+
+    #[test]
+    fn a_state_stores_applied_document_keeps_all_but_the_password() {
+        let store = object(json!({
+            "apiVersion": "platform.kratix.io/v1alpha1", "kind": "GitStateStore",
+            "metadata": {"name": "g", "annotations": {
+                LAST_APPLIED: "{\"spec\":{\"url\":\"https://u:hunter4@h/r.git\",\"path\":\"p\"}}\n",
+            }},
+            "spec": {"url": "https://u:hunter4@h/r.git"},
+        }));
+        let kind = crate::platform::builtin(crate::api::Builtin::GitStateStore);
+        assert_eq!(
+            redact(&kind, &store)["metadata"]["annotations"][LAST_APPLIED],
+            "{\"spec\":{\"path\":\"p\",\"url\":\"https://u:\\u003credacted\\u003e@h/r.git\"}}\n"
+        );
+        // Without a password the document is left as kubectl wrote it.
+        let written = "{\"spec\":{\"url\":\"https://h/r.git\",\"b\":\"<\"}}\n";
+        let store = object(json!({
+            "apiVersion": "platform.kratix.io/v1alpha1", "kind": "GitStateStore",
+            "metadata": {"name": "g", "annotations": {LAST_APPLIED: written}},
+            "spec": {"url": "https://h/r.git"},
+        }));
+        assert_eq!(
+            redact(&kind, &store)["metadata"]["annotations"][LAST_APPLIED],
+            written
+        );
     }
 }

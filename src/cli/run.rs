@@ -104,7 +104,16 @@ async fn dispatch(command: Command, platform: &Platform, driver: &Driver) -> Res
             let progress = progress_for(&platform, &w.progress);
             let before = snapshot(cp.as_ref(), &prepared).await;
             let stored = apply::store_all(cp.as_ref(), &prepared).await?;
-            for ((p, obj), old_rv) in prepared.iter().zip(&stored).zip(before) {
+            for ((p, stored), old_rv) in prepared.iter().zip(&stored).zip(before) {
+                if stored.without_history {
+                    eprintln!(
+                        "warning: {}: {} had no {} annotation (it was not made by apply), so nothing was removed from it; it has one now",
+                        p.document,
+                        p.key(),
+                        crate::api::labels::LAST_APPLIED
+                    );
+                }
+                let obj = &stored.object;
                 let verb = match old_rv {
                     None => "created",
                     Some(rv) if Some(&rv) == obj.metadata.resource_version.as_ref() => "unchanged",

@@ -128,6 +128,11 @@ fn workflow_settlement(obj: &Object) -> Settlement {
         ));
     }
     let reconciled = condition(obj, "Reconciled");
+    // Paused (by its label or its Promise's): nothing runs until the label goes, so there is
+    // nothing to wait for; `apply` keeps a pause the file does not lift.
+    if cond_str(reconciled, "reason") == crate::controllers::pausing::PAUSED_REASON {
+        return Settlement::Settled;
+    }
     match cond_str(reconciled, "status").as_str() {
         "True" => Settlement::Settled,
         _ => {
@@ -433,6 +438,20 @@ mod tests {
                 json!({"observedGeneration": 2, "conditions": [{"type": "Reconciled", "status": "True"}]}),
                 2,
                 "settled",
+            ),
+            (
+                "paused, the new generation seen",
+                json!({"observedGeneration": 2, "conditions": [
+                    {"type": "Reconciled", "status": "Unknown", "reason": "PausedReconciliation", "message": "Paused"}]}),
+                2,
+                "settled",
+            ),
+            (
+                "paused, the new generation not seen yet",
+                json!({"observedGeneration": 1, "conditions": [
+                    {"type": "Reconciled", "status": "Unknown", "reason": "PausedReconciliation", "message": "Paused"}]}),
+                2,
+                "pending",
             ),
             (
                 "pipeline failed",

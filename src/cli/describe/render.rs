@@ -42,7 +42,7 @@ pub fn render(d: &Described, now: &str) -> String {
     field("Labels", pairs(obj.metadata.labels.as_ref()));
     let annotations = obj.metadata.annotations.as_ref().map(|a| {
         a.iter()
-            .filter(|(k, _)| k.as_str() != "kubectl.kubernetes.io/last-applied-configuration")
+            .filter(|(k, _)| k.as_str() != crate::api::labels::LAST_APPLIED)
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect::<BTreeMap<_, _>>()
     });
