@@ -43,6 +43,14 @@ if [ -x "$KUBE_TESTENV" ]; then
     export KRATIX_REQUIRE_REAL=1
 fi
 
+# kratix-rs on a real node (tests/kubernetes_node.rs, part of `cargo test` below): when
+# KRATIX_TEST_NODE_DIR names a running `kube-testenv start DIR --node`, the image deploy/ runs is
+# built from the release binary into the node's engine first.
+if [ -n "${KRATIX_TEST_NODE_DIR:-}" ]; then
+    echo "== the kratix-rs image, into the node's engine"
+    DOCKER_HOST="$("$KUBE_TESTENV" env "$KRATIX_TEST_NODE_DIR" | sed -n 's/^DOCKER_HOST=//p')" \
+        scripts/test-image.sh
+fi
 echo "== cargo test"
 cargo test --workspace --all-features --no-fail-fast
 if [ -x "$KUBE_TESTENV" ]; then

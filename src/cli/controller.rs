@@ -114,6 +114,11 @@ pub struct ControllerArgs {
     /// request is made).
     #[arg(long, env = crate::controllers::BINDING_VERSION_ENV, value_enum, default_value_t)]
     pub resource_binding_version: crate::controllers::bindings::Strategy,
+    /// The ServiceAccount this controller runs as (`namespace/name`; deploy/ sets it). It is
+    /// granted `delete` on each Promise's request kind as the kind is installed, so that deleting
+    /// a Promise can delete its requests without a right to delete every kind.
+    #[arg(long, env = "KRATIX_SERVICE_ACCOUNT")]
+    pub service_account: Option<crate::kube::request_access::Account>,
     #[command(flatten)]
     pub intervals: super::IntervalArgs,
 }
@@ -167,9 +172,12 @@ pub async fn run(args: ControllerArgs) -> Result<(), Error> {
     let config = crate::kube::client_config(args.kubeconfig.as_deref()).await?;
     // Settings are checked before anything else happens.
     let executor = pipeline_executor(args.pipelines, config.clone())?;
-    let kube = KubeControlPlane::new(
+    let mut kube = KubeControlPlane::new(
         ::kube::Client::try_from(config).map_err(|e| Error::Kube(crate::kube::Error::Config(e)))?,
     );
+    if let Some(account) = args.service_account.clone() {
+        kube = kube.with_request_access(account);
+    }
     std::fs::create_dir_all(&args.work_dir).map_err(|source| Error::WorkDir {
         path: args.work_dir.display().to_string(),
         source,
@@ -181,21 +189,22 @@ pub async fn run(args: ControllerArgs) -> Result<(), Error> {
     args.intervals.apply(&mut runtime.settings);
 
     let (role_tx, role_rx) = watch::channel(Role::Standby);
-    let api_reachable = Arc::new(AtomicBool::new(false));
+    let probes = Arc::new(health::Probes::default());
     let state = health::State {
         role: role_rx.clone(),
         metrics: runtime.metrics.clone(),
-        api_reachable: api_reachable.clone(),
+        probes: probes.clone(),
+        watches: kube.watch_health(),
     };
     let _servers = serve_endpoints(&args, state).await?;
-    let _probe = AbortOnDrop(tokio::spawn(probe_api_server(cp, api_reachable)));
+    let _probe = AbortOnDrop(tokio::spawn(probe_api_server(cp, probes.clone())));
     tokio::select! {
         _ = &mut signal => return Ok(()),
-        _ = system_namespace(&kube) => {}
+        _ = system_namespace(&kube) => probes.system_namespace.store(true, Ordering::SeqCst),
     }
 
     let (stop_tx, stop_rx) = watch::channel(false);
-    let election = join_election(&args, &kube, role_tx, stop_rx);
+    let election = join_election(&args, &kube, role_tx, &probes, stop_rx);
     let mut role = role_rx.clone();
     // Only whether it leads: the value borrowed from the channel must not outlive this, or
     // the election could never publish a new role.
@@ -216,11 +225,12 @@ pub async fn run(args: ControllerArgs) -> Result<(), Error> {
     outcome
 }
 
-/// Creates the system namespace, retrying until the API server lets it.
+/// Makes sure the system namespace exists (creating it only when missing), retrying until it
+/// does: `/readyz` says not ready meanwhile, and the log says why.
 async fn system_namespace(kube: &KubeControlPlane) {
     while let Err(err) = kube.ensure_system_namespace().await {
-        warn!(error = %crate::controllers::ErrorChain(&err), "creating the system namespace failed; retrying");
-        tokio::time::sleep(Duration::from_secs(2)).await;
+        warn!(error = %crate::controllers::ErrorChain(&err), "the system namespace is not usable; looking again in 5s");
+        tokio::time::sleep(Duration::from_secs(5)).await;
     }
 }
 
@@ -229,9 +239,11 @@ fn join_election(
     args: &ControllerArgs,
     kube: &KubeControlPlane,
     role: watch::Sender<Role>,
+    probes: &Arc<health::Probes>,
     stop: watch::Receiver<bool>,
 ) -> Option<tokio::task::JoinHandle<()>> {
     if !args.leader_elect {
+        probes.election.store(true, Ordering::SeqCst);
         let _ = role.send(Role::Leader);
         // Keep the sender: the role never changes.
         tokio::spawn(async move {
@@ -251,6 +263,7 @@ fn join_election(
         at,
         elector,
         role,
+        probes.clone(),
         stop,
     )))
 }
@@ -325,10 +338,10 @@ async fn serve_endpoints(
 }
 
 /// Looks at the API server every few seconds, for `/readyz`.
-async fn probe_api_server(cp: Arc<dyn ControlPlane>, reachable: Arc<AtomicBool>) {
+async fn probe_api_server(cp: Arc<dyn ControlPlane>, probes: Arc<health::Probes>) {
     loop {
         let ok = cp.current_resource_version().await.is_ok();
-        reachable.store(ok, Ordering::SeqCst);
+        probes.api_reachable.store(ok, Ordering::SeqCst);
         tokio::time::sleep(Duration::from_secs(if ok { 5 } else { 1 })).await;
     }
 }

@@ -56,6 +56,7 @@ impl Runtime {
                     Ok((fresh, since)) => {
                         (changes, seen) = (fresh, since);
                         backoff = Backoff::default();
+                        self.metrics.set_started(true);
                         None
                     }
                     Err(err) => {
@@ -85,6 +86,8 @@ impl Runtime {
                     // (or several of whose parts changed) is then looked at once, not once each.
                     let batch = ChangeBatch::take(change, &mut changes);
                     if batch.feed_lost {
+                        // Not ready until everything is listed and the feed is open again.
+                        self.metrics.set_started(false);
                         resync_due = Some(tokio::time::Instant::now());
                     }
                     seen = batch.newest.unwrap_or(seen);

@@ -64,6 +64,22 @@ pub struct NotReady {
     pub message: String,
 }
 
+/// What a store's opened backend depends on: the object itself (its uid: a store deleted and
+/// made again under its name starts again at generation 1, maybe with another URL), its spec
+/// (generation), its commit-message template (an annotation, which does not change the
+/// generation) and its Secret.
+fn fingerprint(obj: &Object, secret: Option<&secret::Secret>) -> String {
+    format!(
+        "{}/{}/{:?}/{}",
+        obj.metadata.uid.as_deref().unwrap_or_default(),
+        obj.metadata.generation.unwrap_or(0),
+        template_text(obj),
+        secret
+            .and_then(|s| s.metadata.resource_version.clone())
+            .unwrap_or_default()
+    )
+}
+
 impl Cache {
     pub fn new(cache_dir: PathBuf, home: PathBuf) -> Self {
         Self {
@@ -106,16 +122,7 @@ impl Cache {
             Ok(s) => s,
             Err(not_ready) => return Ok(Err(not_ready)),
         };
-        // NB: annotations do not change the generation, yet the template is one of them.
-        let fingerprint = format!(
-            "{}/{:?}/{}",
-            obj.metadata.generation.unwrap_or(0),
-            template_text(&obj),
-            secret
-                .as_ref()
-                .and_then(|s| s.metadata.resource_version.clone())
-                .unwrap_or_default()
-        );
+        let fingerprint = fingerprint(&obj, secret.as_ref());
         let mut entries = self.entries.lock().await;
         let cache_key = (kind.to_string(), name.to_string());
         if let Some(handle) = entries.get(&cache_key) {
@@ -415,4 +422,37 @@ pub async fn reconcile(rt: &Runtime, kind: &KindInfo, obj: Object) -> Result<Nex
     )
     .await?;
     Ok(next)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store(uid: &str, generation: i64, template: Option<&str>) -> Object {
+        let mut annotations = serde_json::Map::new();
+        if let Some(t) = template {
+            annotations.insert("kratix.io/commit-message-template".into(), t.into());
+        }
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "platform.kratix.io/v1alpha1", "kind": "GitStateStore",
+            "metadata": {"name": "default", "uid": uid, "generation": generation,
+                         "annotations": annotations},
+            "spec": {"url": "git://example/repo.git"},
+        }))
+        .expect("store")
+    }
+
+    #[test]
+    fn a_backend_is_reopened_when_its_store_changes_or_is_made_again() {
+        let base = fingerprint(&store("u1", 1, None), None);
+        let cases = [
+            ("unchanged", store("u1", 1, None), true),
+            ("spec changed", store("u1", 2, None), false),
+            ("template changed", store("u1", 1, Some("x")), false),
+            ("deleted and made again", store("u2", 1, None), false),
+        ];
+        for (case, obj, same) in cases {
+            assert_eq!(fingerprint(&obj, None) == base, same, "{case}");
+        }
+    }
 }

@@ -86,10 +86,21 @@ fn crd_key(name: &str) -> ObjectKey {
     )
 }
 
-/// Installs (or updates) the CRD of `promise`'s API and waits until the API server serves it.
-pub(super) async fn install(client: &Client, promise: &str, api: &Value) -> store::Result<()> {
+/// Installs (or updates) the CRD of `promise`'s API and waits until the API server serves it;
+/// the kind it serves.
+pub(super) async fn install(
+    client: &Client,
+    promise: &str,
+    api: &Value,
+) -> store::Result<KindInfo> {
     let wanted: CustomResourceDefinition = serde_json::from_value(request_crd(promise, api))
         .map_err(|e| backend(format!("Promise {promise}: spec.api is not a CRD"), e))?;
+    let kind = kind_of_crd(&wanted).ok_or_else(|| {
+        backend(
+            format!("Promise {promise}: spec.api"),
+            std::io::Error::other("the CRD has no versions"),
+        )
+    })?;
     let name = wanted.metadata.name.clone().unwrap_or_default();
     let key = crd_key(&name);
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
@@ -120,7 +131,8 @@ pub(super) async fn install(client: &Client, promise: &str, api: &Value) -> stor
         }
         Some(_) => {}
     }
-    wait_established(&crds, &name).await
+    wait_established(&crds, &name).await?;
+    Ok(kind)
 }
 
 async fn wait_established(crds: &Api<CustomResourceDefinition>, name: &str) -> store::Result<()> {
@@ -151,8 +163,9 @@ async fn wait_established(crds: &Api<CustomResourceDefinition>, name: &str) -> s
     }
 }
 
-/// Removes the CRD of a Promise's request kind (only one labelled for that Promise).
-pub(super) async fn remove(client: &Client, promise: &str, kind: &KindInfo) -> store::Result<()> {
+/// Removes the CRD of a Promise's request kind (only one labelled for that Promise); whether
+/// the kind was that Promise's (removed now, or gone already).
+pub(super) async fn remove(client: &Client, promise: &str, kind: &KindInfo) -> store::Result<bool> {
     let name = format!("{}.{}", kind.plural, kind.group);
     let key = crd_key(&name);
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
@@ -161,7 +174,7 @@ pub(super) async fn remove(client: &Client, promise: &str, kind: &KindInfo) -> s
         .await
         .map_err(|e| to_store(e, &key, None, "get"))?
     else {
-        return Ok(());
+        return Ok(true);
     };
     let owner = current
         .metadata
@@ -169,12 +182,12 @@ pub(super) async fn remove(client: &Client, promise: &str, kind: &KindInfo) -> s
         .as_ref()
         .and_then(|l| l.get(PROMISE_LABEL));
     if owner.map(String::as_str) != Some(promise) {
-        return Ok(()); // Not ours to remove.
+        return Ok(false); // Not ours to remove.
     }
     match crds.delete(&name, &DeleteParams::background()).await {
-        Ok(_) => Ok(()),
+        Ok(_) => Ok(true),
         Err(err) => match to_store(err, &key, None, "delete") {
-            store::Error::NotFound { .. } => Ok(()),
+            store::Error::NotFound { .. } => Ok(true),
             other => Err(other),
         },
     }

@@ -10,13 +10,67 @@ use tokio::sync::watch;
 use super::leader::Role;
 use crate::controllers::metrics::{self, Metrics};
 
+/// What readiness depends on besides the role, each part set by the task that knows it.
+#[derive(Debug, Default)]
+pub struct Probes {
+    /// The API server answered the last look.
+    pub api_reachable: AtomicBool,
+    /// The system namespace exists (looked at once at start, created only when missing).
+    pub system_namespace: AtomicBool,
+    /// The last look at the Lease (its read, and its write when one was due) succeeded;
+    /// set from the start when there is no leader election.
+    pub election: AtomicBool,
+}
+
 /// What the endpoints report on.
 #[derive(Debug, Clone)]
 pub struct State {
     pub role: watch::Receiver<Role>,
     pub metrics: Arc<Metrics>,
-    /// Whether the API server answered the last look.
-    pub api_reachable: Arc<AtomicBool>,
+    pub probes: Arc<Probes>,
+    /// The watches of the controllers' change feed.
+    pub watches: super::WatchHealth,
+}
+
+/// A moment's view of everything readiness depends on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Checks {
+    pub role: Role,
+    pub api_reachable: bool,
+    pub system_namespace: bool,
+    pub election: bool,
+    /// The leader's controllers have listed everything and their change feed is open.
+    pub started: bool,
+    /// Watches of the change feed that could not be opened at their last attempt.
+    pub failing_watches: usize,
+}
+
+/// Why this replica is not ready.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum NotReady {
+    #[error("the API server does not answer")]
+    ApiServer,
+    #[error("the system namespace is missing or cannot be read (see the log)")]
+    SystemNamespace,
+    #[error("the Lease of the leader election cannot be read or written (see the log)")]
+    Election,
+    #[error("the controllers have not listed everything and opened their change feed yet")]
+    Starting,
+    #[error("{0} watch(es) of the change feed cannot be opened (see the log)")]
+    Watches(usize),
+}
+
+impl Checks {
+    fn of(state: &State) -> Self {
+        Self {
+            role: *state.role.borrow(),
+            api_reachable: state.probes.api_reachable.load(Ordering::SeqCst),
+            system_namespace: state.probes.system_namespace.load(Ordering::SeqCst),
+            election: state.probes.election.load(Ordering::SeqCst),
+            started: state.metrics.started(),
+            failing_watches: state.watches.failing(),
+        }
+    }
 }
 
 /// Which endpoints a listener serves.
@@ -26,10 +80,28 @@ pub struct Endpoints {
     pub metrics: bool,
 }
 
-/// Ready when the API server answers and, for the leader, once its controllers have listed
-/// everything and opened their change feed; a standby is ready to take over.
-pub fn ready(role: Role, api_reachable: bool, started: bool) -> bool {
-    api_reachable && (role == Role::Standby || started)
+/// Ready when this replica can do its part: the API server answers, the system namespace is
+/// there and the Lease can be looked at; a standby is then ready to take over, the leader once
+/// its controllers have listed everything and every watch of their change feed is open.
+pub fn ready(c: &Checks) -> Result<(), NotReady> {
+    if !c.api_reachable {
+        return Err(NotReady::ApiServer);
+    }
+    if !c.system_namespace {
+        return Err(NotReady::SystemNamespace);
+    }
+    if !c.election {
+        return Err(NotReady::Election);
+    }
+    if c.role == Role::Leader {
+        if !c.started {
+            return Err(NotReady::Starting);
+        }
+        if c.failing_watches > 0 {
+            return Err(NotReady::Watches(c.failing_watches));
+        }
+    }
+    Ok(())
 }
 
 /// The metrics in Prometheus' text format: the controllers', and whether this replica leads.
@@ -46,19 +118,13 @@ pub fn render(state: &State) -> String {
 pub fn answer(path: &str, endpoints: Endpoints, state: &State) -> (StatusCode, String) {
     match path {
         "/healthz" if endpoints.health => (StatusCode::OK, "ok\n".into()),
-        "/readyz" if endpoints.health => {
-            let role = *state.role.borrow();
-            let ok = ready(
-                role,
-                state.api_reachable.load(Ordering::SeqCst),
-                state.metrics.started(),
-            );
-            if ok {
-                (StatusCode::OK, "ok\n".into())
-            } else {
-                (StatusCode::SERVICE_UNAVAILABLE, "not ready\n".into())
-            }
-        }
+        "/readyz" if endpoints.health => match ready(&Checks::of(state)) {
+            Ok(()) => (StatusCode::OK, "ok\n".into()),
+            Err(why) => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("not ready: {why}\n"),
+            ),
+        },
         "/metrics" if endpoints.metrics => (StatusCode::OK, render(state)),
         _ => (StatusCode::NOT_FOUND, "not found\n".into()),
     }
@@ -84,28 +150,95 @@ mod tests {
         metrics.set_started(started);
         metrics.record(crate::api::GROUP, "Work", true);
         metrics.record("example.com", "Thing", false);
+        let probes = Probes::default();
+        probes.api_reachable.store(reachable, Ordering::SeqCst);
+        probes.system_namespace.store(true, Ordering::SeqCst);
+        probes.election.store(true, Ordering::SeqCst);
         State {
             role: watch::channel(role).1,
             metrics,
-            api_reachable: Arc::new(AtomicBool::new(reachable)),
+            probes: Arc::new(probes),
+            watches: Default::default(),
         }
     }
 
     #[test]
-    fn readiness_needs_the_api_server_and_a_started_leader() {
+    fn readiness_needs_everything_this_replica_does_its_part_with() {
+        let all = Checks {
+            role: Role::Leader,
+            api_reachable: true,
+            system_namespace: true,
+            election: true,
+            started: true,
+            failing_watches: 0,
+        };
+        let standby = Checks {
+            role: Role::Standby,
+            started: false,
+            ..all
+        };
         let cases = [
-            (Role::Standby, true, false, true),
-            (Role::Standby, false, false, false),
-            (Role::Leader, true, false, false),
-            (Role::Leader, true, true, true),
-            (Role::Leader, false, true, false),
+            ("leader, all well", all, Ok(())),
+            ("standby, all well", standby, Ok(())),
+            (
+                "API server away",
+                Checks {
+                    api_reachable: false,
+                    ..all
+                },
+                Err(NotReady::ApiServer),
+            ),
+            (
+                "standby, API server away",
+                Checks {
+                    api_reachable: false,
+                    ..standby
+                },
+                Err(NotReady::ApiServer),
+            ),
+            (
+                "standby, namespace missing or forbidden",
+                Checks {
+                    system_namespace: false,
+                    ..standby
+                },
+                Err(NotReady::SystemNamespace),
+            ),
+            (
+                "standby, Lease unreadable",
+                Checks {
+                    election: false,
+                    ..standby
+                },
+                Err(NotReady::Election),
+            ),
+            (
+                "leader not started",
+                Checks {
+                    started: false,
+                    ..all
+                },
+                Err(NotReady::Starting),
+            ),
+            (
+                "leader with failing watches",
+                Checks {
+                    failing_watches: 2,
+                    ..all
+                },
+                Err(NotReady::Watches(2)),
+            ),
+            (
+                "standby: its watches are not open, as it does not act",
+                Checks {
+                    failing_watches: 2,
+                    ..standby
+                },
+                Ok(()),
+            ),
         ];
-        for (role, reachable, started, want) in cases {
-            assert_eq!(
-                ready(role, reachable, started),
-                want,
-                "{role:?} {reachable} {started}"
-            );
+        for (case, checks, want) in cases {
+            assert_eq!(ready(&checks), want, "{case}");
         }
     }
 
@@ -130,8 +263,9 @@ mod tests {
         for (path, endpoints, want) in cases {
             assert_eq!(answer(path, endpoints, &s).0, want, "{path} {endpoints:?}");
         }
-        let (status, _) = answer("/readyz", both, &state(Role::Leader, true, false));
+        let (status, body) = answer("/readyz", both, &state(Role::Leader, true, false));
         assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(body, "not ready: the API server does not answer\n");
     }
 
     #[test]

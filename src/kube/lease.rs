@@ -1,6 +1,9 @@
 //! Leader election, the I/O: reads and writes a `coordination.k8s.io/v1` Lease every retry
 //! period, as [`super::leader::Elector`] decides, and publishes this replica's role.
 
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kube::api::{Api, PostParams};
@@ -8,6 +11,7 @@ use kube::Client;
 use tokio::sync::watch;
 use tracing::{info, warn};
 
+use super::health::Probes;
 use super::leader::{Action, Elector, Record, Role};
 use statestores::error_chain::ErrorChain;
 
@@ -65,12 +69,14 @@ fn written(
 }
 
 /// Takes part in the election until `stop` turns true; then gives the Lease up if held, so
-/// that a standby takes over at once. `role` tells who acts.
+/// that a standby takes over at once. `role` tells who acts; `probes.election` whether the last
+/// look at the Lease (its read, and its write when one was due) succeeded.
 pub async fn elect(
     client: Client,
     at: LeaseRef,
     mut elector: Elector,
     role: watch::Sender<Role>,
+    probes: Arc<Probes>,
     mut stop: watch::Receiver<bool>,
 ) {
     let api: Api<Lease> = Api::namespaced(client, &at.namespace);
@@ -84,6 +90,7 @@ pub async fn elect(
                 None
             }
         };
+        let mut ok = current.is_some();
         if let Some(current) = current {
             let action = elector.decide(current.as_ref().map(record).as_ref(), start.elapsed());
             if let Some(lease) = written(current.as_ref(), &action, &elector, &at) {
@@ -98,12 +105,14 @@ pub async fn elect(
                     Err(err) => {
                         warn!(error = %ErrorChain(&err), lease = %at.name, "writing the Lease failed");
                         elector.written(false, start.elapsed());
+                        ok = false;
                     }
                 }
             } else {
                 elector.lost_race();
             }
         }
+        probes.election.store(ok, Ordering::SeqCst);
         let now_role = elector.role(start.elapsed());
         let published = *role.borrow();
         if published != now_role {

@@ -9,6 +9,8 @@ mod errors;
 pub mod health;
 pub mod leader;
 pub mod lease;
+pub mod namespace;
+pub mod request_access;
 mod sequence;
 mod watch;
 
@@ -20,6 +22,7 @@ use kube::Client;
 use crate::api::{KindInfo, Object, ObjectKey, SYSTEM_NAMESPACE};
 use crate::store::{self, Change, ControlPlane, Selector};
 use errors::{backend, to_store};
+pub use watch::Health as WatchHealth;
 
 /// Errors of the Kubernetes edge: connecting, serving probes, holding the Lease.
 #[derive(Debug, thiserror::Error)]
@@ -46,6 +49,9 @@ const CAS_ATTEMPTS: usize = 20;
 #[derive(Clone)]
 pub struct KubeControlPlane {
     client: Client,
+    watches: WatchHealth,
+    /// The controller's own ServiceAccount, granted `delete` on each Promise's request kind.
+    account: Option<request_access::Account>,
 }
 
 impl std::fmt::Debug for KubeControlPlane {
@@ -81,7 +87,18 @@ pub async fn client_config(kubeconfig: Option<&std::path::Path>) -> Result<kube:
 
 impl KubeControlPlane {
     pub fn new(client: Client) -> Self {
-        Self { client }
+        Self {
+            client,
+            watches: WatchHealth::default(),
+            account: None,
+        }
+    }
+
+    /// Grants `account` (the controller's, in a pod) `delete` on each request kind it installs
+    /// (see [`request_access`]).
+    pub fn with_request_access(mut self, account: request_access::Account) -> Self {
+        self.account = Some(account);
+        self
     }
 
     /// Connects with `kubeconfig` when given, else as `kube` does: `KUBECONFIG`,
@@ -96,24 +113,15 @@ impl KubeControlPlane {
         self.client.clone()
     }
 
-    /// Creates the namespace of promise workflows and system Works when it is missing.
-    pub async fn ensure_system_namespace(&self) -> Result<(), store::Error> {
-        let api: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(self.client.clone());
-        let ns = k8s_openapi::api::core::v1::Namespace {
-            metadata: kube::core::ObjectMeta {
-                name: Some(SYSTEM_NAMESPACE.to_string()),
-                ..Default::default()
-            },
-            ..Default::default()
-        };
-        let key = ObjectKey::new("", "Namespace", None, SYSTEM_NAMESPACE);
-        match api.create(&PostParams::default(), &ns).await {
-            Ok(_) => Ok(()),
-            Err(err) => match to_store(err, &key, None, "create") {
-                store::Error::AlreadyExists { .. } => Ok(()),
-                other => Err(other),
-            },
-        }
+    /// How the watches of this control plane's change feeds fare.
+    pub fn watch_health(&self) -> WatchHealth {
+        self.watches.clone()
+    }
+
+    /// Makes sure the namespace of promise workflows and system Works exists, creating it
+    /// only when it is missing (see [`namespace::ensure`]).
+    pub async fn ensure_system_namespace(&self) -> Result<(), namespace::Error> {
+        namespace::ensure(self.client.clone(), SYSTEM_NAMESPACE).await
     }
 
     fn api(&self, kind: &KindInfo, namespace: Option<&str>) -> Api<DynamicObject> {
@@ -327,7 +335,12 @@ impl ControlPlane for KubeControlPlane {
     }
 
     fn watch(&self, kinds: &[KindInfo], since: &str) -> BoxStream<'static, store::Result<Change>> {
-        watch::changes(self.client.clone(), kinds.to_vec(), since.to_string())
+        watch::changes(
+            self.client.clone(),
+            kinds.to_vec(),
+            since.to_string(),
+            &self.watches,
+        )
     }
 
     async fn next_sequence(&self, name: &str) -> store::Result<i64> {
@@ -335,11 +348,19 @@ impl ControlPlane for KubeControlPlane {
     }
 
     async fn register_kind(&self, promise: &str, api: &serde_json::Value) -> store::Result<()> {
-        crd::install(&self.client, promise, api).await
+        let kind = crd::install(&self.client, promise, api).await?;
+        if let Some(account) = &self.account {
+            request_access::install(&self.client, &kind, account).await?;
+        }
+        Ok(())
     }
 
     async fn remove_kind(&self, promise: &str, kind: &KindInfo) -> store::Result<()> {
-        crd::remove(&self.client, promise, kind).await
+        let ours = crd::remove(&self.client, promise, kind).await?;
+        if ours && self.account.is_some() {
+            request_access::remove(&self.client, kind).await?;
+        }
+        Ok(())
     }
 }
 

@@ -8,6 +8,8 @@
 //! later is watched from its first object on; one removed stops being watched.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::stream::BoxStream;
@@ -33,22 +35,81 @@ const RETRY: Duration = Duration::from_secs(1);
 
 type Sender = mpsc::Sender<store::Result<Change>>;
 
+/// How many watches of the change feeds failed to open at their last attempt (a kind not served
+/// yet, as a CRD being installed, does not count): they are retried, so the feed itself never
+/// says so, but a controller whose watches keep failing sees no changes and must not look ready.
+#[derive(Debug, Clone, Default)]
+pub struct Health(Arc<AtomicUsize>);
+
+impl Health {
+    pub fn failing(&self) -> usize {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// One watch's part of [`Health`]; given back when the watch ends.
+struct Failing {
+    health: Health,
+    on: bool,
+}
+
+impl Failing {
+    fn new(health: &Health) -> Self {
+        Self {
+            health: health.clone(),
+            on: false,
+        }
+    }
+
+    fn set(&mut self, on: bool) {
+        if on != self.on {
+            self.on = on;
+            if on {
+                self.health.0.fetch_add(1, Ordering::SeqCst);
+            } else {
+                self.health.0.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+    }
+}
+
+impl Drop for Failing {
+    fn drop(&mut self) {
+        self.set(false);
+    }
+}
+
 /// Changes of `kinds` (every built-in kind and every Promise's kind when empty) after `since`.
 pub(super) fn changes(
     client: Client,
     kinds: Vec<KindInfo>,
     since: String,
+    health: &Health,
 ) -> BoxStream<'static, store::Result<Change>> {
     let (tx, rx) = mpsc::channel(256);
     let mut tasks = JoinSet::new();
     if kinds.is_empty() {
         for kind in builtin_kinds() {
-            tasks.spawn(watch_kind(client.clone(), kind, since.clone(), tx.clone()));
+            let health = health.clone();
+            tasks.spawn(watch_kind(
+                client.clone(),
+                kind,
+                since.clone(),
+                tx.clone(),
+                health,
+            ));
         }
-        tasks.spawn(follow_request_kinds(client, since, tx));
+        tasks.spawn(follow_request_kinds(client, since, tx, health.clone()));
     } else {
         for kind in kinds {
-            tasks.spawn(watch_kind(client.clone(), kind, since.clone(), tx.clone()));
+            let health = health.clone();
+            tasks.spawn(watch_kind(
+                client.clone(),
+                kind,
+                since.clone(),
+                tx.clone(),
+                health,
+            ));
         }
     }
     // The tasks live as long as the stream: dropping it aborts them.
@@ -97,11 +158,23 @@ pub(super) fn step(kind: &KindInfo, event: WatchEvent<DynamicObject>) -> Step {
 
 /// Watches one kind from `since` ("" to start with every existing object as Added) until the
 /// receiver is gone or the position expires.
-async fn watch_kind(client: Client, kind: KindInfo, since: String, tx: Sender) {
+async fn watch_kind(client: Client, kind: KindInfo, since: String, tx: Sender, health: Health) {
     let api: Api<DynamicObject> = Api::all_with(client, &super::api_resource(&kind));
     let params = WatchParams::default().timeout(WATCH_TIMEOUT_SECS);
     let what = kind.kind.clone();
-    follow(api, params, since, &tx, &what, |event| step(&kind, event)).await;
+    let watch = Watch {
+        tx: &tx,
+        what: &what,
+        health: &health,
+    };
+    follow(api, params, since, watch, |event| step(&kind, event)).await;
+}
+
+/// Where one watch sends its changes and reports its failures.
+struct Watch<'a> {
+    tx: &'a Sender,
+    what: &'a str,
+    health: &'a Health,
 }
 
 /// Follows `api`'s watch from `position`: each event as `interpret` says, resuming from the
@@ -111,15 +184,19 @@ async fn follow<K>(
     api: Api<K>,
     params: WatchParams,
     mut position: String,
-    tx: &Sender,
-    what: &str,
+    watch: Watch<'_>,
     mut interpret: impl FnMut(WatchEvent<K>) -> Step,
 ) where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
 {
+    let Watch { tx, what, health } = watch;
+    let mut failing = Failing::new(health);
     while !tx.is_closed() {
         let stream = match api.watch(&params, &position).await {
-            Ok(stream) => stream,
+            Ok(stream) => {
+                failing.set(false);
+                stream
+            }
             Err(kube::Error::Api(status)) if status.code == 410 => break,
             Err(err) => {
                 // 404: a request kind whose CRD is not served yet (just installed) or any more.
@@ -128,6 +205,7 @@ async fn follow<K>(
                     debug!(%what, "not served; watching again shortly");
                 } else {
                     warn!(%what, error = %err, "watch failed; resuming");
+                    failing.set(true);
                 }
                 tokio::time::sleep(RETRY).await;
                 continue;
@@ -181,7 +259,7 @@ fn expired(position: &str) -> store::Error {
 /// Watches the Promises' CRDs and each request kind they define: those present now from
 /// `since`, those installed later from their beginning; a kind whose CRD goes stops being
 /// watched.
-async fn follow_request_kinds(client: Client, since: String, tx: Sender) {
+async fn follow_request_kinds(client: Client, since: String, tx: Sender, health: Health) {
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     let selector = ListParams::default().labels(PROMISE_LABEL);
     let (present, position) = match crds.list(&selector).await {
@@ -200,7 +278,14 @@ async fn follow_request_kinds(client: Client, since: String, tx: Sender) {
     let mut tasks = JoinSet::new();
     for crd in &present {
         if let (Some(name), Some(kind)) = (crd.metadata.name.clone(), kind_of_crd(crd)) {
-            let handle = tasks.spawn(watch_kind(client.clone(), kind, since.clone(), tx.clone()));
+            let task = watch_kind(
+                client.clone(),
+                kind,
+                since.clone(),
+                tx.clone(),
+                health.clone(),
+            );
+            let handle = tasks.spawn(task);
             watched.insert(name, handle);
         }
     }
@@ -213,7 +298,13 @@ async fn follow_request_kinds(client: Client, since: String, tx: Sender) {
             if let (Some(name), Some(kind)) = (crd.metadata.name.clone(), kind_of_crd(&crd)) {
                 if let std::collections::hash_map::Entry::Vacant(slot) = watched.entry(name) {
                     debug!(kind = %kind.kind, "watching a new request kind");
-                    let task = watch_kind(client.clone(), kind, String::new(), tx.clone());
+                    let task = watch_kind(
+                        client.clone(),
+                        kind,
+                        String::new(),
+                        tx.clone(),
+                        health.clone(),
+                    );
                     slot.insert(tasks.spawn(task));
                 }
             }
@@ -229,7 +320,12 @@ async fn follow_request_kinds(client: Client, since: String, tx: Sender) {
         WatchEvent::Error(status) if status.code == 410 => Step::Expired,
         WatchEvent::Error(status) => Step::Retry(status.message),
     };
-    follow(crds, params, position, &tx, "the Promises' CRDs", interpret).await;
+    let watch = Watch {
+        tx: &tx,
+        what: "the Promises' CRDs",
+        health: &health,
+    };
+    follow(crds, params, position, watch, interpret).await;
 }
 
 #[cfg(test)]

@@ -1,10 +1,11 @@
-//! `git://` on loopback: the test owns the listener, so there is no window in which another
+//! `git://` on loopback (or on an address given, e.g. a test node's bridge, for pods to reach):
+//! the test owns the listener, so there is no window in which another
 //! process could take the port, and each accepted connection is served by `git daemon --inetd`
 //! with the socket as its stdin and stdout.
 
 use crate::process::ProcessGroup;
 use crate::{git_cli, require_program, scratch_dir};
-use std::net::{TcpListener, TcpStream};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -19,6 +20,7 @@ const CONNECTION_GRACE: Duration = Duration::from_secs(2);
 /// Serves every bare repository under its root, fetch and push, without authentication.
 pub struct GitDaemon {
     root: tempfile::TempDir,
+    host: IpAddr,
     port: u16,
     stop: Arc<AtomicBool>,
     connections: Arc<Mutex<Vec<ProcessGroup>>>,
@@ -26,10 +28,16 @@ pub struct GitDaemon {
 }
 
 impl GitDaemon {
+    /// Listens on loopback.
     pub fn start() -> std::io::Result<Self> {
+        Self::start_on(IpAddr::V4(Ipv4Addr::LOCALHOST))
+    }
+
+    /// Listens on `host` (one of this machine's addresses), on a port the system picks.
+    pub fn start_on(host: IpAddr) -> std::io::Result<Self> {
         require_program("git")?;
         let root = scratch_dir("git-daemon-")?;
-        let listener = TcpListener::bind(("127.0.0.1", 0))?;
+        let listener = TcpListener::bind((host, 0))?;
         let port = listener.local_addr()?.port();
         let stop = Arc::new(AtomicBool::new(false));
         let connections = Arc::new(Mutex::new(Vec::new()));
@@ -43,6 +51,7 @@ impl GitDaemon {
             })?;
         Ok(Self {
             root,
+            host,
             port,
             stop,
             connections,
@@ -50,9 +59,9 @@ impl GitDaemon {
         })
     }
 
-    /// `git://127.0.0.1:<port>/<repo>`.
+    /// `git://<host>:<port>/<repo>`.
     pub fn url(&self, repo: &str) -> String {
-        format!("git://127.0.0.1:{}/{repo}", self.port)
+        format!("git://{}/{repo}", SocketAddr::new(self.host, self.port))
     }
 
     /// Creates an empty bare repository `repo` (unborn branch `main`) and returns its path on disk.
@@ -85,7 +94,7 @@ fn accept_loop(
         connections.retain_mut(|connection| !connection.has_exited());
         match stream.and_then(|stream| serve(stream, base_path)) {
             Ok(connection) => connections.push(connection),
-            Err(err) => eprintln!("git daemon on loopback: cannot serve a connection: {err}"),
+            Err(err) => eprintln!("git daemon: cannot serve a connection: {err}"),
         }
     }
 }
@@ -113,7 +122,7 @@ impl Drop for GitDaemon {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
         // Wakes the accept loop, which then sees `stop`.
-        let _ = TcpStream::connect(("127.0.0.1", self.port));
+        let _ = TcpStream::connect((self.host, self.port));
         if let Some(accept) = self.accept.take() {
             let _ = accept.join();
         }

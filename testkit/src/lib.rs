@@ -2,7 +2,8 @@
 //! come back, git http-backend with Basic auth, sshd, Garage, a server that never answers) and a
 //! hermetic git CLI to check what they hold, and a counter of the requests an S3 client sends.
 //!
-//! Every git server binds `127.0.0.1` on a port the OS picks, exposes URLs for bare repositories
+//! Every git server binds `127.0.0.1` (`git daemon` also another address given, e.g. a test
+//! node's bridge) on a port the OS picks, exposes URLs for bare repositories
 //! it serves, and stops on `Drop`. A missing program makes the constructor fail with a message
 //! that says what to install: a skipped test would look green.
 //!

@@ -1,0 +1,318 @@
+//! A real node shared by the tests of a run: `kube-testenv start DIR --node` (a kubelet with a
+//! Docker Engine) at `KRATIX_TEST_NODE_DIR`, with kratix-rs installed as a user would, by
+//! `kubectl apply -k deploy` of the image `kratix-rs:0.1.0` (built into the node's engine by
+//! scripts/test-image.sh) and nothing granted by hand.
+//!
+//! The install is done once per node: every test binary applies `deploy/` (idempotent) and
+//! restarts the controller when its pods run another build of the image. Tests that change the
+//! installation itself (scaling it) hold the node's lock exclusively; every other scenario holds
+//! it shared, in its own namespace, with its own Promise, state store and Destination, so they
+//! run at the same time without seeing each other's Works.
+
+use std::fs::File;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// The image deploy/ names; scripts/test-image.sh builds it.
+pub const IMAGE: &str = "kratix-rs:0.1.0";
+/// The pipelines' image: local/busybox:1 and the scripts of `fixtures/workflows/scripts`.
+pub const PIPELINE_IMAGE: &str = "kratix-rs-test/pipelines:1";
+/// Where deploy/ installs the controller.
+pub const SYSTEM_NAMESPACE: &str = "kratix-platform-system";
+pub const DEPLOYMENT: &str = "kratix-rs-controller";
+/// Generous bound for anything a test waits for; never a timing assertion.
+pub const PATIENCE: Duration = Duration::from_secs(180);
+
+pub struct Node {
+    pub dir: PathBuf,
+    pub kubeconfig: PathBuf,
+    pub docker_host: String,
+    /// The host on the node's bridge: servers the pods reach listen here.
+    pub node_ip: IpAddr,
+}
+
+/// The shared node with kratix-rs installed, or `None` (with a NOTE) when no node is given;
+/// with `KRATIX_REQUIRE_REAL=1` a missing node fails the test instead.
+pub fn node() -> Option<&'static Node> {
+    static NODE: OnceLock<Option<Node>> = OnceLock::new();
+    NODE.get_or_init(|| {
+        let Some(dir) = std::env::var_os("KRATIX_TEST_NODE_DIR") else {
+            assert!(
+                std::env::var("KRATIX_REQUIRE_REAL").as_deref() != Ok("1"),
+                "KRATIX_REQUIRE_REAL=1 but KRATIX_TEST_NODE_DIR is not set: start a node with `kube-testenv start DIR --node`"
+            );
+            eprintln!("NOTE: KRATIX_TEST_NODE_DIR is not set: skipping the tests on a real node");
+            return None;
+        };
+        let node = Node::at(Path::new(&dir));
+        node.install();
+        Some(node)
+    })
+    .as_ref()
+}
+
+impl Node {
+    /// The node kube-testenv runs at `dir`, as `kube-testenv env DIR` describes it.
+    fn at(dir: &Path) -> Self {
+        let script = super::kube_testenv::script();
+        let out = Command::new(&script)
+            .arg("env")
+            .arg(dir)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "kube-testenv env {}: {}",
+            dir.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let var = |name: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(&format!("{name}=")))
+                .map(|v| v.trim_matches(['"', '\'']).to_string())
+                .unwrap_or_else(|| {
+                    panic!(
+                        "kube-testenv env {} prints no {name}: is it a node?\n{text}",
+                        dir.display()
+                    )
+                })
+        };
+        Node {
+            dir: dir.to_path_buf(),
+            kubeconfig: PathBuf::from(var("KUBECONFIG")),
+            docker_host: var("DOCKER_HOST"),
+            node_ip: var("NODE_IP").parse().expect("NODE_IP is an address"),
+        }
+    }
+
+    /// Runs kubectl with `stdin`: its stdout, or its stderr when it fails.
+    pub fn try_kubectl(&self, args: &[&str], stdin: &str) -> Result<String, String> {
+        run(
+            Command::new("kubectl")
+                .args(args)
+                .env("KUBECONFIG", &self.kubeconfig),
+            stdin,
+        )
+    }
+
+    /// Runs kubectl; its stdout, panicking with its stderr when it fails.
+    #[track_caller]
+    pub fn kubectl(&self, args: &[&str]) -> String {
+        self.try_kubectl(args, "")
+            .unwrap_or_else(|e| panic!("kubectl {args:?}: {e}"))
+    }
+
+    #[track_caller]
+    pub fn apply(&self, yaml: &str) {
+        if let Err(e) = self.try_kubectl(&["apply", "-f", "-"], yaml) {
+            panic!("kubectl apply: {e}\n{yaml}");
+        }
+    }
+
+    /// One object as JSON, `None` when it does not exist.
+    pub fn get_json(&self, kind: &str, name: &str, namespace: Option<&str>) -> Option<Value> {
+        let mut args = vec!["get", kind, name, "-o", "json", "--ignore-not-found"];
+        if let Some(ns) = namespace {
+            args.extend(["-n", ns]);
+        }
+        let out = self.try_kubectl(&args, "").ok()?;
+        (!out.trim().is_empty()).then(|| serde_json::from_str(&out).expect("kubectl prints JSON"))
+    }
+
+    /// Objects of `kind` as JSON (`extra`: `-n`, `-A`, `-l`, …); none when the kind is unknown.
+    pub fn list_json(&self, kind: &str, extra: &[&str]) -> Vec<Value> {
+        let mut args = vec!["get", kind, "-o", "json"];
+        args.extend_from_slice(extra);
+        let Ok(out) = self.try_kubectl(&args, "") else {
+            return vec![];
+        };
+        let list: Value = serde_json::from_str(&out).expect("kubectl prints JSON");
+        list["items"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// Runs docker against the node's engine.
+    pub fn docker(&self, args: &[&str]) -> Result<String, String> {
+        run(
+            Command::new("docker")
+                .args(args)
+                .env("DOCKER_HOST", &self.docker_host),
+            "",
+        )
+    }
+
+    /// The node's lock: held shared by scenarios, exclusively by what changes the installation.
+    pub fn lock(&self, exclusive: bool) -> File {
+        let file = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(self.dir.join("kratix-rs-tests.lock"))
+            .expect("the node's lock file");
+        if exclusive {
+            file.lock().expect("lock the node");
+        } else {
+            file.lock_shared().expect("lock the node (shared)");
+        }
+        file
+    }
+
+    /// The controller's log (every pod of the Deployment), for failure messages.
+    pub fn controller_log(&self) -> String {
+        self.try_kubectl(
+            &[
+                "logs",
+                "-n",
+                SYSTEM_NAMESPACE,
+                "-l",
+                "app.kubernetes.io/name=kratix-rs",
+                "--tail=60",
+                "--prefix",
+            ],
+            "",
+        )
+        .unwrap_or_else(|e| e)
+    }
+
+    /// Installs kratix-rs from deploy/ (with the node's lock held exclusively), and builds the
+    /// pipelines' image.
+    fn install(&self) {
+        let _lock = self.lock(true);
+        let image = self.docker(&["image", "inspect", "--format", "{{.Id}}", IMAGE]);
+        let image = image.unwrap_or_else(|e| {
+            panic!("{IMAGE} is not in the node's engine ({e}): build it with DOCKER_HOST={} scripts/test-image.sh", self.docker_host)
+        });
+        self.build_pipeline_image();
+        let deploy = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("deploy");
+        self.kubectl(&["apply", "-k", deploy.to_str().expect("UTF-8 path")]);
+        // A scaled-up installation left by an interrupted run is put back as deploy/ says.
+        self.kubectl(&[
+            "scale",
+            "deployment",
+            DEPLOYMENT,
+            "-n",
+            SYSTEM_NAMESPACE,
+            "--replicas=1",
+        ]);
+        self.wait_for_rollout();
+        if self
+            .controller_images()
+            .iter()
+            .any(|id| !id.ends_with(image.trim()))
+        {
+            // The same tag, another build: the pods must run this one.
+            self.kubectl(&[
+                "rollout",
+                "restart",
+                "deployment",
+                DEPLOYMENT,
+                "-n",
+                SYSTEM_NAMESPACE,
+            ]);
+            self.wait_for_rollout();
+        }
+    }
+
+    /// Waits until the Deployment's pods are all updated and ready (their `/readyz` answers).
+    pub fn wait_for_rollout(&self) {
+        if let Err(e) = self.try_kubectl(
+            &[
+                "rollout",
+                "status",
+                "deployment",
+                DEPLOYMENT,
+                "-n",
+                SYSTEM_NAMESPACE,
+                "--timeout=180s",
+            ],
+            "",
+        ) {
+            let pods = self.try_kubectl(&["get", "pods", "-n", SYSTEM_NAMESPACE, "-o", "wide"], "");
+            panic!(
+                "the controller did not become ready: {e}\n{pods:?}\n{}",
+                self.controller_log()
+            );
+        }
+    }
+
+    /// The image IDs the controller's running pods run.
+    fn controller_images(&self) -> Vec<String> {
+        self.controller_pods()
+            .iter()
+            .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
+            .flat_map(|p| {
+                p["status"]["containerStatuses"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .filter_map(|c| c["imageID"].as_str().map(str::to_string))
+            .collect()
+    }
+
+    /// The controller's pods.
+    pub fn controller_pods(&self) -> Vec<Value> {
+        self.list_json(
+            "pods",
+            &[
+                "-n",
+                SYSTEM_NAMESPACE,
+                "-l",
+                "app.kubernetes.io/name=kratix-rs,app.kubernetes.io/component=controller",
+            ],
+        )
+    }
+
+    /// Builds [`PIPELINE_IMAGE`] into the node's engine (cached by the engine when unchanged).
+    fn build_pipeline_image(&self) {
+        let context = tempfile::tempdir().expect("build context");
+        let scripts = super::fixtures().join("workflows/scripts");
+        std::fs::create_dir(context.path().join("scripts")).expect("scripts folder");
+        for entry in std::fs::read_dir(&scripts).expect("fixture scripts") {
+            let path = entry.expect("entry").path();
+            if path.is_file() {
+                let to = context
+                    .path()
+                    .join("scripts")
+                    .join(path.file_name().expect("name"));
+                std::fs::copy(&path, to).expect("copy a script");
+            }
+        }
+        std::fs::write(
+            context.path().join("Dockerfile"),
+            "FROM local/busybox:1\nCOPY scripts/ /scripts/\n",
+        )
+        .expect("Dockerfile");
+        let context = context.path().to_str().expect("UTF-8 path").to_string();
+        if let Err(e) = self.docker(&["build", "--quiet", "--tag", PIPELINE_IMAGE, &context]) {
+            panic!("building {PIPELINE_IMAGE}: {e}");
+        }
+    }
+}
+
+fn run(command: &mut Command, stdin: &str) -> Result<String, String> {
+    use std::io::Write as _;
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start {command:?}: {e}"))?;
+    child
+        .stdin
+        .take()
+        .expect("stdin is piped")
+        .write_all(stdin.as_bytes())
+        .map_err(|e| e.to_string())?;
+    let out = child.wait_with_output().map_err(|e| e.to_string())?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
