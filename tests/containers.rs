@@ -388,3 +388,72 @@ fn without_an_engine_the_error_names_the_image() {
     );
     assert!(out.contains("start Docker or Podman"), "{out}");
 }
+
+/// The marketplace's pipeline image name, built here from our stand-in.
+const MARKETPLACE_IMAGE: &str =
+    "ghcr.io/syntasso/kratix-marketplace/redis-configure-pipeline:v0.1.0";
+
+/// Applies `promise.yaml` then `resource-request.yaml` of `dir` and checks the Git store: one
+/// commit per pipeline, files at Kratix's paths.
+fn redis_settles(engine: &Engine, dir: &std::path::Path) {
+    let k = home(engine);
+    let promise = k.run(&[
+        "apply",
+        "-f",
+        &dir.join("promise.yaml").display().to_string(),
+    ]);
+    promise.assert_ok();
+    let request = k.run(&[
+        "apply",
+        "-f",
+        &dir.join("resource-request.yaml").display().to_string(),
+    ]);
+    request.assert_ok();
+    let repo = k.home().join("store.git");
+    let files = git(&repo, &["ls-tree", "-r", "--name-only", "main"]);
+    let dependencies: Vec<&str> = files
+        .lines()
+        .filter(|f| f.starts_with("dev/dependencies/redis/promise-configure/"))
+        .collect();
+    let resources: Vec<&str> = files
+        .lines()
+        .filter(|f| f.starts_with("dev/resources/default/redis/example/instance-configure/"))
+        .collect();
+    assert!(!dependencies.is_empty(), "no dependencies in\n{files}");
+    assert!(
+        resources
+            .iter()
+            .any(|f| f.ends_with("/redis-instance.yaml")),
+        "no instance in\n{files}"
+    );
+    let instance = git(&repo, &["show", &format!("main:{}", resources[0])]);
+    assert!(instance.contains("name: example"), "{instance}");
+    for prefix in [
+        "dev/dependencies/redis/promise-configure/",
+        "dev/resources/default/redis/example/instance-configure/",
+    ] {
+        let commits = git(&repo, &["log", "--format=%H", "main", "--", prefix]);
+        assert_eq!(
+            commits.lines().count(),
+            1,
+            "one commit for {prefix}:\n{commits}"
+        );
+    }
+}
+
+#[test]
+fn the_marketplace_redis_promise_settles_with_its_pipelines_in_containers() {
+    let Some(engine) = Engine::get() else { return };
+    let fixture = support::fixtures().join("marketplace/redis");
+    engine.build(MARKETPLACE_IMAGE, &fixture.join("pipeline"));
+    redis_settles(&engine, &fixture);
+    // The marketplace's own files, unchanged, when a checkout of it is at hand.
+    let checkout = std::env::var_os("KRATIX_MARKETPLACE_DIR")
+        .map(std::path::PathBuf::from)
+        .or_else(|| Some(std::path::PathBuf::from("/work/shared/marketplace")))
+        .filter(|d| d.join("redis/promise.yaml").exists());
+    match checkout {
+        Some(dir) => redis_settles(&engine, &dir.join("redis")),
+        None => eprintln!("NOTE: no kratix-marketplace checkout (KRATIX_MARKETPLACE_DIR): only our own redis fixture ran"),
+    }
+}
