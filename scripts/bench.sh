@@ -69,6 +69,7 @@ section() {
         echo "Not measured: \`scripts/bench/runtime.sh\` is not in this checkout."
         echo
     fi
+    section scripts/bench/containers.sh $quick --bin "$bin"
     echo "## How to rerun"
     echo
     echo "\`scripts/bench.sh\` (all sizes, several minutes) or \`scripts/bench.sh --quick\` (small sizes,"
@@ -79,6 +80,7 @@ section() {
     echo "- \`cargo bench -p statestores --bench bucket_write [-- --quick]\`"
     echo "- \`scripts/bench/remote.sh [--quick] [--bin target/release/kratix-rs]\`"
     echo "- \`scripts/bench/runtime.sh [--quick] [--bin target/release/kratix-rs]\`"
+    echo "- \`scripts/bench/containers.sh [--quick] [--bin target/release/kratix-rs]\` (needs an engine)"
 } >"$out"
 mv "$out" BENCHMARKS.md
 trap - EXIT

@@ -25,6 +25,7 @@ mod placement_conditions;
 pub mod placements;
 mod promise_status;
 pub mod promises;
+mod pull_secrets;
 mod queue;
 mod readiness;
 mod release_fetch;

@@ -52,7 +52,7 @@ pub enum Error {
         source: std::io::Error,
     },
     #[error(transparent)]
-    Isolation(#[from] crate::pipeline::isolation::Error),
+    Executor(#[from] crate::pipeline::container::setting::Error),
     #[error(transparent)]
     Images(#[from] crate::pipeline::images::Error),
     /// The containers could not be run (not that they failed).

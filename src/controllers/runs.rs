@@ -13,7 +13,7 @@ use crate::api::{
 use crate::pipeline::contract::{
     kratix_env, ResourceObject, Subject as EnvSubject, WorkflowAction, WorkflowEnv,
 };
-use crate::pipeline::{self, Isolation, RunOutcome, RunRequest};
+use crate::pipeline::{self, RunOutcome, RunRequest};
 use crate::store::Selector;
 
 use super::claims::{self, Executor, Verdict};
@@ -374,7 +374,12 @@ async fn execute(rt: &Runtime, run: &Object) -> Result<Finished, Error> {
             source,
         })
     })?;
-    let isolation = Isolation::from_env().map_err(|e| bad(e.into()))?;
+    let mode = pipeline::Mode::from_env().map_err(|e| bad(e.into()))?;
+    let secrets_namespace = match spec.workflow_type.as_str() {
+        "resource" => spec.resource_namespace.as_str(),
+        _ => crate::api::SYSTEM_NAMESPACE,
+    };
+    let registries = super::pull_secrets::registries(rt, &pipeline, secrets_namespace).await?;
     let images = pipeline::ImageMap::load_for_home(&rt.platform.home).map_err(|e| bad(e.into()))?;
     info!(run = %run_name, pipeline = pipeline.name(), "pipeline run started");
     let outcome: RunOutcome = rt
@@ -387,7 +392,9 @@ async fn execute(rt: &Runtime, run: &Object) -> Result<Finished, Error> {
             work_dir: work_dir.clone(),
             timeout: rt.settings.pipeline_timeout,
             images,
-            isolation,
+            isolation: mode.isolation,
+            executor: mode.setting,
+            registries,
             hidden: std::iter::once(rt.platform.home.clone())
                 .chain(rt.also_hidden.iter().cloned())
                 .collect(),

@@ -118,7 +118,7 @@ fn anchor_program(program: &str, base: &Path) -> String {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Refusal {
     /// No `command`, and the image has no local mapping.
-    #[error("container {container:?}: image {image:?} has no local command; give the container a `command` or map the image in the image map")]
+    #[error("container {container:?}: image {image:?} has no local command; give the container a `command`, map the image in the image map, or run it in a container engine (KRATIX_EXECUTOR=auto or container)")]
     UnmappedImage { container: String, image: String },
     /// No `command` and no `image` either.
     #[error("container {container:?} has neither a command nor an image")]

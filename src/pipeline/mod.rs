@@ -1,18 +1,22 @@
-//! Runs one pipeline on this machine: its containers in order, in a bubblewrap sandbox or as
-//! plain processes, then checks what they wrote (see docs/architecture.md).
+//! Runs one pipeline on this machine: its containers in order, in a container engine from their
+//! images, in a bubblewrap sandbox or as plain processes, then checks what they wrote (see
+//! docs/architecture.md).
 //!
 //! [`run`] is the I/O shell; the decisions (command lines, environment, sandbox arguments,
 //! output and metadata checks) are pure functions in the submodules.
 
+pub mod container;
 pub mod contract;
 mod exec;
 pub mod groups;
+mod host;
 pub mod images;
 mod invocation;
 pub mod isolation;
 pub mod metadata;
 pub mod output;
 mod program_path;
+mod steps;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -32,7 +36,11 @@ pub use isolation::Isolation;
 pub use metadata::{DestinationSelectorEntry, Metadata, WorkflowControl};
 pub use output::Output;
 
-use invocation::{invocation, prepare};
+pub use container::auth::DockerConfig;
+pub use container::setting::{ExecutorSetting, Mode};
+
+use host::HostRun;
+use steps::{steps, Step};
 
 /// Default limit for a whole pipeline run.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10 * 60);
@@ -86,6 +94,13 @@ pub enum Error {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// The run's folders could not be opened to the engine containers' users.
+    #[error("cannot open the folders of {run} to its containers")]
+    OpenFolders {
+        run: String,
+        #[source]
+        source: std::io::Error,
+    },
     /// Running a container failed for a reason that is not the container's.
     #[error("cannot run container {container:?} of {run}")]
     Exec {
@@ -97,7 +112,7 @@ pub enum Error {
 }
 
 /// One pipeline run to execute.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct RunRequest {
     /// Names the run in messages.
     pub run_name: String,
@@ -112,7 +127,12 @@ pub struct RunRequest {
     pub timeout: Duration,
     /// Local commands for containers that name only an image.
     pub images: ImageMap,
+    /// How containers that run on the host are isolated.
     pub isolation: Isolation,
+    /// Which containers run in the container engine (`KRATIX_EXECUTOR`).
+    pub executor: ExecutorSetting,
+    /// Registry credentials from the Pipeline's `imagePullSecrets`, in its order.
+    pub registries: Vec<DockerConfig>,
     /// Host folders the sandbox hides from containers (the platform's home, whose database holds
     /// Secrets). Plain processes can read whatever their user can.
     pub hidden: Vec<PathBuf>,
@@ -236,6 +256,9 @@ impl Executor for Local {
     }
 
     fn kill_leftovers(&self, work_dir: &Path) -> Vec<i32> {
+        for id in container::remove_leftovers_blocking(work_dir) {
+            tracing::warn!(container = %id, "removed a leftover pipeline container of the interrupted run");
+        }
         groups::kill_recorded(work_dir)
     }
 
@@ -256,31 +279,17 @@ pub async fn run(req: RunRequest) -> Result<RunOutcome, Error> {
         path: object_path,
         source,
     })?;
-    let isolation = choose_isolation(req.isolation, &dirs).await?;
-    tracing::Span::current().record("isolation", tracing::field::debug(isolation));
     let deadline = Instant::now() + req.timeout;
-
     let mut logs: Vec<u8> = Vec::new();
     let mut outcome = RunOutcome {
         result: RunResult::Succeeded,
         logs: String::new(),
         output: None,
         metadata: Metadata::default(),
-        isolation_used: isolation,
+        isolation_used: req.isolation,
     };
-    let root = match isolation {
-        Isolation::Sandbox => isolation::host_root_entries().map_err(Error::ListRoot)?,
-        _ => Vec::new(),
-    };
-    // Symbolic links resolved, as the sandbox sees the host; what does not exist hides nothing.
-    let hidden: Vec<PathBuf> = req
-        .hidden
-        .iter()
-        .filter_map(|p| p.canonicalize().ok())
-        .collect();
-    match prepare(&req.pipeline.spec.containers, &req.images) {
-        Err((container, refusal)) => {
-            let reason = refusal.to_string();
+    match steps(&req).await {
+        Err((container, reason)) => {
             logs.extend_from_slice(format!("{reason}\n").as_bytes());
             outcome.result = RunResult::Failed {
                 container,
@@ -288,29 +297,52 @@ pub async fn run(req: RunRequest) -> Result<RunOutcome, Error> {
                 reason,
             };
         }
-        Ok(prepared) => {
-            for (index, container) in prepared.iter().enumerate() {
-                logs.extend_from_slice(format!("== container {} ==\n", container.name).as_bytes());
-                let tmp = dirs.tmp.join(index.to_string());
-                std::fs::create_dir_all(&tmp).map_err(|source| Error::CreateDir {
-                    path: tmp.clone(),
-                    source,
-                })?;
-                let invocation =
-                    invocation(isolation, &root, &dirs, &hidden, &tmp, &req.env, container);
-                let exit = exec::run(invocation, deadline, &mut logs, |group| {
-                    groups::record(&req.work_dir, group)
-                })
-                .await
-                .map_err(|source| Error::Exec {
-                    run: req.run_name.clone(),
-                    container: container.name.clone(),
-                    source,
-                })?;
+        Ok((steps, engine)) => {
+            if steps.iter().any(|s| matches!(s, Step::Host(_))) {
+                outcome.isolation_used = choose_isolation(req.isolation, &dirs).await?;
+            }
+            tracing::Span::current()
+                .record("isolation", tracing::field::debug(outcome.isolation_used));
+            if engine.is_some() {
+                container::open_folders(&[&dirs.input, &dirs.output, &dirs.metadata]).map_err(
+                    |source| Error::OpenFolders {
+                        run: req.run_name.clone(),
+                        source,
+                    },
+                )?;
+            }
+            let host = HostRun::new(&req, &dirs, outcome.isolation_used)?;
+            for (index, step) in steps.iter().enumerate() {
+                let name = step.name();
+                logs.extend_from_slice(format!("== container {name} ==\n").as_bytes());
+                let result = match (step, &engine) {
+                    (Step::Host(prepared), _) => {
+                        host.run(index, prepared, deadline, &mut logs).await?
+                    }
+                    (Step::Engine(planned), Some(docker)) => {
+                        let ctx = container::run::Context {
+                            docker,
+                            run_name: &req.run_name,
+                            folders: container::run::Folders {
+                                work_dir: &req.work_dir,
+                                input: &dirs.input,
+                                output: &dirs.output,
+                                metadata: &dirs.metadata,
+                            },
+                            kratix_env: &req.env,
+                            registries: &req.registries,
+                            deadline,
+                        };
+                        let ended = container::run::run(&ctx, planned, &mut logs).await;
+                        engine_failure(name, ended)
+                    }
+                    // `steps` plans engine containers only with an engine.
+                    (Step::Engine(_), None) => None,
+                };
                 if !logs.ends_with(b"\n") {
                     logs.push(b'\n');
                 }
-                if let Some(result) = container_failure(&container.name, &container.command, exit) {
+                if let Some(result) = result {
                     if let RunResult::Failed { reason, .. } = &result {
                         logs.extend_from_slice(format!("{reason}\n").as_bytes());
                     }
@@ -385,6 +417,29 @@ pub fn check_folders(
         reason: ErrorChain(&e).to_string(),
     })?;
     Ok((output, metadata))
+}
+
+/// `None` when the engine container succeeded, else how the run ends.
+fn engine_failure(name: &str, ended: container::run::Ended) -> Option<RunResult> {
+    use container::run::Ended;
+    let failed = |exit_code: Option<i32>, reason: String| {
+        Some(RunResult::Failed {
+            container: name.to_string(),
+            exit_code,
+            reason,
+        })
+    };
+    match ended {
+        Ended::Code(0) => None,
+        Ended::Code(code) => failed(
+            i32::try_from(code).ok(),
+            format!("container {name:?} exited with code {code}"),
+        ),
+        Ended::TimedOut => Some(RunResult::TimedOut {
+            container: name.to_string(),
+        }),
+        Ended::Refused(reason) => failed(None, reason),
+    }
 }
 
 /// `None` when the container succeeded, else how the run ends.

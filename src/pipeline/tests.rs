@@ -53,6 +53,8 @@ fn request(work_dir: &Path, isolation: Isolation, containers: Vec<Container>) ->
         images: ImageMap::default(),
         isolation,
         hidden: Vec::new(),
+        executor: crate::pipeline::ExecutorSetting::Process,
+        registries: Vec::new(),
     }
 }
 

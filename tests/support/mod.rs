@@ -3,6 +3,7 @@
 
 pub mod bucket;
 pub mod contract;
+pub mod engine;
 pub mod faults;
 pub mod kube;
 pub mod kube_testenv;
