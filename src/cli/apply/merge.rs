@@ -116,10 +116,10 @@ fn keep(patch: &Value, which: Keep) -> Value {
                 out.insert(key.clone(), Value::Null);
             }
             Value::Null => {}
-            Value::Object(inner) if inner.is_empty() => {
-                if which == Keep::Values {
-                    out.insert(key.clone(), value.clone());
-                }
+            // An empty map is a value the file sets; among deletions it is no change (the arm
+            // below filters it out).
+            Value::Object(inner) if inner.is_empty() && which == Keep::Values => {
+                out.insert(key.clone(), value.clone());
             }
             Value::Object(_) => {
                 let inner = keep(value, which);
