@@ -47,7 +47,7 @@ pub async fn remove_leftovers(work_dir: &Path) -> Vec<String> {
     };
     let mut removed = Vec::new();
     for id in found.into_iter().filter_map(|c| c.id) {
-        super::run::remove(&docker, &id).await;
+        super::removal::remove(&docker, &id).await;
         removed.push(id);
     }
     removed

@@ -10,6 +10,7 @@ pub mod engine;
 pub mod labels;
 pub mod pull;
 pub mod reference;
+mod removal;
 pub mod run;
 pub mod security;
 pub mod setting;

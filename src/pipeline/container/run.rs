@@ -6,15 +6,14 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use bollard::models::{ContainerCreateBody, HostConfig, Mount, MountType};
-use bollard::query_parameters::{
-    CreateImageOptions, LogsOptions, RemoveContainerOptions, WaitContainerOptions,
-};
+use bollard::query_parameters::{CreateImageOptions, LogsOptions, WaitContainerOptions};
 use bollard::Docker;
 use futures::StreamExt;
 use tokio::time::Instant;
 
 use super::auth::{self, Credentials};
 use super::pull::{self, PullDecision};
+use super::removal::remove;
 use super::security::{self, EngineSecurity};
 use super::{command, labels, reference, Planned};
 
@@ -268,17 +267,6 @@ impl Drop for Remover {
                 handle.spawn(async move { remove(&docker, &id).await });
             }
         }
-    }
-}
-
-pub async fn remove(docker: &Docker, id: &str) {
-    let options = RemoveContainerOptions {
-        force: true,
-        v: true,
-        ..RemoveContainerOptions::default()
-    };
-    if let Err(e) = docker.remove_container(id, Some(options)).await {
-        tracing::warn!(container = id, error = %e, "cannot remove a pipeline container");
     }
 }
 
