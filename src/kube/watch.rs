@@ -88,29 +88,20 @@ pub(super) fn changes(
 ) -> BoxStream<'static, store::Result<Change>> {
     let (tx, rx) = mpsc::channel(256);
     let mut tasks = JoinSet::new();
-    if kinds.is_empty() {
-        for kind in builtin_kinds() {
-            let health = health.clone();
-            tasks.spawn(watch_kind(
-                client.clone(),
-                kind,
-                since.clone(),
-                tx.clone(),
-                health,
-            ));
-        }
+    // Empty means everything: the built-in kinds, and the kinds Promises install as they come.
+    let every_kind = kinds.is_empty();
+    let kinds = if every_kind { builtin_kinds() } else { kinds };
+    for kind in kinds {
+        tasks.spawn(watch_kind(
+            client.clone(),
+            kind,
+            since.clone(),
+            tx.clone(),
+            health.clone(),
+        ));
+    }
+    if every_kind {
         tasks.spawn(follow_request_kinds(client, since, tx, health.clone()));
-    } else {
-        for kind in kinds {
-            let health = health.clone();
-            tasks.spawn(watch_kind(
-                client.clone(),
-                kind,
-                since.clone(),
-                tx.clone(),
-                health,
-            ));
-        }
     }
     // The tasks live as long as the stream: dropping it aborts them.
     futures::stream::unfold((rx, tasks), |(mut rx, tasks)| async move {
