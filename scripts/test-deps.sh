@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs on a fresh Debian machine: the git CLI (git://, http-backend,
 # verification clones), sshd and ssh (ssh transport tests), bubblewrap (sandboxed pipelines), and
-# pkg-config + OpenSSL headers (git2's https and ssh support), kubectl (CRD checks against a real API server), and zsh and fish
-# (their completion scripts are exercised). Idempotent: when everything is
+# pkg-config + OpenSSL headers (git2's https and ssh support), kubectl (CRD checks against a real API server), zsh and fish
+# (their completion scripts are exercised), and docker-registry with apache2-utils' htpasswd (a
+# real registry with basic auth for the container executor's pulls). Idempotent: when everything is
 # already installed it prints nothing and touches nothing. Run as root.
 set -eu -o pipefail
 
-packages=(git openssh-server openssh-client bubblewrap pkg-config libssl-dev zsh fish)
+packages=(git openssh-server openssh-client bubblewrap pkg-config libssl-dev zsh fish docker-registry apache2-utils)
 
 is_installed() {
     dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q '^install ok installed$'

@@ -5,13 +5,20 @@
 # loopback (git daemon, git http-backend, sshd, Garage) and stop them when they finish.
 set -eu -o pipefail
 cd "$(dirname "$0")/.."
+# Every step's heading carries the minutes and seconds since the start, so that a run's log shows
+# where its time went.
+started=$SECONDS
+step() { printf '== [%dm%02ds] %s\n' $(((SECONDS - started) / 60)) $(((SECONDS - started) % 60)) "$*"; }
 
+step "Debian packages"
 scripts/test-deps.sh
+step "Garage"
 scripts/garage.sh
 # A real Kubernetes control plane (etcd + kube-apiserver, built once and cached) to check the CRDs,
 # pipeline Jobs and deploy/.
 KUBE_TESTENV="${KUBE_TESTENV:-$(cd .. && pwd)/shared/tools/kube-testenv}"
 export KUBE_TESTENV
+step "kube-testenv"
 if [ -x "$KUBE_TESTENV" ]; then
     # --node also installs the Docker Engine (Debian's docker.io) that the node and the embedded
     # container executor's tests run on.
@@ -22,11 +29,11 @@ else
 fi
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 
-echo "== cargo fmt --check"
+step "cargo fmt --check"
 cargo fmt --all -- --check
-echo "== cargo clippy"
+step "cargo clippy"
 cargo clippy --workspace --all-targets --all-features -- -D warnings
-echo "== cargo deny (licenses, bans, sources)"
+step "cargo deny (licenses, bans, sources)"
 scripts/cargo-deny.sh
 # The shared test world: one Docker Engine for the embedded container executor's tests and one
 # real Kubernetes node (kubelet on its own engine) for the real-node tests. Each test binary uses
@@ -36,7 +43,7 @@ if [ -x "$KUBE_TESTENV" ]; then
     export KRATIX_TEST_ENGINE_DIR="$world/engine" KRATIX_TEST_NODE_DIR="$world/node"
     trap '"$KUBE_TESTENV" stop "$KRATIX_TEST_NODE_DIR" >/dev/null 2>&1 || true;
           "$KUBE_TESTENV" stop "$KRATIX_TEST_ENGINE_DIR" >/dev/null 2>&1 || true' EXIT
-    echo "== kube-testenv: an engine and a node"
+    step "kube-testenv: an engine and a node"
     "$KUBE_TESTENV" start "$KRATIX_TEST_ENGINE_DIR" --engine
     "$KUBE_TESTENV" start "$KRATIX_TEST_NODE_DIR" --node
     # Tests that need the engine or the node fail, rather than skip, when it is missing.
@@ -45,19 +52,20 @@ fi
 
 # kratix-rs on a real node (tests/kubernetes_node.rs, part of `cargo test` below): when
 # KRATIX_TEST_NODE_DIR names a running `kube-testenv start DIR --node`, the image deploy/ runs is
-# built from the release binary into the node's engine first.
+# built into the node's engine first.
 if [ -n "${KRATIX_TEST_NODE_DIR:-}" ]; then
-    echo "== the kratix-rs image, into the node's engine"
+    step "the kratix-rs image, into the node's engine"
     DOCKER_HOST="$("$KUBE_TESTENV" env "$KRATIX_TEST_NODE_DIR" | sed -n 's/^DOCKER_HOST=//p')" \
         scripts/test-image.sh
 fi
-echo "== cargo test"
+step "cargo test"
 cargo test --workspace --all-features --no-fail-fast
 if [ -x "$KUBE_TESTENV" ]; then
-    echo "== CRDs against a real API server"
+    step "CRDs against a real API server"
     cargo test --test api_fixtures -- --ignored
-    echo "== apply's last-applied history read by kubectl, and kubectl's by apply"
+    step "apply's last-applied history read by kubectl, and kubectl's by apply"
     cargo test --all-features --test apply_merge -- --ignored
-    echo "== pipeline Jobs and deploy/ against a real control plane"
+    step "pipeline Jobs and deploy/ against a real control plane"
     cargo test --all-features --test kubernetes_jobs -- --ignored
 fi
+step "done"

@@ -279,6 +279,102 @@ fn pull_policy_always_pulls_and_never_shows_the_secret() {
     }
 }
 
+/// A pull from a real registry with basic auth: the Pipeline's pull secret is what lets it
+/// in, and `apply` says that the image is being pulled for as long as the pull lasts (the
+/// registry is held closed until the test has read that line).
+#[test]
+fn a_pull_from_a_registry_shows_in_applys_progress_with_the_pull_secrets_credentials() {
+    use std::io::BufRead;
+    let Some(engine) = Engine::get() else { return };
+    images(&engine);
+    let password = "pull-pw-7c1e";
+    let registry = support::registry::Registry::start("puller", password);
+    // Pushed with a login of this test's own, then gone from the engine: only a pull brings it.
+    let logins = tempfile::tempdir().expect("docker config folder");
+    let env = [("DOCKER_CONFIG", logins.path().to_str().expect("UTF-8 path"))];
+    let pushed = format!("127.0.0.1:{}/kratix-test/pulled:v1", registry.port);
+    let registry_host = format!("127.0.0.1:{}", registry.port);
+    for args in [
+        vec!["login", &registry_host, "-u", "puller", "-p", password],
+        vec!["tag", PROBE, &pushed],
+        vec!["push", &pushed],
+        vec!["rmi", &pushed],
+    ] {
+        let (ok, _, err) = engine.docker_with(&env, &args);
+        assert!(ok, "docker {args:?}: {err}");
+    }
+    let gate = support::registry::Gate::closed_in_front_of(registry.port);
+    let gated = format!("127.0.0.1:{}", gate.port);
+    let image = format!("{gated}/kratix-test/pulled:v1");
+    let auth = base64_of(&format!("puller:{password}"));
+    let k = home(&engine);
+    k.apply_yaml(
+        &format!(
+            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: regcred\n  namespace: kratix-platform-system\n\
+             type: kubernetes.io/dockerconfigjson\nstringData:\n  .dockerconfigjson: '{{\"auths\":{{\"{gated}\":{{\"auth\":\"{auth}\"}}}}}}'\n"
+        ),
+        &[],
+    )
+    .assert_ok();
+
+    let yaml = promise(
+        "pulled",
+        &format!("          - name: pulled\n            image: {image}\n            env: [{{name: NAME, value: pulled}}]\n"),
+        "          imagePullSecrets: [{name: regcred}]\n",
+    );
+    let mut apply = k.spawn_with_stdin(&["apply", "-f", "-", "--timeout", "120"], &yaml);
+    let stderr = apply.stderr.take().expect("stderr is piped");
+    let (lines, seen) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let pulling = format!("running: pulling image {image}");
+    let mut said = Vec::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while let Ok(line) =
+        seen.recv_timeout(deadline.saturating_duration_since(std::time::Instant::now()))
+    {
+        if line.contains(&pulling) {
+            gate.open();
+        }
+        said.push(line);
+    }
+    let _ = apply.kill();
+    let status = apply.wait().expect("apply ends");
+    let said = said.join("\n");
+    assert!(said.contains(&pulling), "no pull shown:\n{said}");
+    assert!(status.success(), "apply failed:\n{said}");
+    let logs = k.run(&["logs", "promise", "pulled"]).stdout;
+    assert!(logs.contains(&format!("pulled image {image}")), "{logs}");
+    let repo = k.home().join("store.git");
+    let files = git(&repo, &["ls-tree", "-r", "--name-only", "main"]);
+    assert!(
+        files
+            .lines()
+            .any(|f| f.starts_with("dev/dependencies/pulled/configure/")),
+        "{files}"
+    );
+    for text in [
+        &said,
+        &logs,
+        &k.run(&["get", "promise", "pulled", "-o", "yaml"]).stdout,
+        &k.run(&["get", "pipelineruns", "-A", "-o", "yaml"]).stdout,
+    ] {
+        assert!(
+            !text.contains(password) && !text.contains(&auth),
+            "secret shown:\n{text}"
+        );
+    }
+    let (_, _, _) = engine.docker(&["rmi", &image]);
+}
+
 fn base64_of(text: &str) -> String {
     use base64::Engine as _;
     base64::engine::general_purpose::STANDARD.encode(text)

@@ -238,6 +238,7 @@ impl Cluster {
             images: ImageMap::default(),
             isolation: Isolation::Process,
             hidden: Vec::new(),
+            progress: Default::default(),
             ..RunRequest::default()
         };
         (req, work)

@@ -54,6 +54,9 @@ pub enum Change {
         pipeline: String,
         index: usize,
         total: usize,
+        /// What the run says it is doing (`pulling image …`), when it says anything.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
     },
     PipelineSucceeded {
         pipeline: String,
@@ -93,7 +96,11 @@ impl Change {
                 pipeline,
                 index,
                 total,
-            } => format!("pipeline {pipeline} ({index} of {total}) running"),
+                message,
+            } => format!(
+                "pipeline {pipeline} ({index} of {total}) running{}",
+                doing(message.as_deref().unwrap_or_default())
+            ),
             Change::PipelineSucceeded {
                 pipeline,
                 index,
@@ -118,6 +125,15 @@ impl Change {
             Change::Deleting => "deleting".into(),
             Change::Deleted => "deleted".into(),
         }
+    }
+}
+
+/// `: message`, or nothing for an empty one.
+fn doing(message: &str) -> String {
+    if message.is_empty() {
+        String::new()
+    } else {
+        format!(": {message}")
     }
 }
 
@@ -209,6 +225,7 @@ pub fn changes(before: Option<&Status>, now: &Status) -> Vec<Change> {
                 pipeline,
                 index,
                 total,
+                message: (!p.message.is_empty()).then(|| p.message.clone()),
             }),
             "Succeeded" => out.push(Change::PipelineSucceeded {
                 pipeline,
@@ -279,9 +296,10 @@ pub fn line(status: &Status) -> String {
         Outcome::Waiting(reason) => {
             if let Some((i, p)) = at("Running") {
                 format!(
-                    "pipeline {} ({} of {total}) running{written}",
+                    "pipeline {} ({} of {total}) running{}{written}",
                     p.name,
-                    i + 1
+                    i + 1,
+                    doing(&p.message)
                 )
             } else if let Some((i, p)) = at("Failed") {
                 format!(

@@ -309,6 +309,7 @@ mod tests {
             phase,
             completion_time_ms: Some(at),
             suspend: None,
+            progress: None,
         }
     }
 

@@ -36,6 +36,7 @@ pub mod revisions;
 mod run_failure;
 mod run_loop;
 mod run_outcome;
+mod run_progress;
 mod run_record;
 pub mod runs;
 mod settings;

@@ -12,6 +12,11 @@ use super::kube_time::parse_ms;
 pub fn run_record(run: &Object) -> Option<RunRecord> {
     let spec = PipelineRunSpec::deserialize(run.data.get("spec")?).ok()?;
     let status: PipelineRunStatus = super::status::typed_status(run).unwrap_or_default();
+    let phase = RunPhase::from(status.phase);
+    // A pending run's message says why it is pending again, not what it is doing.
+    let progress = (phase == RunPhase::Running)
+        .then(|| status.message.clone())
+        .flatten();
     let suspend = status
         .workflow_control
         .filter(|c| c.suspend)
@@ -25,9 +30,10 @@ pub fn run_record(run: &Object) -> Option<RunRecord> {
         pipeline_index: usize::try_from(spec.pipeline_index).ok()?,
         action: spec.workflow_action.parse().ok()?,
         hash: spec.hash,
-        phase: RunPhase::from(status.phase),
+        phase,
         completion_time_ms: status.completion_time.as_deref().and_then(parse_ms),
         suspend,
+        progress,
     })
 }
 
@@ -62,6 +68,7 @@ mod tests {
             phase,
             completion_time_ms: None,
             suspend: None,
+            progress: None,
         }
     }
 
@@ -82,6 +89,25 @@ mod tests {
                 "running",
                 stored(spec("configure"), json!({"phase": "Running"})),
                 Some(record(RunPhase::Running)),
+            ),
+            (
+                "running, saying what it does",
+                stored(
+                    spec("configure"),
+                    json!({"phase": "Running", "message": "pulling image x:1"}),
+                ),
+                Some(RunRecord {
+                    progress: Some("pulling image x:1".into()),
+                    ..record(RunPhase::Running)
+                }),
+            ),
+            (
+                "pending again: its message is no progress",
+                stored(
+                    spec("configure"),
+                    json!({"phase": "Pending", "message": "interrupted; run again"}),
+                ),
+                Some(record(RunPhase::Pending)),
             ),
             (
                 "failed, with its completion time",

@@ -382,7 +382,14 @@ async fn execute(rt: &Runtime, run: &Object) -> Result<Finished, Error> {
     let registries = super::pull_secrets::registries(rt, &pipeline, secrets_namespace).await?;
     let images = pipeline::ImageMap::load_for_home(&rt.platform.home).map_err(|e| bad(e.into()))?;
     info!(run = %run_name, pipeline = pipeline.name(), "pipeline run started");
-    let outcome: RunOutcome = rt
+    let (progress, told) = pipeline::Progress::channel();
+    let telling = tokio::spawn(super::run_progress::store(
+        rt.clone(),
+        key.clone(),
+        rt.executor.clone(),
+        told,
+    ));
+    let outcome: Result<RunOutcome, _> = rt
         .pipelines
         .run(RunRequest {
             run_name: run_name.clone(),
@@ -398,9 +405,13 @@ async fn execute(rt: &Runtime, run: &Object) -> Result<Finished, Error> {
             hidden: std::iter::once(rt.platform.home.clone())
                 .chain(rt.also_hidden.iter().cloned())
                 .collect(),
+            progress,
         })
-        .await
-        .map_err(|e| bad(e.into()))?;
+        .await;
+    // The request, and with it the sending half, is gone now: once what it said is stored,
+    // nothing said can overwrite the outcome recorded next.
+    let _ = telling.await;
+    let outcome = outcome.map_err(|e| bad(e.into()))?;
 
     let finished = run_outcome::finished(
         &outcome.result,

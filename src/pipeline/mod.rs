@@ -16,6 +16,7 @@ pub mod isolation;
 pub mod metadata;
 pub mod output;
 mod program_path;
+pub mod progress;
 mod steps;
 
 use std::path::{Path, PathBuf};
@@ -35,6 +36,7 @@ pub use images::ImageMap;
 pub use isolation::Isolation;
 pub use metadata::{DestinationSelectorEntry, Metadata, WorkflowControl};
 pub use output::Output;
+pub use progress::Progress;
 
 pub use container::auth::DockerConfig;
 pub use container::setting::{ExecutorSetting, Mode};
@@ -136,6 +138,8 @@ pub struct RunRequest {
     /// Host folders the sandbox hides from containers (the platform's home, whose database holds
     /// Secrets). Plain processes can read whatever their user can.
     pub hidden: Vec<PathBuf>,
+    /// Told what the run is doing while it would otherwise look stuck (pulling an image).
+    pub progress: Progress,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -332,6 +336,7 @@ pub async fn run(req: RunRequest) -> Result<RunOutcome, Error> {
                             kratix_env: &req.env,
                             registries: &req.registries,
                             deadline,
+                            progress: &req.progress,
                         };
                         let ended = container::run::run(&ctx, planned, &mut logs).await;
                         engine_failure(name, ended)

@@ -53,6 +53,7 @@ fn request(work_dir: &Path, isolation: Isolation, containers: Vec<Container>) ->
         images: ImageMap::default(),
         isolation,
         hidden: Vec::new(),
+        progress: Default::default(),
         executor: crate::pipeline::ExecutorSetting::Process,
         registries: Vec::new(),
     }

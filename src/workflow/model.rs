@@ -140,6 +140,8 @@ pub struct RunRecord {
     pub completion_time_ms: Option<i64>,
     /// Set on a succeeded run whose `workflow-control.yaml` asked to suspend the workflow.
     pub suspend: Option<Suspension>,
+    /// What a running run says it is doing (pulling an image), shown with its pipeline.
+    pub progress: Option<String>,
 }
 
 impl RunRecord {

@@ -76,7 +76,10 @@ pub fn pipeline_statuses(
                 return status;
             };
             match (newest.phase, &newest.suspend) {
-                (RunPhase::Pending | RunPhase::Running, _) => status.phase = PipelinePhase::Running,
+                (RunPhase::Pending | RunPhase::Running, _) => {
+                    status.phase = PipelinePhase::Running;
+                    status.message = newest.progress.clone();
+                }
                 (RunPhase::Succeeded, None) => status.phase = PipelinePhase::Succeeded,
                 (RunPhase::Succeeded, Some(suspension)) => {
                     status.phase = PipelinePhase::Suspended;

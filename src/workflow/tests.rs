@@ -20,6 +20,7 @@ fn run(seq: i64, name: &str, index: usize, hash: &str, phase: RunPhase) -> RunRe
         phase,
         completion_time_ms: (!phase.is_active()).then_some(T + seq * 1_000),
         suspend: None,
+        progress: None,
     }
 }
 
@@ -997,6 +998,7 @@ impl World {
             phase: RunPhase::Running,
             completion_time_ms: None,
             suspend: None,
+            progress: None,
         };
         self.next_sequence += 1;
         self.runs.push(record);
@@ -1313,6 +1315,18 @@ fn pipeline_statuses_show_the_current_attempt() {
         }
     );
     assert_eq!(retried[0].attempts, 1);
+    // What a running run says it does is its pipeline's message.
+    let pulling = status(
+        &[RunRecord {
+            progress: Some("pulling image x:1".into()),
+            ..running(1, "a", 0, "h1")
+        }],
+        "h1",
+    );
+    assert_eq!(
+        (pulling[0].phase, pulling[0].message.as_deref()),
+        (Running, Some("pulling image x:1"))
+    );
     // reconcileAfterFailure: false: still failed with its attempts, but no retry time; a
     // delete workflow's failure is retried whatever the setting.
     let retried_runs = [

@@ -78,8 +78,19 @@ impl RestartableGitDaemon {
 
     /// Kills the daemon and every connection it serves; the port then refuses connections.
     pub fn stop(&mut self) {
-        // Dropping the group kills and reaps it.
-        self.process = None;
+        // Dropping the group kills it and reaps its leader. A child killed with it may hold the
+        // listening socket for a moment longer, so the port is watched until it refuses.
+        if self.process.take().is_none() {
+            return;
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+            assert!(
+                Instant::now() < deadline,
+                "git daemon still listens after it was killed"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 }
 

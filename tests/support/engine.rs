@@ -49,8 +49,14 @@ impl Engine {
     }
 
     pub fn docker(&self, args: &[&str]) -> (bool, String, String) {
+        self.docker_with(&[], args)
+    }
+
+    /// The docker CLI with more variables (`DOCKER_CONFIG` for logins of its own).
+    pub fn docker_with(&self, env: &[(&str, &str)], args: &[&str]) -> (bool, String, String) {
         let out = Command::new("docker")
             .args(args)
+            .envs(env.iter().copied())
             .env("DOCKER_HOST", &self.docker_host)
             .output()
             .expect("the docker CLI runs");

@@ -10,6 +10,7 @@ pub mod kube_testenv;
 pub mod kubelet;
 pub mod node;
 pub mod promise_server;
+pub mod registry;
 pub mod things;
 
 use std::path::{Path, PathBuf};

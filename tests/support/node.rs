@@ -95,6 +95,7 @@ impl Node {
     pub fn try_kubectl(&self, args: &[&str], stdin: &str) -> Result<String, String> {
         run(
             Command::new("kubectl")
+                .args(request_timeout(args))
                 .args(args)
                 .env("KUBECONFIG", &self.kubeconfig),
             stdin,
@@ -292,6 +293,16 @@ impl Node {
         if let Err(e) = self.docker(&["build", "--quiet", "--tag", PIPELINE_IMAGE, &context]) {
             panic!("building {PIPELINE_IMAGE}: {e}");
         }
+    }
+}
+
+/// A bound on each request kubectl makes, so that a request the API server cannot answer (a
+/// proxied one to a pod, logs from the kubelet) fails the test instead of hanging the run.
+/// Commands that watch until their own `--timeout` keep their requests open.
+fn request_timeout(args: &[&str]) -> Option<&'static str> {
+    match args.first() {
+        Some(&"rollout") | Some(&"wait") => None,
+        _ => Some("--request-timeout=60s"),
     }
 }
 

@@ -89,6 +89,8 @@ fn changes_report_each_step_once_in_order() {
     );
     let gone = st(&[], &[], Outcome::Gone);
     let deleting = st(&[], &[], Outcome::Deleting);
+    let mut pulling = first.clone();
+    pulling.pipelines[0].message = "pulling image x:1".into();
     let cases: Vec<(&str, Option<&Status>, &Status, Vec<&str>)> = vec![
         (
             "first look",
@@ -100,6 +102,18 @@ fn changes_report_each_step_once_in_order() {
             ],
         ),
         ("nothing changed", Some(&first), &first, vec![]),
+        (
+            "a pull under way",
+            Some(&first),
+            &pulling,
+            vec!["pipeline a (1 of 2) running: pulling image x:1"],
+        ),
+        (
+            "the pull over, the pipeline runs on",
+            Some(&pulling),
+            &first,
+            vec!["pipeline a (1 of 2) running"],
+        ),
         (
             "next pipeline, a write",
             Some(&first),
@@ -173,6 +187,11 @@ fn a_terminal_line_says_what_runs_or_how_it_ended() {
             "pipeline b (2 of 3) running, written to d at 0123456789ab",
         ),
         (
+            "pulling its image",
+            st(&[("a", "Running", "pulling image x:1")], &[], waiting()),
+            "pipeline a (1 of 1) running: pulling image x:1",
+        ),
+        (
             "failed pipeline, retried later",
             st(&[("a", "Failed", "exit 2")], &[], waiting()),
             "pipeline a (1 of 1) failed: exit 2",
@@ -207,8 +226,19 @@ fn json_events_carry_their_kind_and_fields() {
                 pipeline: "a".into(),
                 index: 1,
                 total: 2,
+                message: None,
             },
             json!({"event": "PipelineRunning", "pipeline": "a", "index": 1, "total": 2}),
+        ),
+        (
+            Change::PipelineRunning {
+                pipeline: "a".into(),
+                index: 1,
+                total: 2,
+                message: Some("pulling image x:1".into()),
+            },
+            json!({"event": "PipelineRunning", "pipeline": "a", "index": 1, "total": 2,
+                   "message": "pulling image x:1"}),
         ),
         (
             Change::Written {

@@ -46,6 +46,7 @@ pub struct Context<'a> {
     pub kratix_env: &'a [(String, String)],
     pub registries: &'a [auth::DockerConfig],
     pub deadline: Instant,
+    pub progress: &'a crate::pipeline::Progress,
 }
 
 pub async fn run(ctx: &Context<'_>, planned: &Planned, log: &mut Vec<u8>) -> Ended {
@@ -62,7 +63,10 @@ pub async fn run(ctx: &Context<'_>, planned: &Planned, log: &mut Vec<u8>) -> End
         }
         PullDecision::UseLocal => {}
         PullDecision::Pull => {
-            if let Err(why) = pull_image(ctx.docker, image, credentials.clone(), log).await {
+            ctx.progress.say(format!("pulling image {image}"));
+            let pulled = pull_image(ctx.docker, image, credentials.clone(), log).await;
+            ctx.progress.done();
+            if let Err(why) = pulled {
                 let why = auth::scrub(&why, credentials.as_ref());
                 return refused(format!("cannot pull image {image:?}: {why}"));
             }
