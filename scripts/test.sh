@@ -50,22 +50,25 @@ if [ -x "$KUBE_TESTENV" ]; then
     export KRATIX_REQUIRE_REAL=1
 fi
 
-# kratix-rs on a real node (tests/kubernetes_node.rs, part of `cargo test` below): when
-# KRATIX_TEST_NODE_DIR names a running `kube-testenv start DIR --node`, the image deploy/ runs is
-# built into the node's engine first.
+# kratix-rs on a real node (tests/kubernetes_node.rs, run with --ignored below): the image deploy/
+# runs is built into the node's engine first.
 if [ -n "${KRATIX_TEST_NODE_DIR:-}" ]; then
     step "the kratix-rs image, into the node's engine"
     DOCKER_HOST="$("$KUBE_TESTENV" env "$KRATIX_TEST_NODE_DIR" | sed -n 's/^DOCKER_HOST=//p')" \
         scripts/test-image.sh
 fi
+# Each step is bounded well inside CI's limit, so that a hang fails its own step with its output
+# instead of the whole run being cut off.
 step "cargo test"
-cargo test --workspace --all-features --no-fail-fast
+timeout 45m cargo test --workspace --all-features --no-fail-fast
 if [ -x "$KUBE_TESTENV" ]; then
     step "CRDs against a real API server"
-    cargo test --test api_fixtures -- --ignored
+    cargo test --all-features --test api_fixtures -- --ignored
     step "apply's last-applied history read by kubectl, and kubectl's by apply"
     cargo test --all-features --test apply_merge -- --ignored
     step "pipeline Jobs and deploy/ against a real control plane"
-    cargo test --all-features --test kubernetes_jobs -- --ignored
+    timeout 15m cargo test --all-features --test kubernetes_jobs -- --ignored
+    step "kratix-rs installed from deploy/ on a real node"
+    timeout 20m cargo test --all-features --test kubernetes_node -- --ignored --test-threads=8
 fi
 step "done"

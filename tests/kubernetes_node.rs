@@ -403,6 +403,7 @@ fn assert_pods_never_overlapped(pods: &[PodRun]) {
 }
 
 #[test]
+#[ignore = "runs kratix-rs on a real node (KRATIX_TEST_NODE_DIR); run with --ignored"]
 fn three_pipelines_run_as_pods_in_order_with_one_commit_each() {
     let Some(s) = Scenario::start("nthree", false) else {
         return;
@@ -471,6 +472,7 @@ fn three_pipelines_run_as_pods_in_order_with_one_commit_each() {
 }
 
 #[test]
+#[ignore = "runs kratix-rs on a real node (KRATIX_TEST_NODE_DIR); run with --ignored"]
 fn metrics_are_served_through_the_service() {
     let Some(s) = Scenario::start("nmetrics", false) else {
         return;
@@ -503,6 +505,7 @@ fn metrics_are_served_through_the_service() {
 }
 
 #[test]
+#[ignore = "runs kratix-rs on a real node (KRATIX_TEST_NODE_DIR); run with --ignored"]
 fn an_update_while_a_pipeline_runs_never_overlaps_and_the_latest_spec_wins() {
     let Some(s) = Scenario::start("nupdate", false) else {
         return;
@@ -557,6 +560,7 @@ fn an_update_while_a_pipeline_runs_never_overlaps_and_the_latest_spec_wins() {
 }
 
 #[test]
+#[ignore = "runs kratix-rs on a real node (KRATIX_TEST_NODE_DIR); run with --ignored"]
 fn dropped_and_renamed_pipelines_lose_their_files() {
     let Some(s) = Scenario::start("nrename", false) else {
         return;
@@ -583,6 +587,7 @@ fn dropped_and_renamed_pipelines_lose_their_files() {
 }
 
 #[test]
+#[ignore = "runs kratix-rs on a real node (KRATIX_TEST_NODE_DIR); run with --ignored"]
 fn a_failing_pipeline_is_named_in_the_request_status() {
     let Some(s) = Scenario::start("nfail", false) else {
         return;
@@ -637,6 +642,7 @@ fn a_failing_pipeline_is_named_in_the_request_status() {
 }
 
 #[test]
+#[ignore = "runs kratix-rs on a real node (KRATIX_TEST_NODE_DIR); run with --ignored"]
 fn manual_reconciliation_then_delete_runs_the_delete_workflow_and_sweeps_everything() {
     let Some(s) = Scenario::start("ndelete", false) else {
         return;
@@ -771,6 +777,7 @@ fn scale(node: &Node, replicas: usize) {
 /// Holds the node exclusively: scaling the controller and deleting its leader would disturb the
 /// other scenarios' workflows.
 #[test]
+#[ignore = "runs kratix-rs on a real node (KRATIX_TEST_NODE_DIR); run with --ignored"]
 fn two_replicas_the_leaders_pod_deleted_the_next_request_completes() {
     let Some(s) = Scenario::start("nleader", true) else {
         return;
