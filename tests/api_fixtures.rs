@@ -29,8 +29,8 @@ use kratix::api::object::to_typed;
 use kratix::api::promise_api::{all_kinds, request_kind, resolve_kind};
 use kratix::api::validation::{validate, Error as ValidationError};
 use kratix::api::{
-    secret, BucketStateStore, Destination, FilepathMode, GitStateStore, Object, Pipeline,
-    PipelineRun, Promise, Secret, Work, WorkPlacement,
+    secret, BucketStateStore, Destination, FilepathMode, GitStateStore, HealthRecord, Object,
+    Pipeline, PipelineRun, Promise, ResourceBinding, Secret, Work, WorkPlacement,
 };
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -68,6 +68,14 @@ fn round_trip_by_kind(doc: &Value) -> (Value, Value) {
         "WorkPlacement" => round_trip::<WorkPlacement>(doc),
         "PipelineRun" => round_trip::<PipelineRun>(doc),
         "Secret" => round_trip::<Secret>(doc),
+        "ResourceBinding" => round_trip::<ResourceBinding>(doc),
+        "HealthRecord" => {
+            // Its typed struct holds the metadata and `data` only.
+            let mut typed = round_trip::<HealthRecord>(doc);
+            typed["apiVersion"] = doc["apiVersion"].clone();
+            typed["kind"] = doc["kind"].clone();
+            typed
+        }
         other => panic!("no typed struct for kind {other}"),
     };
     (typed, round_trip::<Object>(doc))
@@ -84,6 +92,8 @@ fn every_fixture_round_trips_through_its_typed_struct() {
         ("workplacement.yaml", "WorkPlacement", 1),
         ("pipelinerun.yaml", "PipelineRun", 1),
         ("secret.yaml", "Secret", 2),
+        ("resourcebinding.yaml", "ResourceBinding", 1),
+        ("healthrecord.yaml", "HealthRecord", 1),
     ];
     for (file, kind, count) in cases {
         let docs = documents(file);
@@ -443,6 +453,7 @@ fn crds_are_accepted_by_a_real_api_server_and_keep_every_fixture_field() {
         "",
     );
     server.kubectl(&["create", "namespace", "kratix-platform-system"], "");
+    server.kubectl(&["create", "namespace", "monitoring"], "");
     for file in [
         "promise.yaml",
         "destinations.yaml",
@@ -451,6 +462,8 @@ fn crds_are_accepted_by_a_real_api_server_and_keep_every_fixture_field() {
         "work.yaml",
         "workplacement.yaml",
         "pipelinerun.yaml",
+        "resourcebinding.yaml",
+        "healthrecord.yaml",
     ] {
         for doc in documents(file) {
             let stored: Value = serde_json::from_str(
@@ -462,9 +475,15 @@ fn crds_are_accepted_by_a_real_api_server_and_keep_every_fixture_field() {
             if let Some(schema) = doc["kind"].as_str().and_then(kratix::api::crds::schema_of) {
                 kratix::api::defaults::apply(schema, &mut defaulted);
             }
+            // A HealthRecord's content is its `data`.
+            let content = if doc["kind"] == "HealthRecord" {
+                "data"
+            } else {
+                "spec"
+            };
             assert_eq!(
-                stored["spec"], defaulted["spec"],
-                "{file}: the API server pruned or changed spec, or defaulted it unlike us"
+                stored[content], defaulted[content],
+                "{file}: the API server pruned or changed {content}, or defaulted it unlike us"
             );
             let Some(status) = doc.get("status") else {
                 continue;

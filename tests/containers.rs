@@ -17,7 +17,7 @@ const PROBE_NONROOT: &str = "kratix-test.local/probe-nonroot:v1";
 const PROBE_SCRIPT: &str = r#"#!/bin/sh
 echo "args: $*"
 echo "uid: $(id -u)"
-echo "foo: ${FOO:-unset} promise: $KRATIX_PROMISE_NAME type: $KRATIX_WORKFLOW_TYPE"
+echo "foo: ${FOO:-unset} promise: $KRATIX_PROMISE_NAME version: ${KRATIX_PROMISE_VERSION:-unset} type: $KRATIX_WORKFLOW_TYPE"
 if touch /rootfs-probe 2>/dev/null; then echo "rootfs: writable"; else echo "rootfs: read-only"; fi
 test -f /kratix/input/object.yaml && echo "input: present"
 cat > "/kratix/output/$NAME.yaml" <<DOC
@@ -129,7 +129,7 @@ fn containers_run_from_their_images_with_kubernetes_semantics() {
         let got = section(&logs, container);
         assert!(got.contains(want), "{container}: want {want:?} in\n{got}");
         assert!(
-            got.contains("foo: bar promise: probe type: promise"),
+            got.contains("foo: bar promise: probe version: not-set type: promise"),
             "{container}: {got}"
         );
         assert!(got.contains("input: present"), "{container}: {got}");

@@ -1,6 +1,7 @@
 //! HealthRecords combine into their request's `status.healthStatus` through the binary: the
-//! worst state wins, records of another request or Promise version are ignored, and deleting a
-//! record recomputes the status.
+//! worst state wins, records of another request or Promise version are ignored, deleting a
+//! record recomputes the status, and a request that moves to another version is `unknown` until
+//! a record of that version arrives; its ResourceBinding carries the state and the version.
 
 mod support;
 
@@ -11,15 +12,12 @@ use support::{eventually, things, Kratix};
 
 const WAIT: Duration = Duration::from_secs(60);
 
+/// A HealthRecord about `request`, made by a health check of `version` (`data.promiseVersion`).
 fn record(name: &str, request: &str, state: &str, version: Option<&str>) -> String {
-    let mut labels = serde_json::Map::new();
-    if let Some(v) = version {
-        labels.insert("kratix.io/promise-version".into(), json!(v));
-    }
-    json!({
+    let mut record = json!({
         "apiVersion": "platform.kratix.io/v1alpha1",
         "kind": "HealthRecord",
-        "metadata": {"name": name, "namespace": "default", "labels": labels},
+        "metadata": {"name": name, "namespace": "default"},
         "data": {
             "promiseRef": {"name": "thing"},
             "resourceRef": {"name": request, "namespace": "default"},
@@ -27,8 +25,11 @@ fn record(name: &str, request: &str, state: &str, version: Option<&str>) -> Stri
             "lastRun": 1_700_000_000,
             "details": {"probe": name},
         },
-    })
-    .to_string()
+    });
+    if let Some(v) = version {
+        record["data"]["promiseVersion"] = json!(v);
+    }
+    record.to_string()
 }
 
 fn apply_record(k: &Kratix, name: &str, request: &str, state: &str, version: Option<&str>) {
@@ -74,6 +75,7 @@ fn health_records_combine_into_the_request_status_worst_first() {
         (sources(&h) == ["probe-a", "probe-b"]).then_some(h)
     });
     assert_eq!(status["state"], "degraded", "{status}");
+    assert_eq!(status["promiseVersion"], "v2", "{status}");
     let entry = &status["healthRecords"][1];
     assert_eq!(entry["state"], "degraded");
     assert_eq!(entry["lastRun"], 1_700_000_000);
@@ -100,7 +102,7 @@ fn health_records_combine_into_the_request_status_worst_first() {
         let h = health(&k);
         (h.is_object() && sources(&h).is_empty()).then_some(h)
     });
-    assert_eq!(status, json!({"state": "ready"}));
+    assert_eq!(status, json!({"state": "ready", "promiseVersion": "v2"}));
     let two = k
         .get_json(things::KIND, "two", Some("default"))
         .expect("request two");
@@ -167,6 +169,7 @@ fn a_request_pinned_to_an_older_version_counts_that_versions_records() {
         (sources(&h) == ["v1-probe"]).then_some(h)
     });
     assert_eq!(status["state"], "degraded", "{status}");
+    assert_eq!(status["promiseVersion"], "v1", "{status}");
 }
 
 /// Records stored while no controller runs count once one starts, wherever they live: a record
@@ -225,4 +228,113 @@ fn a_record_that_moves_to_another_request_leaves_the_first() {
         sources(&h).is_empty().then_some(h)
     });
     assert_eq!(one, json!({"state": "ready"}));
+}
+
+/// The request's binding, once it has one.
+fn binding(k: &Kratix) -> Value {
+    eventually("the request's binding", WAIT, || {
+        k.list_json("resourcebindings", &["-A"])
+            .into_iter()
+            .find(|b| b["spec"]["resourceRef"]["name"] == "one")
+    })
+}
+
+/// Waits until request one ran at `version` (its pipeline reported it).
+fn ran_at(k: &Kratix, version: &str) {
+    eventually(&format!("one ran at {version}"), WAIT, || {
+        let r = k.get_json(things::KIND, "one", Some("default"))?;
+        (r["status"]["seenVersion"] == version).then_some(())
+    });
+}
+
+/// Waits until `source` alone counts for request one, which is then `state` at `version`, and
+/// its binding says so.
+fn counted_alone(k: &Kratix, source: &str, state: &str, version: &str) {
+    let status = eventually(&format!("{source} counted"), WAIT, || {
+        let h = health(k);
+        (sources(&h) == [source]).then_some(h)
+    });
+    assert_eq!(
+        (&status["state"], &status["promiseVersion"]),
+        (&json!(state), &json!(version)),
+        "{status}"
+    );
+    eventually(
+        &format!("the binding says {state} at {version}"),
+        WAIT,
+        || {
+            (binding(k)["status"]["healthStatus"]
+                == json!({"state": state, "promiseVersion": version}))
+            .then_some(())
+        },
+    );
+}
+
+#[test]
+fn a_request_at_a_new_version_is_unknown_until_a_record_of_it_arrives_and_its_binding_says_so() {
+    let mut k = Kratix::new();
+    k.apply_yaml(
+        &things::promise_reporting_versions("v1", None),
+        &["--no-wait"],
+    )
+    .assert_ok();
+    k.apply_yaml(&things::request("one", 1), &["--no-wait"])
+        .assert_ok();
+    k.start_serve();
+    // The sandboxed pipeline saw the version it ran at.
+    ran_at(&k, "v1");
+    apply_record(&k, "probe-v1", "one", "healthy", Some("v1"));
+    counted_alone(&k, "probe-v1", "healthy", "v1");
+
+    // v2 is applied: v1's record says nothing about it, so the health is unknown at v2.
+    k.apply_yaml(
+        &things::promise_reporting_versions("v2", None),
+        &["--no-wait"],
+    )
+    .assert_ok();
+    let status = eventually("the health reset at v2", WAIT, || {
+        let h = health(&k);
+        (h["promiseVersion"] == "v2").then_some(h)
+    });
+    assert_eq!(status, json!({"state": "unknown", "promiseVersion": "v2"}));
+    ran_at(&k, "v2");
+    eventually("the binding says unknown at v2", WAIT, || {
+        let b = binding(&k);
+        (b["status"]["healthStatus"] == json!({"state": "unknown", "promiseVersion": "v2"})
+            && b["status"]["lastAppliedVersion"] == "v2")
+            .then_some(())
+    });
+    // Still unknown once the workflow completed: only a record of v2 changes it.
+    assert_eq!(
+        health(&k),
+        json!({"state": "unknown", "promiseVersion": "v2"})
+    );
+    apply_record(&k, "probe-v2", "one", "degraded", Some("v2"));
+    counted_alone(&k, "probe-v2", "degraded", "v2");
+}
+
+#[test]
+fn unversioned_promises_get_the_placeholder_and_no_version_on_their_health() {
+    let mut k = Kratix::new();
+    let mut promise: Value =
+        serde_json::from_str(&things::promise_reporting_versions("v1", None)).expect("JSON");
+    promise["metadata"]["labels"] = json!({});
+    k.apply_yaml(&promise.to_string(), &["--no-wait"])
+        .assert_ok();
+    k.apply_yaml(&things::request("one", 1), &["--no-wait"])
+        .assert_ok();
+    k.start_serve();
+    eventually("one ran with the placeholder", WAIT, || {
+        let r = k.get_json(things::KIND, "one", Some("default"))?;
+        (r["status"]["seenVersion"] == "not-set").then_some(())
+    });
+    apply_record(&k, "probe", "one", "healthy", None);
+    apply_record(&k, "probe-placeholder", "one", "degraded", Some("not-set"));
+    apply_record(&k, "probe-v1", "one", "unhealthy", Some("v1"));
+    let status = eventually("the records without a version counted", WAIT, || {
+        let h = health(&k);
+        (sources(&h) == ["probe", "probe-placeholder"]).then_some(h)
+    });
+    assert_eq!(status["state"], "degraded", "{status}");
+    assert!(status.get("promiseVersion").is_none(), "{status}");
 }

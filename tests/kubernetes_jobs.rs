@@ -52,6 +52,7 @@ fn workflow(action: WorkflowAction, pipeline: &str, resource: bool) -> Vec<(Stri
     kratix_env(&WorkflowEnv {
         action,
         promise_name: "database".into(),
+        promise_version: "v1.2.0".into(),
         pipeline_name: pipeline.into(),
         subject: if resource {
             Subject::Resource(ResourceObject {

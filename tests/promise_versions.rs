@@ -87,6 +87,19 @@ fn set_binding_version(k: &Kratix, binding: &Value, version: &str) {
     k.apply_yaml(&doc.to_string(), &["--no-wait"]).assert_ok();
 }
 
+/// `kratix-rs delete` refuses to delete the revision `name`, the latest.
+fn refused_as_latest(k: &Kratix, name: &str) {
+    let refused = k.run(&["delete", "promiserevision", name, "--no-wait"]);
+    refused.assert_failed();
+    assert!(
+        refused
+            .stderr
+            .contains("can not delete the latest PromiseRevision"),
+        "{}",
+        refused.stderr
+    );
+}
+
 #[test]
 fn requests_follow_the_revision_their_binding_names() {
     let k = platform(&[]);
@@ -208,15 +221,7 @@ fn requests_follow_the_revision_their_binding_names() {
             .map(|(_, n)| n.clone())
             .expect("revision")
     };
-    let refused = k.run(&["delete", "promiserevision", &name_of("v3"), "--no-wait"]);
-    refused.assert_failed();
-    assert!(
-        refused
-            .stderr
-            .contains("can not delete the latest PromiseRevision"),
-        "{}",
-        refused.stderr
-    );
+    refused_as_latest(&k, &name_of("v3"));
     assert!(k
         .get_json("promiserevision", &name_of("v3"), None)
         .is_some());
@@ -306,4 +311,158 @@ fn the_binding_setting_is_a_flag_of_serve_and_controller() {
             refused.stderr
         );
     }
+}
+
+/// The name of `thing`'s revision of `version`.
+fn revision_name(k: &Kratix, version: &str) -> String {
+    k.list_json("promiserevisions", &[])
+        .iter()
+        .find(|r| r["spec"]["version"] == version)
+        .and_then(|r| r["metadata"]["name"].as_str().map(str::to_string))
+        .unwrap_or_else(|| panic!("a revision of {version}"))
+}
+
+/// The events `kratix-rs events KIND NAME` lists with `reason`.
+fn events_of(k: &Kratix, kind: &str, name: &str, reason: &str) -> Vec<Value> {
+    let run = k.run(&["events", kind, name, "-o", "json"]);
+    run.assert_ok();
+    let list: Value = serde_json::from_str(&run.stdout).expect("a JSON list");
+    list["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| e["reason"] == reason)
+        .cloned()
+        .collect()
+}
+
+/// Pins `request` to `version` by hand and waits until the request runs with it.
+fn pin(k: &Kratix, request: &str, version: &str) {
+    set_binding_version(k, &binding_of(k, request), version);
+    eventually(&format!("{request} bound to {version}"), WAIT, || {
+        let r = k.get_json("things", request, None)?;
+        (r["status"]["resourceBindingVersion"] == version).then_some(())
+    });
+}
+
+#[test]
+fn every_workflow_gets_the_promise_version_it_runs_at() {
+    // Process isolation, so that the pipelines can append to a file of the test's.
+    let mut k = Kratix::new().with_env("KRATIX_ISOLATION", "process");
+    let store = fixtures().join("quickstart/00-state-store.yaml");
+    k.run(&["apply", "-f", store.to_str().expect("utf-8")])
+        .assert_ok();
+    k.start_serve();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let record = dir.path().join("versions.txt");
+    let record = record.to_str().expect("utf-8");
+
+    apply(&k, &things::promise_reporting_versions("v1", Some(record)));
+    apply(&k, &things::request("floats", 1));
+    apply(&k, &things::request("stays", 1));
+    applied(&k, "stays", "v1");
+    pin(&k, "stays", "v1");
+    apply(&k, &things::promise_reporting_versions("v2", Some(record)));
+    applied(&k, "floats", "v2");
+    let seen = |request: &str| {
+        k.get_json("things", request, None).expect("request")["status"]["seenVersion"].clone()
+    };
+    assert_eq!(seen("floats"), "v2");
+    assert_eq!(seen("stays"), "v1", "pinned: it ran with v1 only");
+
+    // Delete workflows run with the version the request was last configured with.
+    for request in ["stays", "floats"] {
+        k.run(&["delete", "things", request, "--timeout", "120"])
+            .assert_ok();
+    }
+    let lines: Vec<String> = std::fs::read_to_string(record)
+        .expect("the pipelines recorded")
+        .lines()
+        .map(str::to_string)
+        .collect();
+    for want in [
+        "promise/configure thing v1",
+        "promise/configure thing v2",
+        "resource/configure floats v1",
+        "resource/configure floats v2",
+        "resource/configure stays v1",
+        "resource/delete stays v1",
+        "resource/delete floats v2",
+    ] {
+        assert!(lines.iter().any(|l| l == want), "{want} in {lines:#?}");
+    }
+    assert!(
+        !lines.iter().any(|l| l == "resource/configure stays v2"),
+        "{lines:#?}"
+    );
+}
+
+#[test]
+fn deleting_an_older_revision_keeps_its_requests_and_names_them_in_an_event() {
+    let k = platform(&[]);
+    apply(&k, &things::promise_at("v1", &["a"]));
+    for request in ["stays", "also", "floats"] {
+        apply(&k, &things::request(request, 1));
+        applied(&k, request, "v1");
+    }
+    pin(&k, "stays", "v1");
+    pin(&k, "also", "v1");
+    apply(&k, &things::promise_at("v2", &["a", "b"]));
+    applied(&k, "floats", "v2");
+    apply(&k, &things::promise_at("v3", &["a", "b"]));
+    applied(&k, "floats", "v3");
+    let (v1, v2) = (revision_name(&k, "v1"), revision_name(&k, "v2"));
+
+    // No request names v2: it goes without a word.
+    k.run(&["delete", "promiserevision", &v2, "--timeout", "60"])
+        .assert_ok();
+    assert!(k.get_json("promiserevision", &v2, None).is_none());
+    assert!(events_of(&k, "promise", "thing", "RevisionStillInUse").is_empty());
+
+    // Two requests name v1: they and their bindings stay, and the deletion says so on the
+    // Promise and on the revision.
+    k.run(&["delete", "promiserevision", &v1, "--timeout", "60"])
+        .assert_ok();
+    assert!(k.get_json("promiserevision", &v1, None).is_none());
+    for request in ["stays", "also"] {
+        assert!(k.get_json("things", request, None).is_some(), "{request}");
+        assert_eq!(binding_of(&k, request)["spec"]["version"], "v1");
+    }
+    let want = format!(
+        "PromiseRevision {v1} (version v1) was deleted while 2 requests still name that \
+         version: default/also, default/stays; they and their ResourceBindings stay"
+    );
+    for (kind, name) in [("promise", "thing"), ("promiserevision", v1.as_str())] {
+        let events = events_of(&k, kind, name, "RevisionStillInUse");
+        assert_eq!(events.len(), 1, "{kind} {name}: {events:#?}");
+        assert_eq!(events[0]["type"], "Warning");
+        assert!(
+            events[0]["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with(&want)),
+            "{:#}",
+            events[0]
+        );
+    }
+    // The requests report the missing revision; the floating one carries on.
+    eventually("stays says its revision is missing", WAIT, || {
+        let r = k.get_json("things", "stays", None)?;
+        r["status"]["message"]
+            .as_str()
+            .is_some_and(|m| {
+                m.contains("cannot find a PromiseRevision for Promise thing with version v1")
+            })
+            .then_some(())
+    });
+    let table = k.run(&["get", "resourcebindings"]);
+    table.assert_ok();
+    assert_eq!(
+        table.stdout.lines().filter(|l| l.contains(" v1 ")).count(),
+        2,
+        "{}",
+        table.stdout
+    );
+
+    // The latest revision is still refused.
+    refused_as_latest(&k, &revision_name(&k, "v3"));
 }

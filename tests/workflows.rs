@@ -643,6 +643,8 @@ fn pipelines_get_the_object_and_kratix_env_and_their_status_is_merged() {
         "KRATIX_WORKFLOW_ACTION=configure",
         "KRATIX_WORKFLOW_TYPE=resource",
         "KRATIX_PROMISE_NAME=thing",
+        // An unversioned Promise: Kratix's placeholder.
+        "KRATIX_PROMISE_VERSION=not-set",
         "KRATIX_PIPELINE_NAME=contract-a",
         "KRATIX_OBJECT_KIND=Thing",
         "KRATIX_OBJECT_GROUP=test.kratix.io",

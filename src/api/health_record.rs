@@ -32,6 +32,11 @@ pub struct HealthRecordData {
     /// Unix time of the health check that made the record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_run: Option<i64>,
+    /// The Promise version of the health check that made the record; a record of another
+    /// version than its request's says nothing about the request (a record without one always
+    /// counts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub promise_version: Option<String>,
     /// Whatever the health check reported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "super::schema::preserve_unknown_fields")]

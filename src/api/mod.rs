@@ -101,6 +101,9 @@ pub mod finalizers {
     pub const WORK_PLACEMENT: &str = "finalizers.workplacement.kratix.io/repo-cleanup";
     /// Destinations: every placement's files left the state store.
     pub const DESTINATION: &str = "kratix.io/destination-cleanup";
+    /// PromiseRevisions: their deletion was seen, and reported when requests still name their
+    /// version (never deleting those requests).
+    pub const PROMISE_REVISION: &str = "kratix.io/promise-revision-deletion";
 }
 
 /// Reasons of the conditions that Works and WorkPlacements report, as Kratix spells them.

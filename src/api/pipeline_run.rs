@@ -41,6 +41,11 @@ pub struct PipelineRunSpec {
     pub workflow_action: String,
     /// Spec hash of the object (and Promise) the run was started for.
     pub hash: String,
+    /// The Promise version the run was started at (`KRATIX_PROMISE_VERSION` of its
+    /// containers): the revision a request's binding names, or `not-set` for an unversioned
+    /// Promise. Empty in runs stored before it was recorded.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub promise_version: String,
     /// The pipeline as it was when the run started.
     #[schemars(schema_with = "super::schema::preserve_unknown_fields")]
     pub pipeline: Value,
@@ -60,6 +65,18 @@ impl PipelineRunSpec {
                 ("resourceNamespace", Value::String(String::new())),
             ],
         )
+    }
+}
+
+impl PipelineRunSpec {
+    /// `KRATIX_PROMISE_VERSION` of the run: the version it was started at; for a run stored
+    /// before runs recorded it, the Promise's current version (`promise_label`).
+    pub fn promise_version_or(&self, promise_label: Option<&str>) -> String {
+        if self.promise_version.is_empty() {
+            super::versions::run_version(promise_label).to_string()
+        } else {
+            self.promise_version.clone()
+        }
     }
 }
 
@@ -129,6 +146,29 @@ pub struct WorkflowControl {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_gets_the_version_it_was_started_at() {
+        let spec = |version: &str| PipelineRunSpec {
+            promise_version: version.into(),
+            ..Default::default()
+        };
+        let cases = [
+            ("recorded", spec("v1"), Some("v3"), "v1"),
+            (
+                "recorded placeholder",
+                spec("not-set"),
+                Some("v3"),
+                "not-set",
+            ),
+            ("older run: the Promise's", spec(""), Some("v3"), "v3"),
+            ("older run, unversioned", spec(""), None, "not-set"),
+            ("older run, empty label", spec(""), Some(""), "not-set"),
+        ];
+        for (name, spec, label, want) in cases {
+            assert_eq!(spec.promise_version_or(label), want, "{name}");
+        }
+    }
 
     #[test]
     fn status_is_stored_in_the_shape_it_was_read() {

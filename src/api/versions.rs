@@ -17,6 +17,15 @@ pub const LATEST_REVISION_LABEL: &str = "kratix.io/latest-revision";
 pub const LATEST: &str = "latest";
 /// The condition a binding reports an upgrade (a change of version) with.
 pub const UPGRADE_SUCCEEDED: &str = "UpgradeSucceeded";
+/// `KRATIX_PROMISE_VERSION` of a run of a Promise without a `kratix.io/promise-version` label:
+/// Kratix's placeholder for an unversioned Promise.
+pub const UNVERSIONED: &str = "not-set";
+
+/// The version a workflow of a Promise runs at, as its pipelines see it: the version when there
+/// is one, else [`UNVERSIONED`].
+pub fn run_version(version: Option<&str>) -> &str {
+    version.filter(|v| !v.is_empty()).unwrap_or(UNVERSIONED)
+}
 
 /// `{name}` of the Promise a revision or binding belongs to.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -103,4 +112,21 @@ pub struct ResourceBindingStatus {
     /// The version whose configure workflow last failed; cleared once one succeeds.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub failed_version: String,
+    /// The request's health, as its `status.healthStatus` says, so that whoever may read the
+    /// binding but not the request (an upgrade's checks) sees it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health_status: Option<BindingHealth>,
+}
+
+/// `status.healthStatus` of a ResourceBinding: the state of its request's health and the
+/// Promise version that health describes.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BindingHealth {
+    /// The request's `status.healthStatus.state`.
+    pub state: String,
+    /// The version the health describes (the state is `unknown` from the moment the request
+    /// runs at another version until a record of that version arrives).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub promise_version: String,
 }

@@ -5,7 +5,9 @@ use crate::events::{self, Reason};
 use serde_json::{json, Value};
 
 use crate::api::hash::spec_hash;
+use crate::api::object::label;
 use crate::api::pipeline::Pipeline;
+use crate::api::versions::run_version;
 use crate::api::{
     finalizers, labels, promise_api, Condition, ConditionStatus, Object, ObjectKey, Promise,
     PromiseStatus, GROUP,
@@ -66,6 +68,7 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
         promise_name: name.clone(),
         workflow_type: WorkflowType::Promise,
         hash: spec_hash(&obj.data),
+        promise_version: run_version(label(&obj, labels::PROMISE_VERSION)).to_string(),
         object: obj.clone(),
     };
     // Paused before anything else, deletion included, as in Kratix.

@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 
 use crate::api::hash::{resource_hash, spec_hash};
 use crate::api::object::label;
+use crate::api::versions::run_version;
 use crate::api::{
     finalizers, labels, promise_api, Condition, ConditionStatus, KindInfo, Object, ObjectKey,
     Promise,
@@ -76,6 +77,7 @@ pub async fn reconcile(rt: &Runtime, kind: &KindInfo, obj: Object) -> Result<Nex
         promise_name: promise_name.clone(),
         workflow_type: WorkflowType::Resource,
         hash: resource_hash(&spec_hash(&pinned.promise.data), &spec_hash(&obj.data)),
+        promise_version: run_version(pinned.version()).to_string(),
         object: obj.clone(),
     };
     // Paused (by its own label or its Promise's) before anything else, deletion included.
@@ -131,7 +133,8 @@ pub async fn reconcile(rt: &Runtime, kind: &KindInfo, obj: Object) -> Result<Nex
     let failure = crate::api::condition::find(&conditions, CONFIGURE_WORKFLOW_COMPLETED)
         .map(|c| c.message.clone())
         .unwrap_or_default();
-    bindings::record(rt, kind, &obj, &pinned, &step, &failure).await?;
+    let health = health::health_status(rt, &promise_name, pinned.version(), &obj).await?;
+    bindings::record(rt, kind, &obj, &pinned, (&step, &failure), health.as_ref()).await?;
     conditions.push(promise_available_condition(true, &promise_name));
     if lifecycle::finished(&step) {
         conditions.push(works::works_succeeded_condition(works_state));
@@ -148,12 +151,6 @@ pub async fn reconcile(rt: &Runtime, kind: &KindInfo, obj: Object) -> Result<Nex
             kind: kind.kind.clone(),
             source,
         })?;
-    let had_health = obj.data.pointer("/status/healthStatus").is_some();
-    let version = match &pinned.bound {
-        Some(bound) => Some(bound.version.as_str()),
-        None => label(&promise_obj, labels::PROMISE_VERSION),
-    };
-    let health = health::health_status(rt, &promise_name, version, &obj, had_health).await?;
     status::update_status_of(rt.cp.as_ref(), kind, &obj, |_, s| {
         status::set_conditions(s, conditions.clone());
         if let Some(health) = &health {

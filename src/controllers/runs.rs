@@ -6,9 +6,11 @@
 use serde_json::Value;
 use tracing::{error, info, warn};
 
+use crate::api::object::label;
 use crate::api::pipeline::Pipeline;
 use crate::api::{
-    promise_api, Object, ObjectKey, PipelineRun, PipelineRunPhase, PipelineRunStatus, Promise,
+    labels, promise_api, Object, ObjectKey, PipelineRun, PipelineRunPhase, PipelineRunStatus,
+    Promise,
 };
 use crate::pipeline::contract::{
     kratix_env, ResourceObject, Subject as EnvSubject, WorkflowAction, WorkflowEnv,
@@ -355,6 +357,7 @@ async fn execute(rt: &Runtime, run: &Object) -> Result<Finished, Error> {
     let env = kratix_env(&WorkflowEnv {
         action,
         promise_name: promise_name.clone(),
+        promise_version: spec.promise_version_or(label(&promise_obj, labels::PROMISE_VERSION)),
         pipeline_name: pipeline.name().to_string(),
         subject: env_subject,
         dry_run: false,

@@ -17,6 +17,9 @@ pub struct Subject {
     pub workflow_type: WorkflowType,
     /// `kratix.io/hash`: md5 of the Promise spec (promise workflows), or of both specs (resources).
     pub hash: String,
+    /// The Promise version its workflows run at (`KRATIX_PROMISE_VERSION`): the Promise's own
+    /// for promise workflows, the bound revision's for a request; `not-set` when unversioned.
+    pub promise_version: String,
 }
 
 impl Subject {

@@ -127,6 +127,7 @@ async fn start_run(
         workflow_type: subject.workflow_type.as_str().to_string(),
         workflow_action: action.as_str().to_string(),
         hash: subject.hash.clone(),
+        promise_version: subject.promise_version.clone(),
         pipeline: serde_json::to_value(pipeline).map_err(encode("the pipeline"))?,
         last,
     };

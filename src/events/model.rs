@@ -50,6 +50,9 @@ pub enum Reason {
     /// The latest PromiseRevision of a Promise was deleted where nothing refuses it (on
     /// Kubernetes, without Kratix's admission webhook) and was made again.
     LatestRevisionRecreated,
+    /// A PromiseRevision that is not the latest was deleted while requests' bindings name its
+    /// version; they stay.
+    RevisionStillInUse,
     Deleted,
 }
 
@@ -64,6 +67,7 @@ impl Reason {
             Reason::PromiseAvailable => "PromiseAvailable",
             Reason::RequirementsNotFulfilled => "RequirementsNotFulfilled",
             Reason::LatestRevisionRecreated => "LatestRevisionRecreated",
+            Reason::RevisionStillInUse => "RevisionStillInUse",
             Reason::Deleted => "Deleted",
         }
     }
@@ -73,7 +77,8 @@ impl Reason {
             Reason::PipelineFailed
             | Reason::WriteFailed
             | Reason::RequirementsNotFulfilled
-            | Reason::LatestRevisionRecreated => EventType::Warning,
+            | Reason::LatestRevisionRecreated
+            | Reason::RevisionStillInUse => EventType::Warning,
             _ => EventType::Normal,
         }
     }

@@ -27,6 +27,9 @@ pub enum Subject {
 pub struct WorkflowEnv {
     pub action: WorkflowAction,
     pub promise_name: String,
+    /// The version of the Promise (or of the PromiseRevision a request is bound to) the run
+    /// uses; Kratix's `not-set` for an unversioned Promise.
+    pub promise_version: String,
     pub pipeline_name: String,
     pub subject: Subject,
     pub dry_run: bool,
@@ -41,9 +44,10 @@ impl WorkflowEnv {
     }
 }
 
-/// The `KRATIX_*` variables of one pipeline run, in Kratix's order (pipeline_factory.go).
-/// Promise workflows describe the Promise object: kind `Promise`, plural `promises`, no
-/// namespace, cluster-scoped. `KRATIX_DRY_RUN` is only present for dry runs.
+/// The `KRATIX_*` variables of one pipeline run, in Kratix's order (pipeline_factory.go), with
+/// `KRATIX_PROMISE_VERSION` beside the Promise's name. Promise workflows describe the Promise
+/// object: kind `Promise`, plural `promises`, no namespace, cluster-scoped. `KRATIX_DRY_RUN`
+/// is only present for dry runs.
 pub fn kratix_env(w: &WorkflowEnv) -> Vec<(String, String)> {
     let (kind, group, version, name, namespace, plural, cluster_scoped) = match &w.subject {
         Subject::Promise => (
@@ -69,6 +73,7 @@ pub fn kratix_env(w: &WorkflowEnv) -> Vec<(String, String)> {
         ("KRATIX_WORKFLOW_ACTION", w.action.as_str()),
         ("KRATIX_WORKFLOW_TYPE", w.workflow_type().as_str()),
         ("KRATIX_PROMISE_NAME", w.promise_name.as_str()),
+        ("KRATIX_PROMISE_VERSION", w.promise_version.as_str()),
         ("KRATIX_PIPELINE_NAME", w.pipeline_name.as_str()),
         ("KRATIX_OBJECT_KIND", kind),
         ("KRATIX_OBJECT_GROUP", group),
@@ -118,6 +123,7 @@ mod tests {
                     ("KRATIX_WORKFLOW_ACTION", "configure"),
                     ("KRATIX_WORKFLOW_TYPE", "promise"),
                     ("KRATIX_PROMISE_NAME", "database"),
+                    ("KRATIX_PROMISE_VERSION", "v1.2.0"),
                     ("KRATIX_PIPELINE_NAME", "instance"),
                     ("KRATIX_OBJECT_KIND", "Promise"),
                     ("KRATIX_OBJECT_GROUP", "platform.kratix.io"),
@@ -137,6 +143,7 @@ mod tests {
                     ("KRATIX_WORKFLOW_ACTION", "delete"),
                     ("KRATIX_WORKFLOW_TYPE", "resource"),
                     ("KRATIX_PROMISE_NAME", "database"),
+                    ("KRATIX_PROMISE_VERSION", "v1.2.0"),
                     ("KRATIX_PIPELINE_NAME", "instance"),
                     ("KRATIX_OBJECT_KIND", "Database"),
                     ("KRATIX_OBJECT_GROUP", "example.com"),
@@ -156,6 +163,7 @@ mod tests {
                     ("KRATIX_WORKFLOW_ACTION", "configure"),
                     ("KRATIX_WORKFLOW_TYPE", "resource"),
                     ("KRATIX_PROMISE_NAME", "database"),
+                    ("KRATIX_PROMISE_VERSION", "v1.2.0"),
                     ("KRATIX_PIPELINE_NAME", "instance"),
                     ("KRATIX_OBJECT_KIND", "Database"),
                     ("KRATIX_OBJECT_GROUP", "example.com"),
@@ -172,6 +180,7 @@ mod tests {
             let got = kratix_env(&WorkflowEnv {
                 action,
                 promise_name: "database".into(),
+                promise_version: "v1.2.0".into(),
                 pipeline_name: "instance".into(),
                 subject,
                 dry_run,

@@ -36,6 +36,7 @@ fn request(work_dir: &Path, isolation: Isolation, containers: Vec<Container>) ->
         env: kratix_env(&WorkflowEnv {
             action: WorkflowAction::Configure,
             promise_name: "database".into(),
+            promise_version: "v1.2.0".into(),
             pipeline_name: "instance".into(),
             subject: Subject::Resource(ResourceObject {
                 kind: "Database".into(),

@@ -71,6 +71,38 @@ pub fn promise_at(version: &str, pipelines: &[&str]) -> String {
     promise.to_string()
 }
 
+/// A Pipeline of one `version.sh` container: it reports `KRATIX_PROMISE_VERSION` as the
+/// object's `status.seenVersion` (and appends it to `record`, when given: process isolation).
+/// `spec_of` goes into the container's `env` (`SPEC_OF`), which the script ignores: Promises of
+/// different versions must differ in spec for their requests to run again, as in Kratix.
+pub fn version_pipeline(name: &str, spec_of: &str, record: Option<&str>) -> Value {
+    let command = vec![
+        "sh".to_string(),
+        scripts_dir().join("version.sh").display().to_string(),
+    ];
+    let mut p = pipeline(name, &command);
+    let mut env = vec![json!({"name": "SPEC_OF", "value": spec_of})];
+    if let Some(record) = record {
+        env.push(json!({"name": "RECORD", "value": record}));
+    }
+    p["spec"]["containers"][0]["env"] = json!(env);
+    p
+}
+
+/// The Promise at `version` whose every workflow (promise and resource, configure and delete)
+/// is one `version.sh` pipeline.
+pub fn promise_reporting_versions(version: &str, record: Option<&str>) -> String {
+    let one = |name: &str| json!([version_pipeline(name, version, record)]);
+    let workflows = json!({
+        "promise": {"configure": one("promise-version")},
+        "resource": {"configure": one("version"), "delete": one("version-at-delete")},
+    });
+    let mut promise: Value =
+        serde_json::from_str(&promise_with_workflows(workflows)).expect("promise JSON");
+    promise["metadata"]["labels"] = json!({"kratix.io/promise-version": version});
+    promise.to_string()
+}
+
 /// The Promise `thing` (kind `Thing`: `spec.size`, an integer, and `spec.mode`, a string) with
 /// the given `spec.workflows`, as JSON (which is YAML).
 pub fn promise_with_workflows(workflows: Value) -> String {

@@ -211,6 +211,7 @@ mod tests {
                 .collect(),
             last_applied_version: applied.into(),
             failed_version: failed.into(),
+            health_status: None,
         }
     }
 

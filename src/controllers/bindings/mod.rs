@@ -28,6 +28,17 @@ pub struct Pinned {
     pub bound: Option<Bound>,
 }
 
+impl Pinned {
+    /// The version the request's workflows run at: the bound revision's; for a request going
+    /// away whose revision is gone, the Promise's label; `None` for an unversioned Promise.
+    pub fn version(&self) -> Option<&str> {
+        match &self.bound {
+            Some(bound) => Some(bound.version.as_str()),
+            None => label(&self.promise, labels::PROMISE_VERSION),
+        }
+    }
+}
+
 /// The version a request of a versioned Promise is bound to.
 #[derive(Debug, Clone)]
 pub struct Bound {
@@ -141,14 +152,15 @@ async fn find(rt: &Runtime, promise: &str, request: &Object) -> Result<Option<Ob
 }
 
 /// After a reconcile of a bound request: its binding exists, and the binding's and the
-/// request's status say which version it runs with and how the upgrade went.
+/// request's status say which version it runs with and how the upgrade went; the binding also
+/// carries the state and version of the request's `health` (`status.healthStatus`), if any.
 pub async fn record(
     rt: &Runtime,
     kind: &KindInfo,
     request: &Object,
     pinned: &Pinned,
-    step: &Step,
-    failure: &str,
+    (step, failure): (&Step, &str),
+    health: Option<&Value>,
 ) -> Result<(), Error> {
     let Some(bound) = &pinned.bound else {
         return Ok(());
@@ -165,7 +177,12 @@ pub async fn record(
         &rt.kind(Builtin::ResourceBinding),
         &ObjectKey::of(&binding),
         "ResourceBinding",
-        |s: &mut ResourceBindingStatus| *s = next_status(s, &bound.version, outcome, &now),
+        |s: &mut ResourceBindingStatus| {
+            *s = next_status(s, &bound.version, outcome, &now);
+            if let Some(h) = health.and_then(super::health::binding_health) {
+                s.health_status = Some(h);
+            }
+        },
     )
     .await?;
     status::update_status(rt.cp.as_ref(), kind, &ObjectKey::of(request), |_, s| {

@@ -4,7 +4,8 @@
 //! <https://github.com/syntasso/kratix/blob/ae170e22e974e45bb7cfda00986057e01b3ccfde/internal/controller/promise_controller.go>.
 //!
 //! Unlike Kratix, a Promise without the label gets no revision (Kratix makes one for version
-//! `not-set`): such Promises and their requests behave exactly as without versions.
+//! `not-set`): such Promises and their requests behave exactly as without versions. Deleting a
+//! revision never deletes requests ([`deletion`]).
 
 use std::collections::BTreeMap;
 
@@ -12,8 +13,10 @@ use serde_json::json;
 
 use crate::api::object::{label, to_typed};
 use crate::api::versions::{PromiseRef, LATEST_REVISION_LABEL};
-use crate::api::{labels, names, Builtin, Object, ObjectKey, PromiseRevision, GROUP};
+use crate::api::{finalizers, labels, names, Builtin, Object, ObjectKey, PromiseRevision, GROUP};
 use crate::store::Selector;
+
+mod deletion;
 
 use super::{status, Error, Next, Runtime};
 use crate::events::Reason;
@@ -68,16 +71,20 @@ pub fn resolve<'a>(
     }
 }
 
+/// Whether the revision is its Promise's latest (its label or its status says so).
+fn is_latest(revision: &Object) -> bool {
+    label(revision, LATEST_REVISION_LABEL) == Some("true")
+        || revision
+            .data
+            .pointer("/status/latest")
+            .and_then(serde_json::Value::as_bool)
+            .unwrap_or(false)
+}
+
 /// Why deleting a revision is refused, if it is: the latest one may not go (Kratix's admission
 /// webhook refuses it); it goes with its Promise.
 pub fn deletion_refused(revision: &Object) -> Option<String> {
-    let latest = revision
-        .data
-        .pointer("/status/latest")
-        .and_then(serde_json::Value::as_bool)
-        .unwrap_or(false)
-        || label(revision, LATEST_REVISION_LABEL) == Some("true");
-    latest.then(|| {
+    is_latest(revision).then(|| {
         let promise = revision
             .data
             .pointer("/spec/promiseRef/name")
@@ -145,7 +152,11 @@ pub async fn sync(rt: &Runtime, promise: &Object) -> Result<(), Error> {
             let mut obj: Object = serde_json::from_value(json!({
                 "apiVersion": crate::api::API_VERSION,
                 "kind": "PromiseRevision",
-                "metadata": {"name": name, "labels": wanted_labels},
+                "metadata": {
+                    "name": name,
+                    "labels": wanted_labels,
+                    "finalizers": [finalizers::PROMISE_REVISION],
+                },
                 "spec": spec,
             }))
             .map_err(|source| Error::malformed(promise, "Promise", source))?;
@@ -215,14 +226,25 @@ async fn set_latest_status(rt: &Runtime, key: &ObjectKey, latest: bool) -> Resul
     Ok(())
 }
 
-/// The PromiseRevision controller: `status.latest` follows the latest-revision label.
+/// The PromiseRevision controller: `status.latest` follows the latest-revision label; a
+/// revision carries the finalizer that lets its deletion be reported ([`deletion`]).
 pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
+    if obj.metadata.deletion_timestamp.is_some() {
+        return deletion::finish(rt, &obj).await;
+    }
+    let kind = rt.kind(Builtin::PromiseRevision);
+    let Some(obj) =
+        status::add_finalizer(rt.cp.as_ref(), &kind, &obj, finalizers::PROMISE_REVISION).await?
+    else {
+        return Ok(Next::Done);
+    };
     let latest = label(&obj, LATEST_REVISION_LABEL) == Some("true");
     set_latest_status(rt, &ObjectKey::of(&obj), latest).await?;
     Ok(Next::Done)
 }
 
-/// Deletes every revision of a Promise that is going away.
+/// Deletes every revision of a Promise that is going away (each goes once the revision
+/// controller has seen it go).
 pub async fn delete_all(rt: &Runtime, promise: &str) -> Result<(), Error> {
     let kind = rt.kind(Builtin::PromiseRevision);
     for obj in revisions_of(rt, promise).await? {
