@@ -314,6 +314,26 @@ fn controller_runs_three_pipelines_in_order_with_one_commit_each() {
         );
     }
 
+    // A Promise's static dependencies become a dependency Work (no request) written to the
+    // Destination, as a promise workflow's output does.
+    env.kubectl(
+        &[
+            "patch",
+            "promise",
+            "thing",
+            "--type",
+            "merge",
+            "-p",
+            r#"{"spec":{"dependencies":[{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"shared","namespace":"default"},"data":{"a":"b"}}]}}"#,
+        ],
+        "",
+    );
+    let dependencies = eventually("the static dependencies written", PATIENCE, || {
+        let files = files_under(&repo, "worker-1/dependencies/thing/");
+        (!files.is_empty()).then_some(files)
+    });
+    assert_eq!(dependencies.len(), 1, "{dependencies:?}");
+
     // Operability: alive, ready, and the reconciles counted.
     assert_eq!(
         controller

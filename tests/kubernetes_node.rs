@@ -838,3 +838,90 @@ fn two_replicas_the_leaders_pod_deleted_the_next_request_completes() {
 
     scale(node, 1);
 }
+
+/// The marketplace's pipeline image name; built on the node from our stand-in.
+const MARKETPLACE_IMAGE: &str =
+    "ghcr.io/syntasso/kratix-marketplace/redis-configure-pipeline:v0.1.0";
+
+#[test]
+#[ignore = "runs kratix-rs on a real node (KRATIX_TEST_NODE_DIR); run with --ignored"]
+fn the_marketplace_redis_promise_runs_its_promise_and_resource_workflows_as_pods() {
+    // Named as the marketplace's Promise, so that the scenario's teardown removes it.
+    let Some(s) = Scenario::start("redis", false) else {
+        return;
+    };
+    let fixture = support::fixtures().join("marketplace/redis");
+    s.node
+        .docker(&[
+            "build",
+            "-q",
+            "-t",
+            MARKETPLACE_IMAGE,
+            fixture.join("pipeline").to_str().expect("UTF-8 path"),
+        ])
+        .expect("the stand-in pipeline image builds on the node");
+    // The Promise selects Destinations labelled `environment: dev`.
+    s.node.kubectl(&[
+        "label",
+        "destination",
+        "redis",
+        "environment=dev",
+        "--overwrite",
+    ]);
+    let apply_file = |file: &str| {
+        let path = fixture.join(file);
+        s.node
+            .kubectl(&["apply", "-f", path.to_str().expect("UTF-8 path")]);
+    };
+    // The marketplace's files as they are, through kubectl.
+    apply_file("promise.yaml");
+    s.wait(
+        "the Promise available after its promise configure workflow",
+        || {
+            let p = s.node.get_json("promise", "redis", None)?;
+            (p["status"]["status"] == "Available").then_some(())
+        },
+    );
+    apply_file("resource-request.yaml");
+    let request = s.wait("the request reconciled", || {
+        let obj = s
+            .node
+            .get_json("redis.marketplace.kratix.io", "example", Some("default"))?;
+        let current = obj["status"]["observedGeneration"] == obj["metadata"]["generation"];
+        (current && condition_is(&obj, "Reconciled", "True")).then_some(obj)
+    });
+    assert!(
+        condition_is(&request, "WorksSucceeded", "True"),
+        "{request:#}"
+    );
+    // The promise workflow's dependencies and the request's instance, each in its commit.
+    let files = s.git(&["ls-tree", "-r", "--name-only", "main"]);
+    for (prefix, file) in [
+        ("redis/dependencies/redis/promise-configure/", ""),
+        (
+            "redis/resources/default/redis/example/instance-configure/",
+            "redis-instance.yaml",
+        ),
+    ] {
+        let under: Vec<&str> = files.lines().filter(|f| f.starts_with(prefix)).collect();
+        assert!(
+            under.iter().any(|f| f.ends_with(file)),
+            "{prefix}{file} in\n{files}"
+        );
+        let commits = s.git(&["log", "--format=%H", "main", "--", prefix]);
+        assert_eq!(commits.lines().count(), 1, "one commit for {prefix}");
+    }
+    // Both workflows ran as Jobs labelled for the Promise.
+    let jobs = s
+        .node
+        .list_json("jobs", &["-A", "-l", "kratix.io/promise-name=redis"]);
+    for workflow_type in ["promise", "resource"] {
+        assert!(
+            jobs.iter().any(|j| {
+                j["metadata"]["labels"]["kratix.io/workflow-type"] == workflow_type
+                    && condition_is(j, "Complete", "True")
+            }),
+            "a completed {workflow_type} Job: {jobs:#?}"
+        );
+    }
+}

@@ -55,16 +55,12 @@ pub struct PipelineRunSpec {
 }
 
 impl PipelineRunSpec {
-    /// The spec as the controllers store it: `resourceName` and `resourceNamespace` even when
-    /// empty (promise workflows).
+    /// The spec as the controllers store it. A promise workflow's run has no `resourceName` or
+    /// `resourceNamespace`: the fields are left out rather than stored empty, as kube-apiserver
+    /// (1.20 as Debian builds it) reads an empty string in a custom resource as null and refuses
+    /// it for a field of type string.
     pub fn stored(&self) -> Result<Value, serde_json::Error> {
-        super::object::stored_spec(
-            self,
-            &[
-                ("resourceName", Value::String(String::new())),
-                ("resourceNamespace", Value::String(String::new())),
-            ],
-        )
+        serde_json::to_value(self)
     }
 }
 

@@ -99,16 +99,11 @@ pub struct WorkStatus {
 }
 
 impl WorkSpec {
-    /// The spec as the controllers store it: `resourceName` and `workloadGroups` even when
-    /// empty.
+    /// The spec as the controllers store it: `workloadGroups` even when empty. A dependency
+    /// Work has no `resourceName`: left out rather than stored empty, which kube-apiserver (1.20
+    /// as Debian builds it) reads as null and refuses for a field of type string.
     pub fn stored(&self) -> Result<Value, serde_json::Error> {
-        super::object::stored_spec(
-            self,
-            &[
-                ("resourceName", Value::String(String::new())),
-                ("workloadGroups", Value::Array(vec![])),
-            ],
-        )
+        super::object::stored_spec(self, &[("workloadGroups", Value::Array(vec![]))])
     }
 
     pub fn is_dependency(&self) -> bool {
@@ -137,7 +132,7 @@ mod tests {
             serde_json::json!({
                 "apiVersion": "platform.kratix.io/v1alpha1", "kind": "Work",
                 "metadata": {"name": "w", "namespace": "ns"},
-                "spec": {"promiseName": "p", "resourceName": "", "workloadGroups": [],
+                "spec": {"promiseName": "p", "workloadGroups": [],
                          "lastExecutionTimestamp": "t"},
             })
         );

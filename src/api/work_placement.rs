@@ -46,9 +46,10 @@ pub struct WorkPlacementSpec {
 }
 
 impl WorkPlacementSpec {
-    /// The spec as the controllers store it: `resourceName` even when empty.
+    /// The spec as the controllers store it; a dependency placement has no `resourceName` (see
+    /// [`super::work::WorkSpec::stored`]).
     pub fn stored(&self) -> Result<Value, serde_json::Error> {
-        super::object::stored_spec(self, &[("resourceName", Value::String(String::new()))])
+        serde_json::to_value(self)
     }
 }
 
