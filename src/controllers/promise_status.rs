@@ -79,10 +79,6 @@ pub struct Summary {
     /// The request kind and its lower-case `group/version`, for a Promise with an API.
     pub api: Option<(String, String)>,
     pub last_available_time: Option<String>,
-    /// `status.pipelines` of the promise configure workflow; `None` leaves it as it was.
-    pub pipelines: Option<Value>,
-    /// The generation whose workflow a pipeline suspended.
-    pub suspended_generation: Option<i64>,
 }
 
 /// Sets `field` to a list, or removes it when the list is empty.
@@ -100,7 +96,8 @@ pub fn set_list(status: &mut Value, field: &str, list: &Value) {
     }
 }
 
-/// Writes the summary into `status.kratix`, keeping whatever else is there.
+/// Writes the summary into `status.kratix`, keeping whatever else is there (its `workflows`
+/// are written by [`super::keyed_status`]).
 pub fn set_kratix(status: &mut Value, summary: &Summary) {
     let Some(kratix) = object_at(status, "kratix") else {
         return;
@@ -116,21 +113,13 @@ pub fn set_kratix(status: &mut Value, summary: &Summary) {
         "lastAvailableTime",
         summary.last_available_time.as_ref().map(|at| json!(at)),
     );
-    let workflows = kratix.entry("workflows").or_insert_with(|| json!({}));
-    if let Some(list) = &summary.pipelines {
-        set_list(workflows, "pipelines", list);
-    }
-    if let Some(workflows) = as_object(workflows) {
-        set_or_remove(
-            workflows,
-            "suspendedGeneration",
-            summary.suspended_generation.map(|g| json!(g)),
-        );
-    }
 }
 
 /// The object at `field` of `value`, made an empty object when it is missing or not an object.
-fn object_at<'a>(value: &'a mut Value, field: &str) -> Option<&'a mut Map<String, Value>> {
+pub(super) fn object_at<'a>(
+    value: &'a mut Value,
+    field: &str,
+) -> Option<&'a mut Map<String, Value>> {
     let entry = value
         .as_object_mut()?
         .entry(field)
@@ -255,10 +244,10 @@ mod tests {
             version: "v1".into(),
             api: Some(("Thing".into(), "test.kratix.io/v1alpha1".into())),
             last_available_time: Some("2026-01-01T00:00:00Z".into()),
-            pipelines: Some(json!([{"name": "setup", "phase": "Succeeded"}])),
-            suspended_generation: None,
         };
-        let mut status = json!({"kratix": {"other": 1, "workflows": {"suspendedGeneration": 2}}});
+        let workflows =
+            json!({"configure": {"pipelines": [{"name": "setup", "phase": "Succeeded"}]}});
+        let mut status = json!({"kratix": {"other": 1, "workflows": workflows}});
         set_kratix(&mut status, &summary);
         assert_eq!(
             status,
@@ -269,7 +258,7 @@ mod tests {
                 "kind": "Thing",
                 "apiVersion": "test.kratix.io/v1alpha1",
                 "lastAvailableTime": "2026-01-01T00:00:00Z",
-                "workflows": {"pipelines": [{"name": "setup", "phase": "Succeeded"}]},
+                "workflows": workflows,
             }})
         );
 
@@ -277,8 +266,6 @@ mod tests {
             status: "Unavailable",
             api: None,
             last_available_time: None,
-            pipelines: None,
-            suspended_generation: Some(4),
             ..summary
         };
         set_kratix(&mut status, &waiting);
@@ -286,8 +273,8 @@ mod tests {
         assert_eq!(status["kratix"]["kind"], "Thing", "kept without an API");
         assert!(status["kratix"].get("lastAvailableTime").is_none());
         assert_eq!(
-            status["kratix"]["workflows"],
-            json!({"pipelines": [{"name": "setup", "phase": "Succeeded"}], "suspendedGeneration": 4})
+            status["kratix"]["workflows"], workflows,
+            "left to the workflows"
         );
 
         let mut odd = json!({"kratix": "not an object"});

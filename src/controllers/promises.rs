@@ -18,7 +18,8 @@ use super::promise_status::{self, Summary};
 use super::requirements::{self, Installed, Requirements};
 use super::subject::Subject;
 use super::{
-    intervals, lookups, pausing, revisions, status, workflows, works, Error, Next, Runtime,
+    intervals, keyed_status, lookups, pausing, revisions, status, workflows, works, Error, Next,
+    Runtime,
 };
 
 fn typed(obj: &Object) -> Result<Promise, Error> {
@@ -68,6 +69,15 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
         hash: spec_hash(&obj.data),
         object: obj.clone(),
     };
+    // A status of the earlier flat layout is migrated first: the workflows go on from it.
+    let action = match obj.metadata.deletion_timestamp {
+        Some(_) => Action::Delete,
+        None => Action::Configure,
+    };
+    let current = pipelines(&promise, WorkflowType::Promise, action)?;
+    if keyed_status::migrate(rt, &subject, action, &current).await? {
+        return Ok(Next::Done);
+    }
     // Paused before anything else, deletion included, as in Kratix.
     if let Some(next) = pausing::act(rt, &subject, pausing::decision_for(&obj, None)).await? {
         return Ok(next);
@@ -120,8 +130,6 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
                     version: version.clone(),
                     api: None,
                     last_available_time: before.last_available_time.clone(),
-                    pipelines: None,
-                    suspended_generation: None,
                 },
             );
         })
@@ -140,7 +148,7 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
         ..
     } = lifecycle::configure(rt, &subject, &configure).await?;
     let available = lifecycle::finished(&step);
-    conditions.push(available_condition(available));
+    conditions.push(available_condition(&step));
     conditions.push(works::works_succeeded_condition(works_state));
     let api = promise_api::request_kind(&promise).ok().flatten();
     let generation = obj.metadata.generation;
@@ -172,9 +180,9 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
             available,
             &super::kube_time::rfc3339_secs(super::now_ms()).unwrap_or_default(),
         ),
-        pipelines: Some(pipelines_status.clone()),
-        suspended_generation: generation.filter(|_| matches!(step, Step::Suspended { .. })),
     };
+    let names = keyed_status::names(&configure);
+    let keyed = keyed_status::inputs(rt, &subject, Action::Configure, &names, &records, &step);
     let (workflows, succeeded, failed) =
         promise_status::workflow_counters(configure.len(), matches!(step, Step::Completed { .. }));
     status::update_status(rt.cp.as_ref(), &kind, &subject.key(), |_, s| {
@@ -195,6 +203,7 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
         }
         promise_status::set_list(s, "requiredBy", &required_by);
         promise_status::set_kratix(s, &summary);
+        keyed_status::update(s, &keyed);
         status::set_field(s, "pipelines", pipelines_status.clone());
         if matches!(step, Step::Completed { .. }) {
             status::set_field(s, "message", json!("Promise configured"));
@@ -288,22 +297,30 @@ fn set_requirements(status: &mut Value, requirements: &Requirements) {
     }
 }
 
-/// `Available` once the promise configure workflow has nothing left to run.
-fn available_condition(available: bool) -> Condition {
-    if available {
-        Condition::new(
+/// `Available` once the promise configure workflow has nothing left to run; while a pipeline
+/// suspends it, Kratix's `WorkflowSuspended`
+/// (<https://github.com/syntasso/kratix/blob/ae170e22e974e45bb7cfda00986057e01b3ccfde/internal/controller/promise_controller.go>,
+/// `reconcileSuspendedWorkflow`).
+fn available_condition(step: &Step) -> Condition {
+    match step {
+        _ if lifecycle::finished(step) => Condition::new(
             "Available",
             ConditionStatus::True,
             "PromiseAvailable",
             "Ready to fulfil resource requests",
-        )
-    } else {
-        Condition::new(
+        ),
+        Step::Suspended { .. } => Condition::new(
+            "Available",
+            ConditionStatus::False,
+            "WorkflowSuspended",
+            "Suspended",
+        ),
+        _ => Condition::new(
             "Available",
             ConditionStatus::False,
             "PromiseUnavailable",
             "Promise configure workflow has not completed",
-        )
+        ),
     }
 }
 
@@ -440,17 +457,43 @@ mod tests {
     #[test]
     fn available_once_configured() {
         let cases = [
-            (true, ConditionStatus::True, "PromiseAvailable"),
-            (false, ConditionStatus::False, "PromiseUnavailable"),
+            (
+                Step::Completed {
+                    last_run_sequence: 1,
+                },
+                ConditionStatus::True,
+                "PromiseAvailable",
+            ),
+            (
+                Step::NothingToRun,
+                ConditionStatus::True,
+                "PromiseAvailable",
+            ),
+            (Step::Wait, ConditionStatus::False, "PromiseUnavailable"),
+            (
+                Step::Failed {
+                    index: 0,
+                    pipeline: "p".into(),
+                    attempts: 1,
+                    retry_at_ms: None,
+                },
+                ConditionStatus::False,
+                "PromiseUnavailable",
+            ),
+            (
+                Step::Suspended {
+                    index: 0,
+                    retry_at_ms: None,
+                    message: "approve".into(),
+                },
+                ConditionStatus::False,
+                "WorkflowSuspended",
+            ),
         ];
-        for (available, status, reason) in cases {
-            let c = available_condition(available);
+        for (step, status, reason) in cases {
+            let c = available_condition(&step);
             assert_eq!(c.type_, "Available");
-            assert_eq!(
-                (c.status, c.reason.as_str()),
-                (status, reason),
-                "{available}"
-            );
+            assert_eq!((c.status, c.reason.as_str()), (status, reason), "{step:?}");
         }
     }
 }

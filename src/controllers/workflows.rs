@@ -13,7 +13,8 @@ use super::subject::{runs_of, Subject};
 use super::{now_ms, status, Error, Runtime};
 use crate::events::{self, Reason};
 
-/// Runs kept per pipeline once a workflow has completed (Kratix's `numberOfJobsToKeep`).
+/// Runs kept per pipeline (Kratix's `numberOfJobsToKeep`); a pipeline no longer in the
+/// workflow keeps none.
 const RUNS_TO_KEEP: usize = 5;
 
 /// Decides and acts for one workflow action. Returns the step as decided, and the runs with
@@ -37,17 +38,20 @@ pub async fn drive(
         retry_failures: rt.settings.intervals.after_failure,
         now_ms: now_ms(),
     });
+    let mut started = None;
     if let Step::Start { index, .. } = &step {
         let pipeline = &pipelines[*index];
-        start_run(
-            rt,
-            subject,
-            action,
-            pipeline,
-            *index,
-            *index + 1 == pipelines.len(),
-        )
-        .await?;
+        started = Some(
+            start_run(
+                rt,
+                subject,
+                action,
+                pipeline,
+                *index,
+                *index + 1 == pipelines.len(),
+            )
+            .await?,
+        );
         let message = format!(
             "{} pipeline {} ({} of {}) started",
             action.as_str(),
@@ -79,12 +83,13 @@ pub async fn drive(
         })
         .await?;
     }
-    if matches!(step, Step::Completed { .. } | Step::Failed { .. }) {
-        prune_runs(rt, &runs).await?;
+    if workflow::prunes_after(&step) {
+        prune(rt, subject, action, &names, &runs, started).await?;
     }
     Ok((step, runs))
 }
 
+/// Creates the run of `pipeline`; its record as created.
 async fn start_run(
     rt: &Runtime,
     subject: &Subject,
@@ -92,7 +97,7 @@ async fn start_run(
     pipeline: &Pipeline,
     index: usize,
     last: bool,
-) -> Result<(), Error> {
+) -> Result<RunRecord, Error> {
     let sequence = rt.cp.next_sequence("pipelinerun").await?;
     let mut run_labels: std::collections::BTreeMap<String, String> =
         subject.selector_labels().into_iter().collect();
@@ -141,7 +146,17 @@ async fn start_run(
         .create(&rt.kind(crate::api::Builtin::PipelineRun), &run)
         .await?;
     tracing::info!(run = %name, object = %subject.key(), "pipeline run created");
-    Ok(())
+    Ok(RunRecord {
+        sequence,
+        pipeline_name: pipeline.name().to_string(),
+        pipeline_index: index,
+        action,
+        hash: subject.hash.clone(),
+        phase: RunPhase::Pending,
+        completion_time_ms: None,
+        suspend: None,
+        progress: None,
+    })
 }
 
 /// `<object>-<action?>-<pipeline>-<sequence>`, cut to fit a Kubernetes name.
@@ -156,27 +171,30 @@ pub fn run_name(prefix: &str, action: Action, pipeline: &str, sequence: i64) -> 
     format!("{prefix}{suffix}")
 }
 
-/// Keeps the newest runs of each pipeline and deletes older ones with their files.
-async fn prune_runs(rt: &Runtime, runs: &[(Object, RunRecord)]) -> Result<(), Error> {
-    let mut by_pipeline: std::collections::BTreeMap<
-        (String, &'static str),
-        Vec<&(Object, RunRecord)>,
-    > = Default::default();
-    for r in runs {
-        by_pipeline
-            .entry((r.1.pipeline_name.clone(), r.1.action.as_str()))
-            .or_default()
-            .push(r);
-    }
+/// Deletes, with their folders, the runs of `action`'s workflow that
+/// [`workflow::runs_to_prune`] picks (`started`, just created, counted among the newest), and
+/// has the executor prune what it keeps of them (Jobs) after a start or once runs went.
+async fn prune(
+    rt: &Runtime,
+    subject: &Subject,
+    action: Action,
+    names: &[String],
+    runs: &[(Object, RunRecord)],
+    started: Option<RunRecord>,
+) -> Result<(), Error> {
+    let mut records: Vec<RunRecord> = runs.iter().map(|(_, r)| r.clone()).collect();
+    let started_one = started.is_some();
+    records.extend(started);
+    let doomed = workflow::runs_to_prune(action, names, &records, RUNS_TO_KEEP);
     let kind = rt.kind(crate::api::Builtin::PipelineRun);
-    for (_, mut list) in by_pipeline {
-        list.sort_by_key(|(_, rec)| std::cmp::Reverse(rec.sequence));
-        for (obj, rec) in list.into_iter().skip(RUNS_TO_KEEP) {
-            if rec.phase.is_active() {
-                continue;
-            }
-            let _ = std::fs::remove_dir_all(rt.platform.run_dir(obj));
-            status::delete_if_present(rt.cp.as_ref(), &kind, obj).await?;
+    for (obj, _) in runs.iter().filter(|(_, r)| doomed.contains(&r.sequence)) {
+        let _ = std::fs::remove_dir_all(rt.platform.run_dir(obj));
+        status::delete_if_present(rt.cp.as_ref(), &kind, obj).await?;
+    }
+    if started_one || !doomed.is_empty() {
+        // What the executor keeps is only for inspection: failing to tidy it up fails nothing.
+        if let Err(error) = rt.pipelines.prune(&subject.owner(), action, names).await {
+            tracing::warn!(object = %subject.key(), error = %super::ErrorChain(&error), "cannot prune what the executor kept of old runs");
         }
     }
     Ok(())

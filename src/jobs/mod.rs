@@ -433,6 +433,42 @@ impl Executor for KubeJobs {
         Ok(())
     }
 
+    /// Deletes the finished Jobs of the workflow that [`history::to_prune_in_workflow`] picks:
+    /// those of pipelines no longer in it, and the oldest beyond `KRATIX_JOBS_TO_KEEP` of the
+    /// others (background propagation: their pods follow).
+    async fn prune(
+        &self,
+        owner: &pipeline::Owner,
+        action: Action,
+        pipelines: &[String],
+    ) -> Result<(), pipeline::Error> {
+        let failed = |e: Error| pipeline::Error::Prune {
+            owner: owner.to_string(),
+            action,
+            source: Box::new(e),
+        };
+        let (namespace, selector) =
+            history::workflow_jobs(owner, action, &self.settings.system_namespace);
+        let jobs: Api<Job> = Api::namespaced(self.client.clone(), &namespace);
+        let listed = jobs
+            .list(&ListParams::default().labels(&selector))
+            .await
+            .map_err(|e| failed(api_error("list", format!("Jobs labelled {selector}"))(e)))?;
+        let doomed =
+            history::to_prune_in_workflow(&listed.items, pipelines, self.settings.jobs_to_keep);
+        for name in &doomed {
+            match jobs.delete(name, &DeleteParams::background()).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(s)) if s.code == 404 => {}
+                Err(e) => return Err(failed(api_error("delete", format!("Job {name}"))(e))),
+            }
+        }
+        if !doomed.is_empty() {
+            tracing::info!(%owner, %action, pruned = doomed.len(), "pruned the Jobs of old runs");
+        }
+        Ok(())
+    }
+
     fn kill_leftovers(&self, work_dir: &Path) -> Vec<i32> {
         let Some(job) = rundir::noted_job(work_dir) else {
             return Vec::new();

@@ -1711,3 +1711,6 @@ fn labels_round_trip_and_unknown_values_are_refused() {
         RunPhase::Running
     );
 }
+
+mod keyed;
+mod prune;
