@@ -50,6 +50,9 @@ pub enum Reason {
     /// The latest PromiseRevision of a Promise was deleted where nothing refuses it (on
     /// Kubernetes, without Kratix's admission webhook) and was made again.
     LatestRevisionRecreated,
+    /// A pipeline's `workflow-control.yaml` suspended its workflow (until its `retryAfter`, or
+    /// a spec change or manual reconciliation).
+    WorkflowSuspended,
     Deleted,
 }
 
@@ -64,6 +67,7 @@ impl Reason {
             Reason::PromiseAvailable => "PromiseAvailable",
             Reason::RequirementsNotFulfilled => "RequirementsNotFulfilled",
             Reason::LatestRevisionRecreated => "LatestRevisionRecreated",
+            Reason::WorkflowSuspended => "WorkflowSuspended",
             Reason::Deleted => "Deleted",
         }
     }
@@ -73,7 +77,8 @@ impl Reason {
             Reason::PipelineFailed
             | Reason::WriteFailed
             | Reason::RequirementsNotFulfilled
-            | Reason::LatestRevisionRecreated => EventType::Warning,
+            | Reason::LatestRevisionRecreated
+            | Reason::WorkflowSuspended => EventType::Warning,
             _ => EventType::Normal,
         }
     }

@@ -1650,7 +1650,7 @@ fn delete_condition_table() {
             "",
             False,
             "DeleteWorkflowSuspended",
-            "hold",
+            "The delete workflow is suspended",
         ),
     ];
     for (step, exit_reason, status, reason, message) in cases {
