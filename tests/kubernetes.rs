@@ -684,6 +684,31 @@ fn lifecycle_through_jobs_reruns_removes_files_runs_delete_workflows_and_sweeps(
             (!files(p).is_empty()).then_some(())
         });
     }
+    // Kratix's keyed workflow status, kept whole by the API server under the request CRD the
+    // controller installed: each pipeline with the hash of its run.
+    let configure = &obj["status"]["kratix"]["workflows"]["configure"];
+    let hash = runs(&env, "r1").last().map(|r| r.hash.clone());
+    let entries: Vec<(&str, &str, Option<&str>)> = configure["pipelines"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|p| {
+            (
+                p["name"].as_str().unwrap_or_default(),
+                p["phase"].as_str().unwrap_or_default(),
+                p["hash"].as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        entries,
+        ["a", "b", "c"].map(|p| (p, "Succeeded", hash.as_deref())),
+        "{obj:#}"
+    );
+    assert!(
+        configure["lastSuccessfulConfigureWorkflowTime"].is_string(),
+        "{obj:#}"
+    );
 
     // Update while running: the run in progress finishes, then the workflow starts again from
     // the first pipeline for the newest spec.
@@ -751,6 +776,24 @@ fn lifecycle_through_jobs_reruns_removes_files_runs_delete_workflows_and_sweeps(
     eventually("b's and c's files gone, x's written", PATIENCE, || {
         (files("b").is_empty() && files("c").is_empty() && !files("x").is_empty()).then_some(())
     });
+    // Their runs and Jobs went with them.
+    assert!(
+        runs(&env, "r1")
+            .iter()
+            .all(|r| r.pipeline != "b" && r.pipeline != "c"),
+        "{:#?}",
+        runs(&env, "r1")
+    );
+    for gone in ["b", "c"] {
+        let selector = format!("kratix.io/resource-name=r1,kratix.io/pipeline-name={gone}");
+        let jobs = env.list_json("jobs", &["-A", "-l", &selector]);
+        assert!(jobs.is_empty(), "{gone}'s Jobs pruned: {jobs:#?}");
+    }
+    assert!(
+        !env.list_json("jobs", &["-A", "-l", "kratix.io/pipeline-name=x"])
+            .is_empty(),
+        "x's Job stays"
+    );
 
     // Deleting the request runs its delete workflow as a Job, then sweeps its Jobs and
     // ConfigMaps and removes its Works and files.

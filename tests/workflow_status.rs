@@ -42,13 +42,24 @@ fn step(name: &str) -> Value {
 /// A pipeline that suspends its workflow (a `retryAfter` of one second, again and again) until
 /// `gate.release()`, counting its runs.
 fn gated(name: &str, gate: &Gate) -> Value {
+    suspending(name, gate, "1s")
+}
+
+/// A pipeline that suspends its workflow (`suspend: true`, no `retryAfter`) until
+/// `gate.release()` and a manual reconciliation resumes it.
+fn held(name: &str, gate: &Gate) -> Value {
+    suspending(name, gate, "")
+}
+
+/// `suspend-until.sh` behind `gate`, with `retry_after` (none when empty).
+fn suspending(name: &str, gate: &Gate, retry_after: &str) -> Value {
     pipe(
         name,
         "suspend-until.sh",
         &[
             ("RELEASE", &text(&gate.release)),
             ("COUNTER", &text(&gate.counter)),
-            ("RETRY_AFTER", "1s"),
+            ("RETRY_AFTER", retry_after),
         ],
     )
 }
@@ -102,6 +113,18 @@ fn platform() -> Kratix {
     )
     .assert_ok();
     k
+}
+
+/// Asks for a manual reconciliation of the Promise `thing` and returns at once (the label; a
+/// Promise being deleted never settles for `reconcile` to wait for).
+fn reconcile_promise(k: &Kratix) {
+    k.run(&[
+        "label",
+        "promise",
+        "thing",
+        "kratix.io/manual-reconciliation=true",
+    ])
+    .assert_ok();
 }
 
 fn promise(k: &Kratix) -> Option<Value> {
@@ -317,13 +340,14 @@ fn resource_workflows_report_under_their_own_key_and_suspend_until_resumed() {
 
 /// A Promise's configure workflow suspended by its pipeline leaves it unavailable
 /// (`Available` False, `WorkflowSuspended`) until the pipeline lets it go; its delete workflow,
-/// suspended, keeps the Promise until then, reporting under `delete` beside its configure entries.
+/// suspended without a `retryAfter`, keeps the Promise, reporting under `delete` beside its
+/// configure entries, until a manual reconciliation resumes it.
 #[test]
 fn promise_workflows_suspend_until_resumed() {
     let (_gates, configure_gate, delete_gate, k) = serving_with_gates();
     let workflows = json!({"promise": {
         "configure": [gated("setup", &configure_gate)],
-        "delete": [gated("teardown", &delete_gate)],
+        "delete": [held("teardown", &delete_gate)],
     }});
     k.apply_yaml(&things::promise_with_workflows(workflows), &["--no-wait"])
         .assert_ok();
@@ -376,7 +400,17 @@ fn promise_workflows_suspend_until_resumed() {
         held["status"]["kratix"]["workflows"]["configure"], configure,
         "the delete workflow leaves the configure entries as they were"
     );
+    let teardown = &held["status"]["kratix"]["workflows"]["delete"]["pipelines"][0];
+    assert_eq!(
+        teardown["message"], "waiting for release-delete",
+        "{held:#}"
+    );
+    assert!(
+        teardown.get("nextRetryAt").is_none(),
+        "waits for a person: {held:#}"
+    );
     delete_gate.release();
+    reconcile_promise(&k);
     eventually("the Promise gone", PATIENCE, || {
         promise(&k).is_none().then_some(())
     });
@@ -585,13 +619,7 @@ fn requests_without_a_configure_workflow_follow_their_promise() {
 
     // The Promise's configure pipeline fails: unavailable, and its requests wait.
     std::fs::write(&broken, "").expect("break the pipeline");
-    k.run(&[
-        "label",
-        "promise",
-        "thing",
-        "kratix.io/manual-reconciliation=true",
-    ])
-    .assert_ok();
+    reconcile_promise(&k);
     waits(&k, "r1 to wait for its failed Promise");
     let r1 = thing(&k, "r1").expect("r1");
     assert_eq!(

@@ -1,14 +1,15 @@
 //! The Promise status fields beside its conditions, as Kratix fills them
 //! (<https://github.com/syntasso/kratix/blob/ae170e22e974e45bb7cfda00986057e01b3ccfde/internal/controller/promise_controller.go>):
 //! `requiredBy` (`markRequiredPromiseAsRequired`), `lastAvailableTime`
-//! (`setPromiseStatusToAvailable`), the workflow counters (`generateWorkflowsCounterStatus`)
-//! and `status.kratix`, which repeats the top-level fields Kratix owns. Pure functions; the
-//! Promise controller writes what they return.
+//! (`setPromiseStatusToAvailable`), the workflow counters (`generateWorkflowsCounterStatus`),
+//! the `Available` condition and `status.kratix`, which repeats the top-level fields Kratix
+//! owns. Pure functions; the Promise controller writes what they return.
 
 use serde_json::{json, Map, Value};
 
 use crate::api::promise::{PromiseVersionRef, RequiredBy};
-use crate::api::{labels, Object, Promise};
+use crate::api::{labels, Condition, ConditionStatus, Object, Promise};
+use crate::workflow::Step;
 
 /// The version a Promise records in `status.version`: its `kratix.io/promise-version` label,
 /// else Kratix's `not-set`.
@@ -97,7 +98,7 @@ pub fn set_list(status: &mut Value, field: &str, list: &Value) {
 }
 
 /// Writes the summary into `status.kratix`, keeping whatever else is there (its `workflows`
-/// are written by [`super::keyed_status`]).
+/// are each workflow's own, keyed by action).
 pub fn set_kratix(status: &mut Value, summary: &Summary) {
     let Some(kratix) = object_at(status, "kratix") else {
         return;
@@ -140,6 +141,33 @@ fn set_or_remove(map: &mut Map<String, Value>, field: &str, value: Option<Value>
         Some(value) => map.insert(field.to_string(), value),
         None => map.remove(field),
     };
+}
+
+/// `Available` once the promise configure workflow has nothing left to run; while a pipeline
+/// suspends it, Kratix's `WorkflowSuspended`
+/// (<https://github.com/syntasso/kratix/blob/ae170e22e974e45bb7cfda00986057e01b3ccfde/internal/controller/promise_controller.go>,
+/// `reconcileSuspendedWorkflow`).
+pub fn available_condition(step: &Step) -> Condition {
+    match step {
+        Step::Completed { .. } | Step::NothingToRun => Condition::new(
+            "Available",
+            ConditionStatus::True,
+            "PromiseAvailable",
+            "Ready to fulfil resource requests",
+        ),
+        Step::Suspended { .. } => Condition::new(
+            "Available",
+            ConditionStatus::False,
+            "WorkflowSuspended",
+            "Suspended",
+        ),
+        _ => Condition::new(
+            "Available",
+            ConditionStatus::False,
+            "PromiseUnavailable",
+            "Promise configure workflow has not completed",
+        ),
+    }
 }
 
 #[cfg(test)]
@@ -280,5 +308,48 @@ mod tests {
         let mut odd = json!({"kratix": "not an object"});
         set_kratix(&mut odd, &waiting);
         assert_eq!(odd["kratix"]["status"], "Unavailable");
+    }
+
+    #[test]
+    fn available_once_configured() {
+        let cases = [
+            (
+                Step::Completed {
+                    last_run_sequence: 1,
+                },
+                ConditionStatus::True,
+                "PromiseAvailable",
+            ),
+            (
+                Step::NothingToRun,
+                ConditionStatus::True,
+                "PromiseAvailable",
+            ),
+            (Step::Wait, ConditionStatus::False, "PromiseUnavailable"),
+            (
+                Step::Failed {
+                    index: 0,
+                    pipeline: "p".into(),
+                    attempts: 1,
+                    retry_at_ms: None,
+                },
+                ConditionStatus::False,
+                "PromiseUnavailable",
+            ),
+            (
+                Step::Suspended {
+                    index: 0,
+                    retry_at_ms: None,
+                    message: "approve".into(),
+                },
+                ConditionStatus::False,
+                "WorkflowSuspended",
+            ),
+        ];
+        for (step, status, reason) in cases {
+            let c = available_condition(&step);
+            assert_eq!(c.type_, "Available");
+            assert_eq!((c.status, c.reason.as_str()), (status, reason), "{step:?}");
+        }
     }
 }

@@ -7,8 +7,7 @@ use serde_json::{json, Value};
 use crate::api::hash::spec_hash;
 use crate::api::pipeline::Pipeline;
 use crate::api::{
-    finalizers, labels, promise_api, Condition, ConditionStatus, Object, ObjectKey, Promise,
-    PromiseStatus, GROUP,
+    finalizers, labels, promise_api, Object, ObjectKey, Promise, PromiseStatus, GROUP,
 };
 use crate::store::Selector;
 use crate::workflow::{Action, Step, WorkflowType};
@@ -148,7 +147,7 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
         ..
     } = lifecycle::configure(rt, &subject, &configure).await?;
     let available = lifecycle::finished(&step);
-    conditions.push(available_condition(&step));
+    conditions.push(promise_status::available_condition(&step));
     conditions.push(works::works_succeeded_condition(works_state));
     let api = promise_api::request_kind(&promise).ok().flatten();
     let generation = obj.metadata.generation;
@@ -297,33 +296,6 @@ fn set_requirements(status: &mut Value, requirements: &Requirements) {
     }
 }
 
-/// `Available` once the promise configure workflow has nothing left to run; while a pipeline
-/// suspends it, Kratix's `WorkflowSuspended`
-/// (<https://github.com/syntasso/kratix/blob/ae170e22e974e45bb7cfda00986057e01b3ccfde/internal/controller/promise_controller.go>,
-/// `reconcileSuspendedWorkflow`).
-fn available_condition(step: &Step) -> Condition {
-    match step {
-        _ if lifecycle::finished(step) => Condition::new(
-            "Available",
-            ConditionStatus::True,
-            "PromiseAvailable",
-            "Ready to fulfil resource requests",
-        ),
-        Step::Suspended { .. } => Condition::new(
-            "Available",
-            ConditionStatus::False,
-            "WorkflowSuspended",
-            "Suspended",
-        ),
-        _ => Condition::new(
-            "Available",
-            ConditionStatus::False,
-            "PromiseUnavailable",
-            "Promise configure workflow has not completed",
-        ),
-    }
-}
-
 /// Requests first (their delete workflows need the Promise), then the promise delete workflow,
 /// then every Work of the Promise (their files leave the state stores), then the finalizer.
 async fn teardown(rt: &Runtime, subject: &Subject, promise: &Promise) -> Result<Next, Error> {
@@ -397,6 +369,7 @@ async fn set_message(rt: &Runtime, subject: &Subject, message: &str) -> Result<(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::api::{Condition, ConditionStatus};
 
     #[test]
     fn requirements_not_fulfilled_is_recorded_on_a_change_only() {
@@ -451,49 +424,6 @@ mod tests {
         ];
         for (name, before, now, want) in cases {
             assert_eq!(newly_unfulfilled(&before, &now).as_deref(), want, "{name}");
-        }
-    }
-
-    #[test]
-    fn available_once_configured() {
-        let cases = [
-            (
-                Step::Completed {
-                    last_run_sequence: 1,
-                },
-                ConditionStatus::True,
-                "PromiseAvailable",
-            ),
-            (
-                Step::NothingToRun,
-                ConditionStatus::True,
-                "PromiseAvailable",
-            ),
-            (Step::Wait, ConditionStatus::False, "PromiseUnavailable"),
-            (
-                Step::Failed {
-                    index: 0,
-                    pipeline: "p".into(),
-                    attempts: 1,
-                    retry_at_ms: None,
-                },
-                ConditionStatus::False,
-                "PromiseUnavailable",
-            ),
-            (
-                Step::Suspended {
-                    index: 0,
-                    retry_at_ms: None,
-                    message: "approve".into(),
-                },
-                ConditionStatus::False,
-                "WorkflowSuspended",
-            ),
-        ];
-        for (step, status, reason) in cases {
-            let c = available_condition(&step);
-            assert_eq!(c.type_, "Available");
-            assert_eq!((c.status, c.reason.as_str()), (status, reason), "{step:?}");
         }
     }
 }

@@ -322,6 +322,31 @@ mod tests {
     }
 
     #[test]
+    fn a_request_waiting_for_its_promise_says_pending_in_reconciled_too() {
+        let got: Vec<(String, ConditionStatus, String, String)> = waiting_for_promise("db")
+            .into_iter()
+            .map(|c| (c.type_, c.status, c.reason, c.message))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    "PromiseAvailable".to_string(),
+                    ConditionStatus::False,
+                    "PromiseNotAvailable".to_string(),
+                    "Promise db is not available yet".to_string()
+                ),
+                (
+                    "Reconciled".to_string(),
+                    ConditionStatus::Unknown,
+                    "PromiseNotAvailable".to_string(),
+                    PENDING.to_string()
+                ),
+            ]
+        );
+    }
+
+    #[test]
     fn message_says_requested_unless_a_pipeline_said_otherwise() {
         let completed = Step::Completed {
             last_run_sequence: 1,

@@ -28,7 +28,9 @@ pub async fn drive(
     let runs = runs_of(rt, subject).await?;
     let records: Vec<RunRecord> = runs.iter().map(|(_, r)| r.clone()).collect();
     let names: Vec<String> = pipelines.iter().map(|p| p.name().to_string()).collect();
-    let manual = subject.manual_reconcile() && action == Action::Configure;
+    // The delete workflow too, as in Kratix: the way to resume one a pipeline suspended
+    // without a `retryAfter`.
+    let manual = subject.manual_reconcile();
     let step = workflow::next_step(&Observed {
         action,
         pipelines: &names,
@@ -60,7 +62,7 @@ pub async fn drive(
             pipelines.len()
         );
         events::record(&rt.cp, &subject.object, Reason::PipelineStarted, &message).await;
-        if manual {
+        if manual && action == Action::Configure {
             // Conditions first: whoever waits for the label to go (`reconcile`, `apply`) must
             // then see the re-run in progress, not the previous run's outcome.
             let in_progress = workflow::configure_conditions(&step, "", WorksState::Pending);
@@ -68,14 +70,9 @@ pub async fn drive(
                 status::set_conditions(s, in_progress.clone());
             })
             .await?;
-            status::update_object(rt.cp.as_ref(), &subject.kind, &subject.key(), |o| {
-                if let Some(l) = o.metadata.labels.as_mut() {
-                    l.remove(labels::MANUAL_RECONCILIATION);
-                }
-            })
-            .await?;
         }
-    } else if manual && matches!(step, Step::NothingToRun) {
+    }
+    if manual && matches!(step, Step::Start { .. } | Step::NothingToRun) {
         status::update_object(rt.cp.as_ref(), &subject.kind, &subject.key(), |o| {
             if let Some(l) = o.metadata.labels.as_mut() {
                 l.remove(labels::MANUAL_RECONCILIATION);

@@ -10,6 +10,7 @@ pub mod handback;
 pub mod history;
 pub mod identity;
 pub mod job;
+mod prune;
 pub mod rbac;
 mod rundir;
 pub mod spec;
@@ -433,40 +434,21 @@ impl Executor for KubeJobs {
         Ok(())
     }
 
-    /// Deletes the finished Jobs of the workflow that [`history::to_prune_in_workflow`] picks:
-    /// those of pipelines no longer in it, and the oldest beyond `KRATIX_JOBS_TO_KEEP` of the
-    /// others (background propagation: their pods follow).
+    /// Deletes the finished Jobs of the workflow that [`history::to_prune_in_workflow`] picks
+    /// (see [`prune`]).
     async fn prune(
         &self,
         owner: &pipeline::Owner,
         action: Action,
         pipelines: &[String],
     ) -> Result<(), pipeline::Error> {
-        let failed = |e: Error| pipeline::Error::Prune {
-            owner: owner.to_string(),
-            action,
-            source: Box::new(e),
-        };
-        let (namespace, selector) =
-            history::workflow_jobs(owner, action, &self.settings.system_namespace);
-        let jobs: Api<Job> = Api::namespaced(self.client.clone(), &namespace);
-        let listed = jobs
-            .list(&ListParams::default().labels(&selector))
+        prune::run(&self.client, &self.settings, owner, action, pipelines)
             .await
-            .map_err(|e| failed(api_error("list", format!("Jobs labelled {selector}"))(e)))?;
-        let doomed =
-            history::to_prune_in_workflow(&listed.items, pipelines, self.settings.jobs_to_keep);
-        for name in &doomed {
-            match jobs.delete(name, &DeleteParams::background()).await {
-                Ok(_) => {}
-                Err(kube::Error::Api(s)) if s.code == 404 => {}
-                Err(e) => return Err(failed(api_error("delete", format!("Job {name}"))(e))),
-            }
-        }
-        if !doomed.is_empty() {
-            tracing::info!(%owner, %action, pruned = doomed.len(), "pruned the Jobs of old runs");
-        }
-        Ok(())
+            .map_err(|e| pipeline::Error::Prune {
+                owner: owner.to_string(),
+                action,
+                source: Box::new(e),
+            })
     }
 
     fn kill_leftovers(&self, work_dir: &Path) -> Vec<i32> {
