@@ -141,6 +141,19 @@ fn resource_workflows_report_under_their_own_key_and_suspend_until_resumed() {
         "{} runs, at most five kept: {delete_runs:#?}",
         delete_gate.runs()
     );
+    // The runs that went still count: the newest is numbered past the five kept, and the
+    // status says so.
+    let numbers: Vec<i64> = delete_runs
+        .iter()
+        .map(|r| r.raw["spec"]["attempt"].as_i64().unwrap_or(0))
+        .collect();
+    assert!(numbers.iter().max().is_some_and(|n| *n >= 7), "{numbers:?}");
+    eventually("the delete entry counting every run", PATIENCE, || {
+        let obj = thing(&k, "r1")?;
+        let attempts =
+            obj["status"]["kratix"]["workflows"]["delete"]["pipelines"][0]["attempts"].as_i64()?;
+        (attempts >= 7).then_some(())
+    });
 
     delete_gate.release();
     eventually("r1 gone", PATIENCE, || {

@@ -31,7 +31,7 @@ pub async fn drive(
     // The delete workflow too, as in Kratix: the way to resume one a pipeline suspended
     // without a `retryAfter`.
     let manual = subject.manual_reconcile();
-    let step = workflow::next_step(&Observed {
+    let observed = Observed {
         action,
         pipelines: &names,
         hash: &subject.hash,
@@ -39,21 +39,17 @@ pub async fn drive(
         manual_reconcile: manual,
         retry_failures: rt.settings.intervals.after_failure,
         now_ms: now_ms(),
-    });
+    };
+    let step = workflow::next_step(&observed);
     let mut started = None;
     if let Step::Start { index, .. } = &step {
         let pipeline = &pipelines[*index];
-        started = Some(
-            start_run(
-                rt,
-                subject,
-                action,
-                pipeline,
-                *index,
-                *index + 1 == pipelines.len(),
-            )
-            .await?,
-        );
+        let at = Position {
+            index: *index,
+            last: *index + 1 == pipelines.len(),
+            attempt: workflow::run_attempt(&observed, &step),
+        };
+        started = Some(start_run(rt, subject, action, pipeline, at).await?);
         let message = format!(
             "{} pipeline {} ({} of {}) started",
             action.as_str(),
@@ -86,15 +82,27 @@ pub async fn drive(
     Ok((step, runs))
 }
 
+/// Where a new run stands: its pipeline's index, whether that is the workflow's last, and the
+/// run's number among its pipeline's runs in the current attempt.
+struct Position {
+    index: usize,
+    last: bool,
+    attempt: u32,
+}
+
 /// Creates the run of `pipeline`; its record as created.
 async fn start_run(
     rt: &Runtime,
     subject: &Subject,
     action: Action,
     pipeline: &Pipeline,
-    index: usize,
-    last: bool,
+    at: Position,
 ) -> Result<RunRecord, Error> {
+    let Position {
+        index,
+        last,
+        attempt,
+    } = at;
     let sequence = rt.cp.next_sequence("pipelinerun").await?;
     let mut run_labels: std::collections::BTreeMap<String, String> =
         subject.selector_labels().into_iter().collect();
@@ -131,6 +139,7 @@ async fn start_run(
         hash: subject.hash.clone(),
         pipeline: serde_json::to_value(pipeline).map_err(encode("the pipeline"))?,
         last,
+        attempt,
     };
     let stored = spec.stored().map_err(encode("the run"))?;
     let mut typed = PipelineRun::new(&name, spec);
@@ -153,6 +162,7 @@ async fn start_run(
         completion_time_ms: None,
         suspend: None,
         progress: None,
+        attempt,
     })
 }
 

@@ -29,7 +29,7 @@ pub use keyed::{has_flat_layout, migrated, workflow_status, KeyedInputs};
 pub use model::{
     Action, Observed, RunPhase, RunRecord, StartReason, Step, Suspension, WorkflowType,
 };
-pub use next_step::next_step;
+pub use next_step::{next_step, run_attempt};
 pub use prune::{prunes_after, runs_to_prune};
 pub use status::{pipeline_statuses, PipelinePhase, PipelineStatus};
 
