@@ -404,12 +404,32 @@ impl ApiServer {
             .unwrap_or_else(|stderr| panic!("kubectl {args:?} failed: {stderr}"))
     }
 
+    /// Applies CRDs and waits until the API server serves them.
+    fn apply_crds(&self, yaml: &str) {
+        self.kubectl(&["apply", "-f", "-"], yaml);
+        self.kubectl(
+            &[
+                "wait",
+                "--for",
+                "condition=Established",
+                "crd",
+                "--all",
+                "--timeout=120s",
+            ],
+            "",
+        );
+    }
+
     /// A merge patch of `doc`'s object through the status subresource, as the API server
     /// stored it. Through the API rather than kubectl: Debian's kubectl predates
-    /// `kubectl patch --subresource`.
+    /// `kubectl patch --subresource`. The plural is the kind's, lower case, with an `s`.
     fn patch_status(&self, doc: &Value, patch: Value) -> Value {
         let kind = doc["kind"].as_str().expect("kind");
-        let gvk = kube::api::GroupVersionKind::gvk("platform.kratix.io", "v1alpha1", kind);
+        let (group, version) = doc["apiVersion"]
+            .as_str()
+            .and_then(|v| v.split_once('/'))
+            .expect("a grouped apiVersion");
+        let gvk = kube::api::GroupVersionKind::gvk(group, version, kind);
         let resource = kube::api::ApiResource::from_gvk_with_plural(
             &gvk,
             &format!("{}s", kind.to_ascii_lowercase()),
@@ -440,18 +460,7 @@ impl ApiServer {
 #[ignore = "starts a real kube-apiserver with kube-testenv; run with --ignored"]
 fn crds_are_accepted_by_a_real_api_server_and_keep_every_fixture_field() {
     let server = ApiServer::start();
-    server.kubectl(&["apply", "-f", "-"], &kratix::api::crds::crds_yaml());
-    server.kubectl(
-        &[
-            "wait",
-            "--for",
-            "condition=Established",
-            "crd",
-            "--all",
-            "--timeout=120s",
-        ],
-        "",
-    );
+    server.apply_crds(&kratix::api::crds::crds_yaml());
     server.kubectl(&["create", "namespace", "kratix-platform-system"], "");
     server.kubectl(&["create", "namespace", "monitoring"], "");
     for file in [
@@ -497,5 +506,93 @@ fn crds_are_accepted_by_a_real_api_server_and_keep_every_fixture_field() {
                 "{file}: the API server pruned status"
             );
         }
+    }
+}
+
+/// Kratix's keyed workflow status with every field it may hold: configure and delete entries,
+/// a suspended workflow's generation and the last successful configure time.
+fn keyed_workflows() -> Value {
+    json!({
+        "configure": {
+            "lastSuccessfulConfigureWorkflowTime": "2026-09-20T10:00:00Z",
+            "suspendedGeneration": 3,
+            "pipelines": [
+                {"name": "instance", "hash": "7e3e19", "phase": "Succeeded", "attempts": 1,
+                 "lastTransitionTime": "2026-09-20T09:59:58Z"},
+                {"name": "approve", "hash": "7e3e19", "phase": "Suspended", "attempts": 2,
+                 "message": "waiting for approval", "nextRetryAt": "2026-09-20T10:05:00Z",
+                 "lastTransitionTime": "2026-09-20T10:00:00Z"},
+            ],
+        },
+        "delete": {"pipelines": [{"name": "goodbye", "hash": "7e3e19", "phase": "Failed",
+                                   "attempts": 3, "nextRetryAt": "2026-09-20T10:01:00Z"}]},
+    })
+}
+
+#[test]
+#[ignore = "starts a real kube-apiserver with kube-testenv; run with --ignored"]
+fn the_keyed_workflow_status_is_kept_whole_by_a_real_api_server() {
+    let server = ApiServer::start();
+    server.apply_crds(&kratix::api::crds::crds_yaml());
+    let mut promise = documents("promise.yaml").remove(0);
+    // A Promise whose API declares a status of its own, which would prune whatever else is
+    // written there: Kratix's part must be kept all the same.
+    promise["spec"]["api"]["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]
+        ["status"] = json!({"type": "object", "properties": {"ready": {"type": "boolean"}}});
+    // The request kind's CRD as `kratix-rs controller` installs it for the Promise.
+    let crd = kratix::kube::crd::request_crd("postgresql", &promise["spec"]["api"]);
+    server.apply_crds(&crd.to_string());
+    let request = documents("postgresql-request.yaml").remove(0);
+    for doc in [&promise, &request] {
+        server.kubectl(&["create", "-f", "-"], &doc.to_string());
+        let status = json!({
+            "kratix": {"status": "Available", "workflows": keyed_workflows()},
+            "message": "Resource requested",
+            "pipelines": [{"name": "instance", "phase": "Succeeded", "attempts": 1,
+                           "destinations": [{"destination": "d", "version": "1a2b3c", "written": true}]}],
+        });
+        let patched = server.patch_status(doc, json!({"status": status}));
+        assert_eq!(
+            patched["status"], status,
+            "{}: the API server pruned or changed the keyed layout",
+            doc["kind"]
+        );
+        // Read back as stored, and as the typed view reads it.
+        let name = doc["metadata"]["name"].as_str().expect("name");
+        let mut get = vec![
+            "get",
+            doc["kind"].as_str().expect("kind"),
+            name,
+            "-o",
+            "json",
+        ];
+        if let Some(ns) = doc["metadata"]["namespace"].as_str() {
+            get.extend(["-n", ns]);
+        }
+        let stored: Value =
+            serde_json::from_str(&server.kubectl(&get, "")).expect("kubectl prints JSON");
+        assert_eq!(stored["status"]["kratix"]["workflows"], keyed_workflows());
+        let typed: kratix::api::workflow_status::WorkflowStatuses =
+            serde_json::from_value(stored["status"]["kratix"]["workflows"].clone())
+                .expect("the typed keyed layout");
+        assert_eq!(
+            serde_json::to_value(&typed).expect("JSON"),
+            keyed_workflows()
+        );
+
+        // Kept because the layout is declared, entry by entry (the API server prunes what an
+        // entry does not declare), not because anything under it goes.
+        let mut undeclared = keyed_workflows();
+        undeclared["delete"]["pipelines"][0]["undeclared"] = json!(1);
+        let patched = server.patch_status(
+            doc,
+            json!({"status": {"kratix": {"workflows": undeclared}}}),
+        );
+        assert_eq!(
+            patched["status"]["kratix"]["workflows"],
+            keyed_workflows(),
+            "{}",
+            doc["kind"]
+        );
     }
 }

@@ -396,8 +396,8 @@ Status: | Resource requested
 Conditions:
   TYPE | STATUS | REASON | AGE | MESSAGE
   PromiseAvailable | True | PromiseAvailable | AGE | Promise is available
-  ConfigureWorkflowCompleted | True | PipelinesExecutedSuccessfully | AGE | Pipelines completed
   Reconciled | True | Reconciled | AGE | Reconciled
+  ConfigureWorkflowCompleted | True | PipelinesExecutedSuccessfully | AGE | Pipelines completed
   WorksSucceeded | True | WorksSucceeded | AGE | All works associated with this resource are ready
 Pipelines:
   PIPELINE | ACTION | PHASE | ATTEMPTS | DURATION | EXIT CODE | LAST RUN

@@ -586,11 +586,24 @@ fn step(name: &str) -> Value {
     })
 }
 
-/// The `thing` Promise with configure pipelines `configure` and the delete pipeline `bye`.
-fn lifecycle_promise(configure: &[&str]) -> String {
+/// The `thing` Promise with configure pipelines `configure` and the delete pipeline `bye`,
+/// which suspends its workflow (`suspend: true`) until the file `release` exists and a manual
+/// reconciliation resumes it.
+fn lifecycle_promise(configure: &[&str], release: &Path) -> String {
     let configure: Vec<Value> = configure.iter().map(|p| step(p)).collect();
+    let script = support::sandbox_fixtures("workflows/scripts").join("suspend-until.sh");
+    let counter = release.with_extension("runs");
+    let bye = json!({
+        "apiVersion": "platform.kratix.io/v1alpha1",
+        "kind": "Pipeline",
+        "metadata": {"name": "bye"},
+        "spec": {"containers": [{"name": "main", "image": "local/sh",
+            "command": ["sh", script.display().to_string()],
+            "env": [{"name": "RELEASE", "value": release.display().to_string()},
+                    {"name": "COUNTER", "value": counter.display().to_string()}]}]},
+    });
     support::things::promise_with_workflows(
-        json!({"resource": {"configure": configure, "delete": [step("bye")]}}),
+        json!({"resource": {"configure": configure, "delete": [bye]}}),
     )
 }
 
@@ -675,6 +688,21 @@ fn rerun(
     )
 }
 
+/// Labels the request `kratix.io/manual-reconciliation=true`.
+fn reconcile_by_label(env: &TestEnv, request: &str) {
+    env.kubectl(
+        &[
+            "label",
+            "things",
+            request,
+            "-n",
+            "default",
+            "kratix.io/manual-reconciliation=true",
+        ],
+        "",
+    );
+}
+
 fn last_sequence(env: &TestEnv, request: &str) -> i64 {
     runs(env, request).last().map_or(0, |r| r.sequence)
 }
@@ -690,7 +718,8 @@ fn lifecycle_through_jobs_reruns_removes_files_runs_delete_workflows_and_sweeps(
     let repo = daemon.bare_repo("state.git").expect("repository");
     apply_promise(&env, &["a", "b", "c"]);
     // The same pipelines, and a delete workflow.
-    env.apply(&lifecycle_promise(&["a", "b", "c"]));
+    let release = work.path().join("release-bye");
+    env.apply(&lifecycle_promise(&["a", "b", "c"], &release));
     env.apply(&support::things::request("r1", 1));
     let obj = settled(&env, &controller, "r1");
     assert_eq!(
@@ -704,6 +733,31 @@ fn lifecycle_through_jobs_reruns_removes_files_runs_delete_workflows_and_sweeps(
             (!files(p).is_empty()).then_some(())
         });
     }
+    // Kratix's keyed workflow status, kept whole by the API server under the request CRD the
+    // controller installed: each pipeline with the hash of its run.
+    let configure = &obj["status"]["kratix"]["workflows"]["configure"];
+    let hash = runs(&env, "r1").last().map(|r| r.hash.clone());
+    let entries: Vec<(&str, &str, Option<&str>)> = configure["pipelines"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|p| {
+            (
+                p["name"].as_str().unwrap_or_default(),
+                p["phase"].as_str().unwrap_or_default(),
+                p["hash"].as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        entries,
+        ["a", "b", "c"].map(|p| (p, "Succeeded", hash.as_deref())),
+        "{obj:#}"
+    );
+    assert!(
+        configure["lastSuccessfulConfigureWorkflowTime"].is_string(),
+        "{obj:#}"
+    );
 
     // Update while running: the run in progress finishes, then the workflow starts again from
     // the first pipeline for the newest spec.
@@ -743,17 +797,7 @@ fn lifecycle_through_jobs_reruns_removes_files_runs_delete_workflows_and_sweeps(
 
     // The manual reconciliation label re-runs every pipeline and is cleared.
     let before = last_sequence(&env, "r1");
-    env.kubectl(
-        &[
-            "label",
-            "things",
-            "r1",
-            "-n",
-            "default",
-            "kratix.io/manual-reconciliation=true",
-        ],
-        "",
-    );
+    reconcile_by_label(&env, "r1");
     let again = rerun(&env, "r1", before, &["a", "b", "c"]);
     support::things::assert_never_overlapped(&again);
     eventually("the label cleared", PATIENCE, || {
@@ -766,11 +810,29 @@ fn lifecycle_through_jobs_reruns_removes_files_runs_delete_workflows_and_sweeps(
 
     // N → N−1 and rename (b → x, c dropped): b's and c's files leave the store, x's arrive.
     let before = last_sequence(&env, "r1");
-    env.apply(&lifecycle_promise(&["a", "x"]));
+    env.apply(&lifecycle_promise(&["a", "x"], &release));
     rerun(&env, "r1", before, &["a", "x"]);
     eventually("b's and c's files gone, x's written", PATIENCE, || {
         (files("b").is_empty() && files("c").is_empty() && !files("x").is_empty()).then_some(())
     });
+    // Their runs and Jobs went with them.
+    assert!(
+        runs(&env, "r1")
+            .iter()
+            .all(|r| r.pipeline != "b" && r.pipeline != "c"),
+        "{:#?}",
+        runs(&env, "r1")
+    );
+    for gone in ["b", "c"] {
+        let selector = format!("kratix.io/resource-name=r1,kratix.io/pipeline-name={gone}");
+        let jobs = env.list_json("jobs", &["-A", "-l", &selector]);
+        assert!(jobs.is_empty(), "{gone}'s Jobs pruned: {jobs:#?}");
+    }
+    assert!(
+        !env.list_json("jobs", &["-A", "-l", "kratix.io/pipeline-name=x"])
+            .is_empty(),
+        "x's Job stays"
+    );
 
     // Deleting the request runs its delete workflow as a Job, then sweeps its Jobs and
     // ConfigMaps and removes its Works and files.
@@ -787,6 +849,40 @@ fn lifecycle_through_jobs_reruns_removes_files_runs_delete_workflows_and_sweeps(
         &["delete", "things", "r1", "-n", "default", "--wait=false"],
         "",
     );
+    // Its pipeline's workflow-control.yaml, handed back from the Job, suspends the delete
+    // workflow: the request stays, says so, and reports it under its own key.
+    let held = eventually("r1's delete workflow suspended", PATIENCE, || {
+        let obj = env.get_json("things", "r1", Some("default"))?;
+        (obj["status"]["kratix"]["workflows"]["delete"]["pipelines"][0]["phase"] == "Suspended")
+            .then_some(obj)
+    });
+    let completed = condition(&held, "DeleteWorkflowCompleted").expect("the condition");
+    assert_eq!(
+        (
+            &completed["status"],
+            &completed["reason"],
+            &completed["message"]
+        ),
+        (
+            &json!("False"),
+            &json!("DeleteWorkflowSuspended"),
+            &json!("The delete workflow is suspended")
+        ),
+        "{held:#}"
+    );
+    assert_eq!(
+        held["status"]["kratix"]["workflows"]["configure"]["pipelines"]
+            .as_array()
+            .map(Vec::len),
+        Some(2),
+        "the configure entries stay: {held:#}"
+    );
+    assert_eq!(
+        held["metadata"]["finalizers"],
+        json!(["kratix.io/workflows-cleanup"])
+    );
+    std::fs::write(&release, "").expect("release the delete pipeline");
+    reconcile_by_label(&env, "r1");
     eventually("r1 gone", PATIENCE, || {
         env.get_json("things", "r1", Some("default"))
             .is_none()

@@ -252,6 +252,35 @@ impl Cluster {
             .expect("list jobs")
             .items
     }
+
+    /// Waits until the Jobs of `default` not being deleted, each as `key` says, are `want`
+    /// (any order); panics after 30 s with what is left.
+    async fn jobs_left_become<T: Ord + std::fmt::Debug>(
+        &self,
+        key: impl Fn(&Job) -> T,
+        mut want: Vec<T>,
+    ) {
+        want.sort();
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let mut left: Vec<T> = self
+                .jobs("default")
+                .await
+                .iter()
+                .filter(|j| j.metadata.deletion_timestamp.is_none())
+                .map(&key)
+                .collect();
+            left.sort();
+            if left == want {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "left {left:?}, want {want:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -760,25 +789,60 @@ async fn only_the_newest_jobs_of_a_pipeline_stay() {
         // Deletion is foreground: the Job goes once its pods have.
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let mut left: Vec<String> = cluster
-            .jobs("default")
-            .await
-            .into_iter()
-            .filter(|j| j.metadata.deletion_timestamp.is_none())
-            .filter_map(|j| j.metadata.name)
-            .collect();
-        left.sort();
-        let mut want = created[1..].to_vec();
-        want.sort();
-        if left == want {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "left {left:?}, want {want:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
+    cluster
+        .jobs_left_become(
+            |j| j.metadata.name.clone().unwrap_or_default(),
+            created[1..].to_vec(),
+        )
+        .await;
+}
+
+/// `Executor::prune` of a request's configure workflow: the finished Jobs of a pipeline no
+/// longer in it go, the current pipeline's stay, and so do the request's delete workflow's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "starts a real control plane with kube-testenv; run with --ignored"]
+async fn pruning_a_workflow_removes_the_jobs_of_pipelines_no_longer_in_it() {
+    let cluster = Cluster::start().await;
+    let executor = KubeJobs::new(cluster.env.config().await, settings()).expect("executor");
+    for (action, name) in [
+        (WorkflowAction::Configure, "renamed"),
+        (WorkflowAction::Configure, "kept"),
+        (WorkflowAction::Delete, "renamed"),
+    ] {
+        let p = pipeline(name, json!({"containers": [sh("ok", "true")]}));
+        let (req, _work) =
+            cluster.request(p, workflow(action, name, true), Duration::from_secs(60));
+        let outcome = executor.run(req).await.expect("run");
+        assert_eq!(outcome.result, RunResult::Succeeded, "{}", outcome.logs);
     }
+    let owner = kratix::pipeline::Owner::Request {
+        promise: "database".into(),
+        namespace: "default".into(),
+        name: "mydb".into(),
+    };
+    executor
+        .prune(&owner, WorkflowAction::Configure, &["kept".to_string()])
+        .await
+        .expect("pruned");
+    let label = |job: &Job, key: &str| {
+        job.metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(key))
+            .cloned()
+            .unwrap_or_default()
+    };
+    cluster
+        .jobs_left_become(
+            |j| {
+                (
+                    label(j, "kratix.io/workflow-action"),
+                    label(j, "kratix.io/pipeline-name"),
+                )
+            },
+            [("configure", "kept"), ("delete", "renamed")]
+                .map(|(a, p)| (a.to_string(), p.to_string()))
+                .to_vec(),
+        )
+        .await;
 }

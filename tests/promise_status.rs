@@ -91,9 +91,9 @@ fn a_promise_status_says_who_requires_it_and_how_its_workflow_went() {
     assert_eq!(kratix["kind"], "Thing");
     assert_eq!(kratix["apiVersion"], "test.kratix.io/v1alpha1");
     assert_eq!(kratix["lastAvailableTime"], since);
-    let phases: Vec<(&str, &str)> = kratix["workflows"]["pipelines"]
+    let phases: Vec<(&str, &str)> = kratix["workflows"]["configure"]["pipelines"]
         .as_array()
-        .expect("status.kratix.workflows.pipelines")
+        .expect("status.kratix.workflows.configure.pipelines")
         .iter()
         .map(|p| {
             (
@@ -176,7 +176,7 @@ fn a_failed_promise_workflow_counts_no_success() {
     assert!(status.get("lastAvailableTime").is_none(), "{status:#}");
     assert_eq!(status["kratix"]["status"], "Unavailable");
     assert_eq!(
-        status["kratix"]["workflows"]["pipelines"][0]["phase"],
+        status["kratix"]["workflows"]["configure"]["pipelines"][0]["phase"],
         "Failed"
     );
     let described = describe(&k, "thing");

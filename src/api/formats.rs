@@ -1,5 +1,13 @@
 //! The string formats `date-time` and `date` of OpenAPI schemas, as request validation checks
-//! them, read with jiff.
+//! them, read with jiff; and the RFC 3339 form in which statuses store times.
+
+/// RFC 3339 in UTC with whole seconds (`2026-01-01T00:00:00Z`), as Kubernetes stores condition
+/// and status times, of milliseconds since the epoch.
+pub fn rfc3339_secs(ms: i64) -> Option<String> {
+    jiff::Timestamp::from_millisecond(ms)
+        .ok()
+        .map(|t| format!("{:.0}", t))
+}
 
 /// RFC 3339's `date-time`: `YYYY-MM-DD`, `T` (or `t` or a space), `hh:mm:ss` with an optional
 /// fraction, then `Z` (or `z`) or an offset `±hh:mm`. Leap seconds (`:60`) pass, as in RFC 3339.

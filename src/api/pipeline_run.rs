@@ -52,6 +52,16 @@ pub struct PipelineRunSpec {
     /// Whether this is the last pipeline of its workflow.
     #[serde(default)]
     pub last: bool,
+    /// The run's number among the runs of its pipeline in the workflow's current attempt: 1,
+    /// or one more than the run it retries or resumes. Kept on the run so that pruning older runs
+    /// forgets neither how often the pipeline ran nor how long its retries wait. 0 (left out)
+    /// for runs stored before it was recorded.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub attempt: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl PipelineRunSpec {

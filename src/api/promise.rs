@@ -191,45 +191,9 @@ pub struct KratixStatus {
     pub status: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
+    /// Each workflow's pipelines, keyed by action (`configure`, `delete`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub workflows: Option<KratixWorkflows>,
-    #[serde(flatten)]
-    #[schemars(skip)]
-    pub extra: BTreeMap<String, Value>,
-}
-
-/// `status.kratix.workflows`: progress of the Promise's configure workflow.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[schemars(extend("x-kubernetes-preserve-unknown-fields" = true))]
-pub struct KratixWorkflows {
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub pipelines: Vec<KratixPipeline>,
-    /// The generation whose workflow a pipeline suspended.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub suspended_generation: Option<i64>,
-    #[serde(flatten)]
-    #[schemars(skip)]
-    pub extra: BTreeMap<String, Value>,
-}
-
-/// One pipeline of `status.kratix.workflows.pipelines`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[schemars(extend("x-kubernetes-preserve-unknown-fields" = true))]
-pub struct KratixPipeline {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub phase: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub attempts: Option<i64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_transition_time: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_retry_at: Option<String>,
+    pub workflows: Option<super::workflow_status::WorkflowStatuses>,
     #[serde(flatten)]
     #[schemars(skip)]
     pub extra: BTreeMap<String, Value>,

@@ -166,10 +166,18 @@ pub fn status_of(kind: &KindInfo, obj: Option<&Object>) -> Status {
             Settlement::Pending(reason) => Outcome::Waiting(reason),
         }
     };
-    // A status written for an older generation says nothing about this one's pipelines.
-    let entries = if observed_current_generation(obj) {
+    // A status written for an older generation says nothing about this one's pipelines. Once
+    // the object is being deleted, its delete workflow's pipelines are what runs (Kratix's
+    // keyed status: the same fields).
+    let deleting = obj.metadata.deletion_timestamp.is_some();
+    let entries = if deleting || observed_current_generation(obj) {
+        let at = if deleting {
+            "/status/kratix/workflows/delete/pipelines"
+        } else {
+            "/status/pipelines"
+        };
         obj.data
-            .pointer("/status/pipelines")
+            .pointer(at)
             .and_then(Value::as_array)
             .cloned()
             .unwrap_or_default()
@@ -288,32 +296,35 @@ pub fn line(status: &Status) -> String {
         .last()
         .map(|(d, c)| format!(", written to {d} at {}", short(c)))
         .unwrap_or_default();
-    match &status.outcome {
-        Outcome::Gone => "deleted".into(),
-        Outcome::Failed(reason) => format!("failed: {reason}"),
-        Outcome::Settled => format!("settled{written}"),
-        Outcome::Deleting => "deleting".into(),
-        Outcome::Waiting(reason) => {
-            if let Some((i, p)) = at("Running") {
-                format!(
-                    "pipeline {} ({} of {total}) running{}{written}",
-                    p.name,
-                    i + 1,
-                    doing(&p.message)
-                )
-            } else if let Some((i, p)) = at("Failed") {
-                format!(
-                    "pipeline {} ({} of {total}) failed: {}",
-                    p.name,
-                    i + 1,
-                    p.message
-                )
-            } else if let Some((_, p)) = at("Suspended") {
-                format!("pipeline {} suspended: {}", p.name, p.message)
-            } else {
-                format!("waiting: {reason}{written}")
-            }
+    let pipeline = if let Some((i, p)) = at("Running") {
+        Some(format!(
+            "pipeline {} ({} of {total}) running{}",
+            p.name,
+            i + 1,
+            doing(&p.message)
+        ))
+    } else if let Some((i, p)) = at("Failed") {
+        Some(format!(
+            "pipeline {} ({} of {total}) failed: {}",
+            p.name,
+            i + 1,
+            p.message
+        ))
+    } else {
+        at("Suspended").map(|(_, p)| format!("pipeline {} suspended: {}", p.name, p.message))
+    };
+    match (&status.outcome, pipeline) {
+        (Outcome::Gone, _) => "deleted".into(),
+        (Outcome::Failed(reason), _) => format!("failed: {reason}"),
+        (Outcome::Settled, _) => format!("settled{written}"),
+        (Outcome::Deleting, None) => "deleting".into(),
+        (Outcome::Deleting, Some(pipeline)) => format!("deleting: {pipeline}"),
+        // Where files went matters while the configure pipelines run, not once one stopped.
+        (Outcome::Waiting(_), Some(pipeline)) if at("Running").is_some() => {
+            format!("{pipeline}{written}")
         }
+        (Outcome::Waiting(_), Some(pipeline)) => pipeline,
+        (Outcome::Waiting(reason), None) => format!("waiting: {reason}{written}"),
     }
 }
 

@@ -310,6 +310,7 @@ mod tests {
             completion_time_ms: Some(at),
             suspend: None,
             progress: None,
+            attempt: 0,
         }
     }
 

@@ -17,12 +17,7 @@ pub fn parse_ms(text: &str) -> Option<i64> {
     text.parse::<Timestamp>().ok().map(|t| t.as_millisecond())
 }
 
-/// RFC 3339 in UTC with whole seconds (`2026-01-01T00:00:00Z`) of milliseconds since the epoch.
-pub fn rfc3339_secs(ms: i64) -> Option<String> {
-    Timestamp::from_millisecond(ms)
-        .ok()
-        .map(|t| format!("{:.0}", t))
-}
+pub use crate::api::formats::rfc3339_secs;
 
 #[cfg(test)]
 mod tests {

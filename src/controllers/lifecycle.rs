@@ -1,13 +1,14 @@
 //! The workflow sequences Promises and requests share: configure (run the workflow, clean up
 //! the Works of removed pipelines, decide the conditions) and delete (run the delete workflow
-//! and report it until it is done).
+//! and report it until it is done, with its pipelines under its own key of
+//! `status.kratix.workflows`).
 
 use crate::api::pipeline::Pipeline;
 use crate::api::{Condition, Object};
 use crate::workflow::{self, Action, RunRecord, Step, WorksState};
 
 use super::subject::Subject;
-use super::{status, workflows, works, Error, Next, Runtime};
+use super::{keyed_status, status, workflows, works, Error, Next, Runtime};
 
 /// Where a configure workflow stands.
 #[derive(Debug)]
@@ -63,8 +64,12 @@ pub async fn delete(
 ) -> Result<Option<Next>, Error> {
     let (step, runs) = workflows::drive(rt, subject, Action::Delete, pipelines).await?;
     let condition = workflow::delete_condition(&step, &workflows::failure_reason(&runs, &step));
+    let records: Vec<RunRecord> = runs.into_iter().map(|(_, r)| r).collect();
+    let names = keyed_status::names(pipelines);
+    let keyed = keyed_status::inputs(rt, subject, Action::Delete, &names, &records, &step);
     status::update_status(rt.cp.as_ref(), &subject.kind, &subject.key(), |_, s| {
         status::set_conditions(s, [condition.clone()]);
+        keyed_status::update(s, &keyed);
     })
     .await?;
     if finished(&step) {

@@ -14,6 +14,7 @@ mod executing;
 pub mod health;
 mod health_index;
 pub mod intervals;
+mod keyed_status;
 mod kinds;
 mod kube_time;
 mod lifecycle;

@@ -1,14 +1,15 @@
 //! The Promise status fields beside its conditions, as Kratix fills them
 //! (<https://github.com/syntasso/kratix/blob/ae170e22e974e45bb7cfda00986057e01b3ccfde/internal/controller/promise_controller.go>):
 //! `requiredBy` (`markRequiredPromiseAsRequired`), `lastAvailableTime`
-//! (`setPromiseStatusToAvailable`), the workflow counters (`generateWorkflowsCounterStatus`)
-//! and `status.kratix`, which repeats the top-level fields Kratix owns. Pure functions; the
-//! Promise controller writes what they return.
+//! (`setPromiseStatusToAvailable`), the workflow counters (`generateWorkflowsCounterStatus`),
+//! the `Available` condition and `status.kratix`, which repeats the top-level fields Kratix
+//! owns. Pure functions; the Promise controller writes what they return.
 
 use serde_json::{json, Map, Value};
 
 use crate::api::promise::{PromiseVersionRef, RequiredBy};
-use crate::api::{labels, Object, Promise};
+use crate::api::{labels, Condition, ConditionStatus, Object, Promise};
+use crate::workflow::Step;
 
 /// The version a Promise records in `status.version`: its `kratix.io/promise-version` label,
 /// else Kratix's `not-set`.
@@ -79,10 +80,6 @@ pub struct Summary {
     /// The request kind and its lower-case `group/version`, for a Promise with an API.
     pub api: Option<(String, String)>,
     pub last_available_time: Option<String>,
-    /// `status.pipelines` of the promise configure workflow; `None` leaves it as it was.
-    pub pipelines: Option<Value>,
-    /// The generation whose workflow a pipeline suspended.
-    pub suspended_generation: Option<i64>,
 }
 
 /// Sets `field` to a list, or removes it when the list is empty.
@@ -100,7 +97,8 @@ pub fn set_list(status: &mut Value, field: &str, list: &Value) {
     }
 }
 
-/// Writes the summary into `status.kratix`, keeping whatever else is there.
+/// Writes the summary into `status.kratix`, keeping whatever else is there (its `workflows`
+/// are each workflow's own, keyed by action).
 pub fn set_kratix(status: &mut Value, summary: &Summary) {
     let Some(kratix) = object_at(status, "kratix") else {
         return;
@@ -116,21 +114,13 @@ pub fn set_kratix(status: &mut Value, summary: &Summary) {
         "lastAvailableTime",
         summary.last_available_time.as_ref().map(|at| json!(at)),
     );
-    let workflows = kratix.entry("workflows").or_insert_with(|| json!({}));
-    if let Some(list) = &summary.pipelines {
-        set_list(workflows, "pipelines", list);
-    }
-    if let Some(workflows) = as_object(workflows) {
-        set_or_remove(
-            workflows,
-            "suspendedGeneration",
-            summary.suspended_generation.map(|g| json!(g)),
-        );
-    }
 }
 
 /// The object at `field` of `value`, made an empty object when it is missing or not an object.
-fn object_at<'a>(value: &'a mut Value, field: &str) -> Option<&'a mut Map<String, Value>> {
+pub(super) fn object_at<'a>(
+    value: &'a mut Value,
+    field: &str,
+) -> Option<&'a mut Map<String, Value>> {
     let entry = value
         .as_object_mut()?
         .entry(field)
@@ -151,6 +141,33 @@ fn set_or_remove(map: &mut Map<String, Value>, field: &str, value: Option<Value>
         Some(value) => map.insert(field.to_string(), value),
         None => map.remove(field),
     };
+}
+
+/// `Available` once the promise configure workflow has nothing left to run; while a pipeline
+/// suspends it, Kratix's `WorkflowSuspended`
+/// (<https://github.com/syntasso/kratix/blob/ae170e22e974e45bb7cfda00986057e01b3ccfde/internal/controller/promise_controller.go>,
+/// `reconcileSuspendedWorkflow`).
+pub fn available_condition(step: &Step) -> Condition {
+    match step {
+        Step::Completed { .. } | Step::NothingToRun => Condition::new(
+            "Available",
+            ConditionStatus::True,
+            "PromiseAvailable",
+            "Ready to fulfil resource requests",
+        ),
+        Step::Suspended { .. } => Condition::new(
+            "Available",
+            ConditionStatus::False,
+            "WorkflowSuspended",
+            "Suspended",
+        ),
+        _ => Condition::new(
+            "Available",
+            ConditionStatus::False,
+            "PromiseUnavailable",
+            "Promise configure workflow has not completed",
+        ),
+    }
 }
 
 #[cfg(test)]
@@ -255,10 +272,10 @@ mod tests {
             version: "v1".into(),
             api: Some(("Thing".into(), "test.kratix.io/v1alpha1".into())),
             last_available_time: Some("2026-01-01T00:00:00Z".into()),
-            pipelines: Some(json!([{"name": "setup", "phase": "Succeeded"}])),
-            suspended_generation: None,
         };
-        let mut status = json!({"kratix": {"other": 1, "workflows": {"suspendedGeneration": 2}}});
+        let workflows =
+            json!({"configure": {"pipelines": [{"name": "setup", "phase": "Succeeded"}]}});
+        let mut status = json!({"kratix": {"other": 1, "workflows": workflows}});
         set_kratix(&mut status, &summary);
         assert_eq!(
             status,
@@ -269,7 +286,7 @@ mod tests {
                 "kind": "Thing",
                 "apiVersion": "test.kratix.io/v1alpha1",
                 "lastAvailableTime": "2026-01-01T00:00:00Z",
-                "workflows": {"pipelines": [{"name": "setup", "phase": "Succeeded"}]},
+                "workflows": workflows,
             }})
         );
 
@@ -277,8 +294,6 @@ mod tests {
             status: "Unavailable",
             api: None,
             last_available_time: None,
-            pipelines: None,
-            suspended_generation: Some(4),
             ..summary
         };
         set_kratix(&mut status, &waiting);
@@ -286,12 +301,55 @@ mod tests {
         assert_eq!(status["kratix"]["kind"], "Thing", "kept without an API");
         assert!(status["kratix"].get("lastAvailableTime").is_none());
         assert_eq!(
-            status["kratix"]["workflows"],
-            json!({"pipelines": [{"name": "setup", "phase": "Succeeded"}], "suspendedGeneration": 4})
+            status["kratix"]["workflows"], workflows,
+            "left to the workflows"
         );
 
         let mut odd = json!({"kratix": "not an object"});
         set_kratix(&mut odd, &waiting);
         assert_eq!(odd["kratix"]["status"], "Unavailable");
+    }
+
+    #[test]
+    fn available_once_configured() {
+        let cases = [
+            (
+                Step::Completed {
+                    last_run_sequence: 1,
+                },
+                ConditionStatus::True,
+                "PromiseAvailable",
+            ),
+            (
+                Step::NothingToRun,
+                ConditionStatus::True,
+                "PromiseAvailable",
+            ),
+            (Step::Wait, ConditionStatus::False, "PromiseUnavailable"),
+            (
+                Step::Failed {
+                    index: 0,
+                    pipeline: "p".into(),
+                    attempts: 1,
+                    retry_at_ms: None,
+                },
+                ConditionStatus::False,
+                "PromiseUnavailable",
+            ),
+            (
+                Step::Suspended {
+                    index: 0,
+                    retry_at_ms: None,
+                    message: "approve".into(),
+                },
+                ConditionStatus::False,
+                "WorkflowSuspended",
+            ),
+        ];
+        for (step, status, reason) in cases {
+            let c = available_condition(&step);
+            assert_eq!(c.type_, "Available");
+            assert_eq!((c.status, c.reason.as_str()), (status, reason), "{step:?}");
+        }
     }
 }

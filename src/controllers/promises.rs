@@ -9,8 +9,7 @@ use crate::api::object::label;
 use crate::api::pipeline::Pipeline;
 use crate::api::versions::run_version;
 use crate::api::{
-    finalizers, labels, promise_api, Condition, ConditionStatus, Object, ObjectKey, Promise,
-    PromiseStatus, GROUP,
+    finalizers, labels, promise_api, Object, ObjectKey, Promise, PromiseStatus, GROUP,
 };
 use crate::store::Selector;
 use crate::workflow::{Action, Step, WorkflowType};
@@ -20,7 +19,8 @@ use super::promise_status::{self, Summary};
 use super::requirements::{self, Installed, Requirements};
 use super::subject::Subject;
 use super::{
-    intervals, lookups, pausing, revisions, status, workflows, works, Error, Next, Runtime,
+    intervals, keyed_status, lookups, pausing, revisions, status, workflows, works, Error, Next,
+    Runtime,
 };
 
 fn typed(obj: &Object) -> Result<Promise, Error> {
@@ -71,6 +71,15 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
         promise_version: run_version(label(&obj, labels::PROMISE_VERSION)).to_string(),
         object: obj.clone(),
     };
+    // A status of the earlier flat layout is migrated first: the workflows go on from it.
+    let action = match obj.metadata.deletion_timestamp {
+        Some(_) => Action::Delete,
+        None => Action::Configure,
+    };
+    let current = pipelines(&promise, WorkflowType::Promise, action)?;
+    if keyed_status::migrate(rt, &subject, action, &current).await? {
+        return Ok(Next::Done);
+    }
     // Paused before anything else, deletion included, as in Kratix.
     if let Some(next) = pausing::act(rt, &subject, pausing::decision_for(&obj, None)).await? {
         return Ok(next);
@@ -123,8 +132,6 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
                     version: version.clone(),
                     api: None,
                     last_available_time: before.last_available_time.clone(),
-                    pipelines: None,
-                    suspended_generation: None,
                 },
             );
         })
@@ -143,7 +150,7 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
         ..
     } = lifecycle::configure(rt, &subject, &configure).await?;
     let available = lifecycle::finished(&step);
-    conditions.push(available_condition(available));
+    conditions.push(promise_status::available_condition(&step));
     conditions.push(works::works_succeeded_condition(works_state));
     let api = promise_api::request_kind(&promise).ok().flatten();
     let generation = obj.metadata.generation;
@@ -175,9 +182,9 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
             available,
             &super::kube_time::rfc3339_secs(super::now_ms()).unwrap_or_default(),
         ),
-        pipelines: Some(pipelines_status.clone()),
-        suspended_generation: generation.filter(|_| matches!(step, Step::Suspended { .. })),
     };
+    let names = keyed_status::names(&configure);
+    let keyed = keyed_status::inputs(rt, &subject, Action::Configure, &names, &records, &step);
     let (workflows, succeeded, failed) =
         promise_status::workflow_counters(configure.len(), matches!(step, Step::Completed { .. }));
     status::update_status(rt.cp.as_ref(), &kind, &subject.key(), |_, s| {
@@ -198,6 +205,7 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
         }
         promise_status::set_list(s, "requiredBy", &required_by);
         promise_status::set_kratix(s, &summary);
+        keyed_status::update(s, &keyed);
         status::set_field(s, "pipelines", pipelines_status.clone());
         if matches!(step, Step::Completed { .. }) {
             status::set_field(s, "message", json!("Promise configured"));
@@ -291,25 +299,6 @@ fn set_requirements(status: &mut Value, requirements: &Requirements) {
     }
 }
 
-/// `Available` once the promise configure workflow has nothing left to run.
-fn available_condition(available: bool) -> Condition {
-    if available {
-        Condition::new(
-            "Available",
-            ConditionStatus::True,
-            "PromiseAvailable",
-            "Ready to fulfil resource requests",
-        )
-    } else {
-        Condition::new(
-            "Available",
-            ConditionStatus::False,
-            "PromiseUnavailable",
-            "Promise configure workflow has not completed",
-        )
-    }
-}
-
 /// Requests first (their delete workflows need the Promise), then the promise delete workflow,
 /// then every Work of the Promise (their files leave the state stores), then the finalizer.
 async fn teardown(rt: &Runtime, subject: &Subject, promise: &Promise) -> Result<Next, Error> {
@@ -383,6 +372,7 @@ async fn set_message(rt: &Runtime, subject: &Subject, message: &str) -> Result<(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::api::{Condition, ConditionStatus};
 
     #[test]
     fn requirements_not_fulfilled_is_recorded_on_a_change_only() {
@@ -437,23 +427,6 @@ mod tests {
         ];
         for (name, before, now, want) in cases {
             assert_eq!(newly_unfulfilled(&before, &now).as_deref(), want, "{name}");
-        }
-    }
-
-    #[test]
-    fn available_once_configured() {
-        let cases = [
-            (true, ConditionStatus::True, "PromiseAvailable"),
-            (false, ConditionStatus::False, "PromiseUnavailable"),
-        ];
-        for (available, status, reason) in cases {
-            let c = available_condition(available);
-            assert_eq!(c.type_, "Available");
-            assert_eq!(
-                (c.status, c.reason.as_str()),
-                (status, reason),
-                "{available}"
-            );
         }
     }
 }

@@ -17,8 +17,8 @@ use crate::workflow::{Action, Step, WorkflowType, CONFIGURE_WORKFLOW_COMPLETED};
 use super::lifecycle::{self, Configured};
 use super::subject::Subject;
 use super::{
-    bindings, health, intervals, lookups, pausing, promises, status, workflows, works, Error, Next,
-    Runtime,
+    bindings, health, intervals, keyed_status, lookups, pausing, promises, status, workflows,
+    works, Error, Next, Runtime,
 };
 
 /// How soon a request whose binding names no revision (yet) looks again.
@@ -80,6 +80,15 @@ pub async fn reconcile(rt: &Runtime, kind: &KindInfo, obj: Object) -> Result<Nex
         promise_version: run_version(pinned.version()).to_string(),
         object: obj.clone(),
     };
+    // A status of the earlier flat layout is migrated first: the workflows go on from it.
+    let action = match obj.metadata.deletion_timestamp {
+        Some(_) => Action::Delete,
+        None => Action::Configure,
+    };
+    let current = promises::pipelines(&promise, WorkflowType::Resource, action)?;
+    if keyed_status::migrate(rt, &subject, action, &current).await? {
+        return Ok(Next::Done);
+    }
     // Paused (by its own label or its Promise's) before anything else, deletion included.
     let pause = pausing::decision_for(&obj, Some(&promise_obj));
     if let Some(next) = pausing::act(rt, &subject, pause).await? {
@@ -113,10 +122,11 @@ pub async fn reconcile(rt: &Runtime, kind: &KindInfo, obj: Object) -> Result<Nex
         promise_obj.metadata.deletion_timestamp.is_some(),
     );
     if !available {
-        let condition = promise_available_condition(false, &promise_name);
+        // The Promise's change wakes its requests again once it is available.
+        let conditions = waiting_for_promise(&promise_name);
         status::update_status(rt.cp.as_ref(), kind, &key, |_, s| {
-            status::set_conditions(s, [condition.clone()]);
-            status::set_field(s, "message", json!("Pending"));
+            status::set_conditions(s, conditions.clone());
+            status::set_field(s, "message", json!(PENDING));
         })
         .await?;
         return Ok(Next::Done);
@@ -151,8 +161,11 @@ pub async fn reconcile(rt: &Runtime, kind: &KindInfo, obj: Object) -> Result<Nex
             kind: kind.kind.clone(),
             source,
         })?;
+    let names = keyed_status::names(&configure);
+    let keyed = keyed_status::inputs(rt, &subject, Action::Configure, &names, &records, &step);
     status::update_status_of(rt.cp.as_ref(), kind, &obj, |_, s| {
         status::set_conditions(s, conditions.clone());
+        keyed_status::update(s, &keyed);
         if let Some(health) = &health {
             status::set_field(s, "healthStatus", health.clone());
         }
@@ -195,17 +208,36 @@ fn promise_available_condition(available: bool, promise_name: &str) -> Condition
     }
 }
 
+/// `status.message` while the request waits (for its Promise, or its first workflow).
+const PENDING: &str = "Pending";
+
 /// The request's `status.message` to write, if it changes: `Pending` while its first workflow
-/// runs, `Resource requested` once it completed — unless a pipeline wrote a message of its own.
+/// runs, `Resource requested` once it completed or when its Promise has no configure workflow
+/// (so that it agrees with `Reconciled`) — unless a pipeline wrote a message of its own.
 fn request_message(step: &Step, current: Option<&Value>) -> Option<&'static str> {
     match step {
-        Step::Completed { .. } => {
-            let current = current.and_then(Value::as_str).unwrap_or("Pending");
-            (current == "Pending").then_some("Resource requested")
+        Step::Completed { .. } | Step::NothingToRun => {
+            let current = current.and_then(Value::as_str).unwrap_or(PENDING);
+            (current == PENDING).then_some("Resource requested")
         }
-        Step::Start { .. } | Step::Wait => current.is_none().then_some("Pending"),
+        Step::Start { .. } | Step::Wait => current.is_none().then_some(PENDING),
         _ => None,
     }
+}
+
+/// The conditions of a request whose Promise is not available: `PromiseAvailable` False, and
+/// `Reconciled` Unknown with the same `Pending` as `status.message`, whatever the request's
+/// last workflow achieved (it may run again once the Promise is back).
+fn waiting_for_promise(promise_name: &str) -> Vec<Condition> {
+    vec![
+        promise_available_condition(false, promise_name),
+        Condition::new(
+            crate::workflow::RECONCILED,
+            ConditionStatus::Unknown,
+            "PromiseNotAvailable",
+            PENDING,
+        ),
+    ]
 }
 
 /// Delete workflow, then the request's Works (their files leave the stores), then its runs and
@@ -287,6 +319,31 @@ mod tests {
     }
 
     #[test]
+    fn a_request_waiting_for_its_promise_says_pending_in_reconciled_too() {
+        let got: Vec<(String, ConditionStatus, String, String)> = waiting_for_promise("db")
+            .into_iter()
+            .map(|c| (c.type_, c.status, c.reason, c.message))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    "PromiseAvailable".to_string(),
+                    ConditionStatus::False,
+                    "PromiseNotAvailable".to_string(),
+                    "Promise db is not available yet".to_string()
+                ),
+                (
+                    "Reconciled".to_string(),
+                    ConditionStatus::Unknown,
+                    "PromiseNotAvailable".to_string(),
+                    PENDING.to_string()
+                ),
+            ]
+        );
+    }
+
+    #[test]
     fn message_says_requested_unless_a_pipeline_said_otherwise() {
         let completed = Step::Completed {
             last_run_sequence: 1,
@@ -294,6 +351,12 @@ mod tests {
         let start = Step::Start {
             index: 0,
             reason: StartReason::FirstRun,
+        };
+        let failed = Step::Failed {
+            index: 0,
+            pipeline: "a".into(),
+            attempts: 1,
+            retry_at_ms: None,
         };
         let pending = json!("Pending");
         let custom = json!("db is up");
@@ -321,7 +384,25 @@ mod tests {
             ("starting, none yet", &start, None, Some("Pending")),
             ("starting, pipeline's own", &start, Some(&custom), None),
             ("waiting, none yet", &Step::Wait, None, Some("Pending")),
-            ("nothing to run", &Step::NothingToRun, None, None),
+            (
+                "nothing to run, none yet",
+                &Step::NothingToRun,
+                None,
+                Some("Resource requested"),
+            ),
+            (
+                "nothing to run, pending",
+                &Step::NothingToRun,
+                Some(&pending),
+                Some("Resource requested"),
+            ),
+            (
+                "nothing to run, pipeline's own",
+                &Step::NothingToRun,
+                Some(&custom),
+                None,
+            ),
+            ("failed", &failed, Some(&pending), None),
         ];
         for (name, step, current, want) in cases {
             assert_eq!(request_message(step, current), want, "{name}");

@@ -72,9 +72,10 @@ pub fn finished(result: &RunResult, timeout: Duration, requested: &RequestedCont
     }
 }
 
-/// What is recorded of the pipeline's workflow control: only a request to suspend.
+/// What is recorded of the pipeline's workflow control: only a request to suspend (which a
+/// `retryAfter` alone makes).
 fn control(requested: &RequestedControl) -> Option<WorkflowControl> {
-    requested.suspend.then(|| WorkflowControl {
+    requested.suspends().then(|| WorkflowControl {
         suspend: true,
         retry_after_ms: requested
             .retry_after
@@ -163,17 +164,30 @@ mod tests {
     }
 
     #[test]
-    fn only_a_request_to_suspend_is_recorded() {
+    fn only_a_request_to_suspend_or_retry_is_recorded() {
         let cases: Vec<(&str, RequestedControl, Option<WorkflowControl>)> = vec![
             ("nothing asked", RequestedControl::default(), None),
             (
-                "a message without suspend",
+                "a message alone",
+                RequestedControl {
+                    suspend: false,
+                    retry_after: None,
+                    message: Some("m".into()),
+                },
+                None,
+            ),
+            (
+                "a retry without suspend suspends until then",
                 RequestedControl {
                     suspend: false,
                     retry_after: Some(Duration::from_secs(5)),
                     message: Some("m".into()),
                 },
-                None,
+                Some(WorkflowControl {
+                    suspend: true,
+                    retry_after_ms: Some(5000),
+                    message: "m".into(),
+                }),
             ),
             (
                 "suspend",

@@ -34,6 +34,7 @@ pub fn run_record(run: &Object) -> Option<RunRecord> {
         completion_time_ms: status.completion_time.as_deref().and_then(parse_ms),
         suspend,
         progress,
+        attempt: spec.attempt,
     })
 }
 
@@ -69,6 +70,7 @@ mod tests {
             completion_time_ms: None,
             suspend: None,
             progress: None,
+            attempt: 0,
         }
     }
 
@@ -118,6 +120,21 @@ mod tests {
                 Some(RunRecord {
                     completion_time_ms: Some(1_767_225_600_000),
                     ..record(RunPhase::Failed)
+                }),
+            ),
+            (
+                "a retry, numbered",
+                stored(
+                    {
+                        let mut spec = spec("configure");
+                        spec["attempt"] = json!(3);
+                        spec
+                    },
+                    json!({"phase": "Pending"}),
+                ),
+                Some(RunRecord {
+                    attempt: 3,
+                    ..record(RunPhase::Pending)
                 }),
             ),
             (

@@ -423,7 +423,8 @@ async fn execute(rt: &Runtime, run: &Object) -> Result<Finished, Error> {
     );
     let control = &outcome.metadata.workflow_control;
     if finished.phase == PipelineRunPhase::Succeeded {
-        if action == WorkflowAction::Configure && !control.suspend {
+        // A pipeline that suspends its workflow writes no Work, as in Kratix.
+        if action == WorkflowAction::Configure && !control.suspends() {
             if let Some(output) = &outcome.output {
                 // Before the Work is stored: its placements may be written at once.
                 rt.metrics.pipeline_ended(WorkRef {
@@ -474,8 +475,14 @@ async fn merge_status(
 /// The event a finished run records on its object.
 fn outcome_event(spec: &crate::api::PipelineRunSpec, finished: &Finished) -> (Reason, String) {
     let what = format!("{} pipeline {}", spec.workflow_action, spec.pipeline_name);
-    match finished.phase {
-        PipelineRunPhase::Succeeded => (Reason::PipelineSucceeded, format!("{what} succeeded")),
+    match (finished.phase, &finished.control) {
+        (PipelineRunPhase::Succeeded, Some(control)) => (
+            Reason::WorkflowSuspended,
+            suspension_message(&what, control),
+        ),
+        (PipelineRunPhase::Succeeded, None) => {
+            (Reason::PipelineSucceeded, format!("{what} succeeded"))
+        }
         _ => (
             Reason::PipelineFailed,
             format!("{what} failed: {}", finished.message),
@@ -483,12 +490,38 @@ fn outcome_event(spec: &crate::api::PipelineRunSpec, finished: &Finished) -> (Re
     }
 }
 
+/// What a run that suspended its workflow says: the pipeline's message, and when it runs again
+/// (whole seconds) when it asked to be retried.
+fn suspension_message(what: &str, control: &crate::api::WorkflowControl) -> String {
+    let mut message = format!("{what} suspended the workflow");
+    if !control.message.is_empty() {
+        message.push_str(&format!(": {}", control.message));
+    }
+    if let Some(ms) = control.retry_after_ms {
+        message.push_str(&format!(" (runs again in {}s)", ms.div_euclid(1000)));
+    }
+    message
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn suspending(message: &str, retry_after_ms: Option<i64>) -> Finished {
+        Finished {
+            phase: PipelineRunPhase::Succeeded,
+            message: String::new(),
+            exit_code: Some(0),
+            control: Some(crate::api::WorkflowControl {
+                suspend: true,
+                retry_after_ms,
+                message: message.into(),
+            }),
+        }
+    }
+
     #[test]
-    fn a_finished_run_records_success_or_its_failure() {
+    fn a_finished_run_records_success_suspension_or_failure() {
         let spec = crate::api::PipelineRunSpec {
             pipeline_name: "p".into(),
             workflow_action: "configure".into(),
@@ -509,6 +542,16 @@ mod tests {
                 Finished::failed("exit code 3".into()),
                 Reason::PipelineFailed,
                 "configure pipeline p failed: exit code 3",
+            ),
+            (
+                suspending("", None),
+                Reason::WorkflowSuspended,
+                "configure pipeline p suspended the workflow",
+            ),
+            (
+                suspending("waiting for approval", Some(300_000)),
+                Reason::WorkflowSuspended,
+                "configure pipeline p suspended the workflow: waiting for approval (runs again in 300s)",
             ),
         ];
         for (finished, reason, message) in cases {

@@ -13,7 +13,8 @@ use super::subject::{runs_of, Subject};
 use super::{now_ms, status, Error, Runtime};
 use crate::events::{self, Reason};
 
-/// Runs kept per pipeline once a workflow has completed (Kratix's `numberOfJobsToKeep`).
+/// Runs kept per pipeline (Kratix's `numberOfJobsToKeep`); a pipeline no longer in the
+/// workflow keeps none.
 const RUNS_TO_KEEP: usize = 5;
 
 /// Decides and acts for one workflow action. Returns the step as decided, and the runs with
@@ -27,8 +28,10 @@ pub async fn drive(
     let runs = runs_of(rt, subject).await?;
     let records: Vec<RunRecord> = runs.iter().map(|(_, r)| r.clone()).collect();
     let names: Vec<String> = pipelines.iter().map(|p| p.name().to_string()).collect();
-    let manual = subject.manual_reconcile() && action == Action::Configure;
-    let step = workflow::next_step(&Observed {
+    // The delete workflow too, as in Kratix: the way to resume one a pipeline suspended
+    // without a `retryAfter`.
+    let manual = subject.manual_reconcile();
+    let observed = Observed {
         action,
         pipelines: &names,
         hash: &subject.hash,
@@ -36,18 +39,17 @@ pub async fn drive(
         manual_reconcile: manual,
         retry_failures: rt.settings.intervals.after_failure,
         now_ms: now_ms(),
-    });
+    };
+    let step = workflow::next_step(&observed);
+    let mut started = None;
     if let Step::Start { index, .. } = &step {
         let pipeline = &pipelines[*index];
-        start_run(
-            rt,
-            subject,
-            action,
-            pipeline,
-            *index,
-            *index + 1 == pipelines.len(),
-        )
-        .await?;
+        let at = Position {
+            index: *index,
+            last: *index + 1 == pipelines.len(),
+            attempt: workflow::run_attempt(&observed, &step),
+        };
+        started = Some(start_run(rt, subject, action, pipeline, at).await?);
         let message = format!(
             "{} pipeline {} ({} of {}) started",
             action.as_str(),
@@ -56,7 +58,7 @@ pub async fn drive(
             pipelines.len()
         );
         events::record(&rt.cp, &subject.object, Reason::PipelineStarted, &message).await;
-        if manual {
+        if manual && action == Action::Configure {
             // Conditions first: whoever waits for the label to go (`reconcile`, `apply`) must
             // then see the re-run in progress, not the previous run's outcome.
             let in_progress = workflow::configure_conditions(&step, "", WorksState::Pending);
@@ -64,14 +66,9 @@ pub async fn drive(
                 status::set_conditions(s, in_progress.clone());
             })
             .await?;
-            status::update_object(rt.cp.as_ref(), &subject.kind, &subject.key(), |o| {
-                if let Some(l) = o.metadata.labels.as_mut() {
-                    l.remove(labels::MANUAL_RECONCILIATION);
-                }
-            })
-            .await?;
         }
-    } else if manual && matches!(step, Step::NothingToRun) {
+    }
+    if manual && matches!(step, Step::Start { .. } | Step::NothingToRun) {
         status::update_object(rt.cp.as_ref(), &subject.kind, &subject.key(), |o| {
             if let Some(l) = o.metadata.labels.as_mut() {
                 l.remove(labels::MANUAL_RECONCILIATION);
@@ -79,20 +76,33 @@ pub async fn drive(
         })
         .await?;
     }
-    if matches!(step, Step::Completed { .. } | Step::Failed { .. }) {
-        prune_runs(rt, &runs).await?;
+    if workflow::prunes_after(&step) {
+        prune(rt, subject, action, &names, &runs, started).await?;
     }
     Ok((step, runs))
 }
 
+/// Where a new run stands: its pipeline's index, whether that is the workflow's last, and the
+/// run's number among its pipeline's runs in the current attempt.
+struct Position {
+    index: usize,
+    last: bool,
+    attempt: u32,
+}
+
+/// Creates the run of `pipeline`; its record as created.
 async fn start_run(
     rt: &Runtime,
     subject: &Subject,
     action: Action,
     pipeline: &Pipeline,
-    index: usize,
-    last: bool,
-) -> Result<(), Error> {
+    at: Position,
+) -> Result<RunRecord, Error> {
+    let Position {
+        index,
+        last,
+        attempt,
+    } = at;
     let sequence = rt.cp.next_sequence("pipelinerun").await?;
     let mut run_labels: std::collections::BTreeMap<String, String> =
         subject.selector_labels().into_iter().collect();
@@ -130,6 +140,7 @@ async fn start_run(
         promise_version: subject.promise_version.clone(),
         pipeline: serde_json::to_value(pipeline).map_err(encode("the pipeline"))?,
         last,
+        attempt,
     };
     let stored = spec.stored().map_err(encode("the run"))?;
     let mut typed = PipelineRun::new(&name, spec);
@@ -142,7 +153,18 @@ async fn start_run(
         .create(&rt.kind(crate::api::Builtin::PipelineRun), &run)
         .await?;
     tracing::info!(run = %name, object = %subject.key(), "pipeline run created");
-    Ok(())
+    Ok(RunRecord {
+        sequence,
+        pipeline_name: pipeline.name().to_string(),
+        pipeline_index: index,
+        action,
+        hash: subject.hash.clone(),
+        phase: RunPhase::Pending,
+        completion_time_ms: None,
+        suspend: None,
+        progress: None,
+        attempt,
+    })
 }
 
 /// `<object>-<action?>-<pipeline>-<sequence>`, cut to fit a Kubernetes name.
@@ -157,27 +179,30 @@ pub fn run_name(prefix: &str, action: Action, pipeline: &str, sequence: i64) -> 
     format!("{prefix}{suffix}")
 }
 
-/// Keeps the newest runs of each pipeline and deletes older ones with their files.
-async fn prune_runs(rt: &Runtime, runs: &[(Object, RunRecord)]) -> Result<(), Error> {
-    let mut by_pipeline: std::collections::BTreeMap<
-        (String, &'static str),
-        Vec<&(Object, RunRecord)>,
-    > = Default::default();
-    for r in runs {
-        by_pipeline
-            .entry((r.1.pipeline_name.clone(), r.1.action.as_str()))
-            .or_default()
-            .push(r);
-    }
+/// Deletes, with their folders, the runs of `action`'s workflow that
+/// [`workflow::runs_to_prune`] picks (`started`, just created, counted among the newest), and
+/// has the executor prune what it keeps of them (Jobs) after a start or once runs went.
+async fn prune(
+    rt: &Runtime,
+    subject: &Subject,
+    action: Action,
+    names: &[String],
+    runs: &[(Object, RunRecord)],
+    started: Option<RunRecord>,
+) -> Result<(), Error> {
+    let mut records: Vec<RunRecord> = runs.iter().map(|(_, r)| r.clone()).collect();
+    let started_one = started.is_some();
+    records.extend(started);
+    let doomed = workflow::runs_to_prune(action, names, &records, RUNS_TO_KEEP);
     let kind = rt.kind(crate::api::Builtin::PipelineRun);
-    for (_, mut list) in by_pipeline {
-        list.sort_by_key(|(_, rec)| std::cmp::Reverse(rec.sequence));
-        for (obj, rec) in list.into_iter().skip(RUNS_TO_KEEP) {
-            if rec.phase.is_active() {
-                continue;
-            }
-            let _ = std::fs::remove_dir_all(rt.platform.run_dir(obj));
-            status::delete_if_present(rt.cp.as_ref(), &kind, obj).await?;
+    for (obj, _) in runs.iter().filter(|(_, r)| doomed.contains(&r.sequence)) {
+        let _ = std::fs::remove_dir_all(rt.platform.run_dir(obj));
+        status::delete_if_present(rt.cp.as_ref(), &kind, obj).await?;
+    }
+    if started_one || !doomed.is_empty() {
+        // What the executor keeps is only for inspection: failing to tidy it up fails nothing.
+        if let Err(error) = rt.pipelines.prune(&subject.owner(), action, names).await {
+            tracing::warn!(object = %subject.key(), error = %super::ErrorChain(&error), "cannot prune what the executor kept of old runs");
         }
     }
     Ok(())

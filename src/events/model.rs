@@ -53,6 +53,9 @@ pub enum Reason {
     /// A PromiseRevision that is not the latest was deleted while requests' bindings name its
     /// version; they stay.
     RevisionStillInUse,
+    /// A pipeline's `workflow-control.yaml` suspended its workflow (until its `retryAfter`, or
+    /// a spec change or manual reconciliation).
+    WorkflowSuspended,
     Deleted,
 }
 
@@ -68,6 +71,7 @@ impl Reason {
             Reason::RequirementsNotFulfilled => "RequirementsNotFulfilled",
             Reason::LatestRevisionRecreated => "LatestRevisionRecreated",
             Reason::RevisionStillInUse => "RevisionStillInUse",
+            Reason::WorkflowSuspended => "WorkflowSuspended",
             Reason::Deleted => "Deleted",
         }
     }
@@ -78,7 +82,8 @@ impl Reason {
             | Reason::WriteFailed
             | Reason::RequirementsNotFulfilled
             | Reason::LatestRevisionRecreated
-            | Reason::RevisionStillInUse => EventType::Warning,
+            | Reason::RevisionStillInUse
+            | Reason::WorkflowSuspended => EventType::Warning,
             _ => EventType::Normal,
         }
     }

@@ -10,6 +10,7 @@ pub mod handback;
 pub mod history;
 pub mod identity;
 pub mod job;
+mod prune;
 pub mod rbac;
 mod rundir;
 pub mod spec;
@@ -431,6 +432,23 @@ impl Executor for KubeJobs {
             }
         }
         Ok(())
+    }
+
+    /// Deletes the finished Jobs of the workflow that [`history::to_prune_in_workflow`] picks
+    /// (see [`prune`]).
+    async fn prune(
+        &self,
+        owner: &pipeline::Owner,
+        action: Action,
+        pipelines: &[String],
+    ) -> Result<(), pipeline::Error> {
+        prune::run(&self.client, &self.settings, owner, action, pipelines)
+            .await
+            .map_err(|e| pipeline::Error::Prune {
+                owner: owner.to_string(),
+                action,
+                source: Box::new(e),
+            })
     }
 
     fn kill_leftovers(&self, work_dir: &Path) -> Vec<i32> {

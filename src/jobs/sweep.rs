@@ -84,11 +84,7 @@ pub fn plan(owner: &Owner, system_namespace: &str) -> Vec<Sweep> {
             namespace,
             name,
         } => {
-            let namespace = if namespace.is_empty() {
-                system_namespace
-            } else {
-                namespace
-            };
+            let namespace = request_namespace(namespace, system_namespace);
             [Swept::Job, Swept::ConfigMap]
                 .iter()
                 .map(|kind| Sweep {
@@ -100,6 +96,15 @@ pub fn plan(owner: &Owner, system_namespace: &str) -> Vec<Sweep> {
                 })
                 .collect()
         }
+    }
+}
+
+/// Where a request's runs run: its namespace, or `system_namespace` when it is cluster-scoped.
+pub fn request_namespace<'a>(namespace: &'a str, system_namespace: &'a str) -> &'a str {
+    if namespace.is_empty() {
+        system_namespace
+    } else {
+        namespace
     }
 }
 

@@ -1,6 +1,8 @@
-//! A Promise's API as a CustomResourceDefinition on the API server, shaped as Kratix installs it:
-//! labelled with the Promise, with the status subresource, a status that keeps whatever
-//! pipelines and controllers write, and default printer columns.
+//! A Promise's API as a CustomResourceDefinition on the API server, shaped as Kratix installs it
+//! (<https://github.com/syntasso/kratix/blob/ae170e22e974e45bb7cfda00986057e01b3ccfde/internal/controller/promise_controller.go>,
+//! `setStatusFieldsOnCRD`): labelled with the Promise, with the status subresource, a status
+//! that keeps whatever pipelines and controllers write, Kratix's keyed
+//! `status.kratix.workflows` declared as for Promises, and default printer columns.
 
 use std::time::Duration;
 
@@ -38,9 +40,7 @@ pub fn request_crd(promise: &str, api: &Value) -> Value {
         for version in versions {
             version["subresources"]["status"] = json!({});
             let status = &mut version["schema"]["openAPIV3Schema"]["properties"]["status"];
-            if status.is_null() {
-                *status = json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
-            }
+            *status = request_status_schema(status);
             let columns = &mut version["additionalPrinterColumns"];
             if columns.as_array().is_none_or(Vec::is_empty) {
                 *columns = json!([
@@ -52,6 +52,34 @@ pub fn request_crd(promise: &str, api: &Value) -> Value {
         }
     }
     crd
+}
+
+/// The status schema of a request kind: an object keeping every field (pipelines and
+/// controllers write what they like there), with the properties the Promise's API declares and
+/// Kratix's own `kratix.workflows`, keyed by workflow action exactly as in the Promise CRD, so
+/// that the API server keeps every field of it.
+fn request_status_schema(declared: &Value) -> Value {
+    let mut properties = declared
+        .get("properties")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let workflows = crate::api::crds::schema_of("Promise")
+        .and_then(|promise| {
+            promise.pointer("/properties/status/properties/kratix/properties/workflows")
+        })
+        .cloned()
+        .unwrap_or_else(|| json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}));
+    properties.insert(
+        "kratix".into(),
+        json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+               "properties": {"workflows": workflows}}),
+    );
+    let mut status = declared.as_object().cloned().unwrap_or_default();
+    status.insert("type".into(), json!("object"));
+    status.insert("x-kubernetes-preserve-unknown-fields".into(), json!(true));
+    status.insert("properties".into(), Value::Object(properties));
+    Value::Object(status)
 }
 
 /// The kind a CRD serves: its storage version (else the first), names and scope.
@@ -216,23 +244,38 @@ mod tests {
         let own_status = json!({"name": "v1", "served": true, "storage": true,
             "schema": {"openAPIV3Schema": {"type": "object", "properties": {"status": {"type": "object"}}}},
             "additionalPrinterColumns": [{"name": "size", "type": "integer", "jsonPath": ".spec.size"}]});
-        let cases = [
-            (
-                bare,
-                json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),
-                2,
-            ),
-            (own_status, json!({"type": "object"}), 1),
-        ];
-        for (version, status, columns) in cases {
+        let own_status = {
+            let mut v = own_status;
+            v["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"] =
+                json!({"ready": {"type": "boolean"}, "kratix": {"type": "string"}});
+            v
+        };
+        let cases = [(bare, vec![]), (own_status, vec!["ready"])];
+        let columns = [2, 1];
+        for ((version, declared), columns) in cases.into_iter().zip(columns) {
             let crd = request_crd("thing", &api(version));
             assert_eq!(crd["metadata"]["labels"][PROMISE_LABEL], "thing");
             assert!(crd["metadata"].get("resourceVersion").is_none());
             let v = &crd["spec"]["versions"][0];
             assert_eq!(v["subresources"]["status"], json!({}));
-            assert_eq!(
-                v["schema"]["openAPIV3Schema"]["properties"]["status"],
-                status
+            let status = &v["schema"]["openAPIV3Schema"]["properties"]["status"];
+            assert_eq!(status["type"], "object");
+            assert_eq!(status["x-kubernetes-preserve-unknown-fields"], true);
+            for field in declared {
+                assert!(
+                    status["properties"].get(field).is_some(),
+                    "{field} kept: {status:#}"
+                );
+            }
+            // Kratix's keyed workflows, declared as for Promises (the Promise's own `kratix`
+            // gives way).
+            let workflows = &status["properties"]["kratix"]["properties"]["workflows"];
+            assert_eq!(workflows["type"], "object", "{status:#}");
+            assert!(
+                workflows["additionalProperties"]["properties"]["pipelines"]["items"]["properties"]
+                    ["hash"]
+                    .is_object(),
+                "{workflows:#}"
             );
             assert_eq!(
                 v["additionalPrinterColumns"].as_array().map(Vec::len),

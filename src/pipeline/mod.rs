@@ -96,6 +96,14 @@ pub enum Error {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// The executor could not prune what it keeps of an owner's finished runs.
+    #[error("cannot prune what the {action} runs of {owner} left")]
+    Prune {
+        owner: String,
+        action: crate::workflow::Action,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// The run's folders could not be opened to the engine containers' users.
     #[error("cannot open the folders of {run} to its containers")]
     OpenFolders {
@@ -246,6 +254,17 @@ pub trait Executor: std::fmt::Debug + Send + Sync + 'static {
     /// executor: Jobs, ServiceAccounts, roles, ConfigMaps). Called once the owner's delete
     /// workflows ran, before its finalizer goes; doing it again finds nothing.
     async fn sweep(&self, owner: &Owner) -> Result<(), Error>;
+
+    /// Prunes what the executor keeps of `owner`'s finished `action` runs beyond their
+    /// PipelineRuns (for the Job executor: Jobs): everything of pipelines not in `pipelines`
+    /// (removed or renamed), and of each current pipeline all but the newest it keeps. Never
+    /// anything of a run in progress.
+    async fn prune(
+        &self,
+        owner: &Owner,
+        action: crate::workflow::Action,
+        pipelines: &[String],
+    ) -> Result<(), Error>;
 }
 
 /// The executor of the embedded runtime: containers run on this machine, sandboxed or as plain
@@ -268,6 +287,16 @@ impl Executor for Local {
 
     /// Runs leave only their folders, which the controllers remove with the runs.
     async fn sweep(&self, _owner: &Owner) -> Result<(), Error> {
+        Ok(())
+    }
+
+    /// Nothing beyond the runs' folders, which go with the runs.
+    async fn prune(
+        &self,
+        _owner: &Owner,
+        _action: crate::workflow::Action,
+        _pipelines: &[String],
+    ) -> Result<(), Error> {
         Ok(())
     }
 }

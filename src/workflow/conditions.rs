@@ -79,6 +79,8 @@ pub fn configure_conditions(step: &Step, exit_reason: &str, works: WorksState) -
 
 /// `DeleteWorkflowCompleted` for the delete workflow's `step`. Kratix only ever sets it False;
 /// the in-progress and True values say the same thing for objects whose deletion is watched.
+/// Suspended: Kratix's reason and message
+/// (<https://github.com/syntasso/kratix/blob/ae170e22e974e45bb7cfda00986057e01b3ccfde/lib/resourceutil/util.go>).
 pub fn delete_condition(step: &Step, exit_reason: &str) -> Condition {
     match step {
         Step::Wait | Step::Start { .. } => Condition::new(
@@ -99,11 +101,12 @@ pub fn delete_condition(step: &Step, exit_reason: &str) -> Condition {
             "DeleteWorkflowFailed",
             &failure_message("A Delete Pipeline has failed", pipeline, exit_reason),
         ),
-        Step::Suspended { message, .. } => Condition::new(
+        // Kratix's words; what the pipeline said is in its status entry.
+        Step::Suspended { .. } => Condition::new(
             DELETE_WORKFLOW_COMPLETED,
             ConditionStatus::False,
             "DeleteWorkflowSuspended",
-            message,
+            "The delete workflow is suspended",
         ),
     }
 }

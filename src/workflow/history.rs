@@ -42,14 +42,37 @@ impl<'r> Attempt<'r> {
         self.stages.get(index).map(Vec::as_slice).unwrap_or(&[])
     }
 
-    /// Consecutive failed runs of the reached pipeline, counted from the newest.
+    /// Consecutive failed runs of the reached pipeline, counted from the newest (see
+    /// [`tail_failures`]).
     pub(crate) fn tail_failures(&self) -> u32 {
-        consecutive_failures(self.runs_of(self.index()))
+        tail_failures(self.runs_of(self.index()))
+    }
+}
+
+/// How many runs a pipeline's stage of an attempt has had (`runs` oldest first): the newest
+/// run's number, or, for runs that carry none, how many are left. Pruning keeps only the newest
+/// runs of a pipeline; their numbers still count the ones that went.
+pub(crate) fn runs_so_far(runs: &[&RunRecord]) -> u32 {
+    let left = u32::try_from(runs.len()).unwrap_or(u32::MAX);
+    runs.last().map_or(0, |newest| newest.attempt.max(left))
+}
+
+/// Failed runs at the end of a pipeline's stage (`runs` oldest first). When every run left
+/// failed and the oldest is numbered past 1, the pruned runs before it are counted as failures
+/// too: they were runs that made the pipeline run again, and a retried pipeline's backoff
+/// should keep growing however few runs stay.
+pub(crate) fn tail_failures(runs: &[&RunRecord]) -> u32 {
+    let failures = consecutive_failures(runs);
+    match runs.first() {
+        Some(oldest) if usize::try_from(failures).ok() == Some(runs.len()) => {
+            failures.saturating_add(oldest.attempt.saturating_sub(1))
+        }
+        _ => failures,
     }
 }
 
 /// Failed runs at the end of `runs` (oldest first).
-pub(crate) fn consecutive_failures(runs: &[&RunRecord]) -> u32 {
+fn consecutive_failures(runs: &[&RunRecord]) -> u32 {
     let failures = runs
         .iter()
         .rev()

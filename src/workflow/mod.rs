@@ -10,8 +10,10 @@ mod backoff;
 mod cleanup;
 mod conditions;
 mod history;
+mod keyed;
 mod model;
 mod next_step;
+mod prune;
 mod status;
 
 #[cfg(test)]
@@ -23,10 +25,12 @@ pub use conditions::{
     configure_conditions, delete_condition, reconciled, WorksState, CONFIGURE_WORKFLOW_COMPLETED,
     DELETE_WORKFLOW_COMPLETED, RECONCILED,
 };
+pub use keyed::{has_flat_layout, migrated, workflow_status, KeyedInputs};
 pub use model::{
     Action, Observed, RunPhase, RunRecord, StartReason, Step, Suspension, WorkflowType,
 };
-pub use next_step::next_step;
+pub use next_step::{next_step, run_attempt};
+pub use prune::{prunes_after, runs_to_prune};
 pub use status::{pipeline_statuses, PipelinePhase, PipelineStatus};
 
 /// Errors of the workflow module: only label values that name no workflow type or action.

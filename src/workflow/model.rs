@@ -142,6 +142,9 @@ pub struct RunRecord {
     pub suspend: Option<Suspension>,
     /// What a running run says it is doing (pulling an image), shown with its pipeline.
     pub progress: Option<String>,
+    /// The run's number among its pipeline's runs in the current attempt (1 for the first, one
+    /// more for each retry or resume); 0 when the run does not say.
+    pub attempt: u32,
 }
 
 impl RunRecord {

@@ -1,6 +1,6 @@
 //! "What runs next": the sequencing decision for one object's workflow.
 
-use super::history::{read_history, History, Staleness};
+use super::history::{read_history, runs_so_far, History, Staleness};
 use super::model::{retries_failures, Observed, RunPhase, StartReason, Step};
 
 /// Decides what the controller does next for one object's workflow.
@@ -82,6 +82,22 @@ pub fn next_step(o: &Observed) -> Step {
         }
         // Unreachable after the active check above; waiting is the safe answer regardless.
         RunPhase::Pending | RunPhase::Running => Step::Wait,
+    }
+}
+
+/// The number of the run `step` starts, among its pipeline's runs in the current attempt (see
+/// [`super::RunRecord::attempt`]): one more than the pipeline has had in the attempt for a retry
+/// or a resume, else 1. Not a start: 0.
+pub fn run_attempt(o: &Observed, step: &Step) -> u32 {
+    let Step::Start { index, reason } = step else {
+        return 0;
+    };
+    if !matches!(reason, StartReason::Retry | StartReason::Resume) {
+        return 1;
+    }
+    match read_history(o.action, o.pipelines, o.hash, o.runs) {
+        History::Current(attempt) => runs_so_far(attempt.runs_of(*index)).saturating_add(1),
+        History::Empty | History::Stale(_) => 1,
     }
 }
 

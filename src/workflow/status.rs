@@ -1,6 +1,6 @@
 //! Per-pipeline status of an object's current workflow attempt (`status.kratix.workflows.pipelines`).
 
-use super::history::{consecutive_failures, read_history, History};
+use super::history::{read_history, runs_so_far, tail_failures, History};
 use super::model::{retries_failures, Action, RunPhase, RunRecord};
 
 /// Phase of one pipeline in the current attempt.
@@ -63,7 +63,7 @@ pub fn pipeline_statuses(
         .enumerate()
         .map(|(index, name)| {
             let runs = attempt.as_ref().map(|a| a.runs_of(index)).unwrap_or(&[]);
-            let attempts = u32::try_from(runs.len()).unwrap_or(u32::MAX);
+            let attempts = runs_so_far(runs);
             let mut status = PipelineStatus {
                 name: name.clone(),
                 phase: PipelinePhase::Pending,
@@ -89,7 +89,7 @@ pub fn pipeline_statuses(
                 (RunPhase::Failed, _) => {
                     status.phase = PipelinePhase::Failed;
                     status.next_retry_at_ms = retries_failures(action, retry_failures)
-                        .then(|| newest.retry_at_ms(consecutive_failures(runs)));
+                        .then(|| newest.retry_at_ms(tail_failures(runs)));
                 }
             }
             status

@@ -21,6 +21,7 @@ fn run(seq: i64, name: &str, index: usize, hash: &str, phase: RunPhase) -> RunRe
         completion_time_ms: (!phase.is_active()).then_some(T + seq * 1_000),
         suspend: None,
         progress: None,
+        attempt: 0,
     }
 }
 
@@ -968,8 +969,8 @@ impl World {
         }
     }
 
-    fn step(&self) -> Step {
-        next_step(&Observed {
+    fn observed(&self) -> Observed<'_> {
+        Observed {
             action: self.action,
             pipelines: &self.pipelines,
             hash: &self.hash,
@@ -977,7 +978,11 @@ impl World {
             manual_reconcile: self.manual,
             retry_failures: true,
             now_ms: self.now,
-        })
+        }
+    }
+
+    fn step(&self) -> Step {
+        next_step(&self.observed())
     }
 
     /// Acts on a `Start` the way the controller does: create the run, clear the manual label.
@@ -999,6 +1004,7 @@ impl World {
             completion_time_ms: None,
             suspend: None,
             progress: None,
+            attempt: run_attempt(&self.observed(), &step),
         };
         self.next_sequence += 1;
         self.runs.push(record);
@@ -1650,7 +1656,7 @@ fn delete_condition_table() {
             "",
             False,
             "DeleteWorkflowSuspended",
-            "hold",
+            "The delete workflow is suspended",
         ),
     ];
     for (step, exit_reason, status, reason, message) in cases {
@@ -1711,3 +1717,7 @@ fn labels_round_trip_and_unknown_values_are_refused() {
         RunPhase::Running
     );
 }
+
+mod attempts;
+mod keyed;
+mod prune;

@@ -11,6 +11,7 @@ pub mod kubelet;
 pub mod node;
 pub mod promise_server;
 pub mod registry;
+pub mod statuses;
 pub mod things;
 
 use std::path::{Path, PathBuf};

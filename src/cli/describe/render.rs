@@ -293,23 +293,28 @@ fn conditions(o: &Object, now: &str) -> String {
 
 /// One row per pipeline (and action): its last run's phase, attempts, duration, exit code.
 fn pipelines(o: &Object, runs: &[Object]) -> String {
-    // The current attempt's pipelines, in order, as the object's status lists them.
-    let listed: Vec<(String, String, String)> = o
-        .data
-        .pointer("/status/pipelines")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .map(|p| {
-                    (
-                        text(p.get("name")),
-                        text(p.get("phase")),
-                        text(p.get("attempts")),
-                    )
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    // The current attempt's pipelines, in order, as the object's status lists them: the
+    // configure workflow's, then (Kratix's keyed status) the delete workflow's.
+    let listed: Vec<((String, String), String, String)> = [
+        ("configure", "/status/pipelines"),
+        ("delete", "/status/kratix/workflows/delete/pipelines"),
+    ]
+    .into_iter()
+    .flat_map(|(action, pointer)| {
+        o.data
+            .pointer(pointer)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(move |p| {
+                (
+                    (action.to_string(), text(p.get("name"))),
+                    text(p.get("phase")),
+                    text(p.get("attempts")),
+                )
+            })
+    })
+    .collect();
     let mut last: BTreeMap<(String, String), &Object> = BTreeMap::new();
     let mut order: Vec<(String, String)> = Vec::new();
     for run in runs {
@@ -322,10 +327,9 @@ fn pipelines(o: &Object, runs: &[Object]) -> String {
         }
         last.insert(id, run);
     }
-    for (name, _, _) in &listed {
-        let id = ("configure".to_string(), name.clone());
-        if !order.contains(&id) {
-            order.push(id);
+    for (id, _, _) in &listed {
+        if !order.contains(id) {
+            order.push(id.clone());
         }
     }
     if order.is_empty() {
@@ -344,9 +348,7 @@ fn pipelines(o: &Object, runs: &[Object]) -> String {
     .to_vec()];
     for id in order {
         let run = last.get(&id);
-        let entry = listed
-            .iter()
-            .find(|(n, _, _)| id.0 == "configure" && n == &id.1);
+        let entry = listed.iter().find(|(listed_id, _, _)| listed_id == &id);
         let attempts = match entry {
             Some((_, _, a)) if !a.is_empty() => a.clone(),
             _ => runs

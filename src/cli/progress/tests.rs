@@ -41,6 +41,33 @@ fn status_is_read_from_the_current_generation_only() {
             1,
         ),
     ];
+    let deleting = |status: Value| {
+        let mut obj = object(1, status);
+        obj.metadata.deletion_timestamp =
+            Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                "2026-01-01T00:00:00Z".parse().expect("a time"),
+            ));
+        obj
+    };
+    let cases = cases.into_iter().chain([
+        (
+            "being deleted: the delete workflow's pipelines, whatever the generation",
+            Some(deleting(json!({"observedGeneration": 0, "pipelines": pipelines(&[("a", "Succeeded")]),
+                "kratix": {"workflows": {
+                    "configure": {"pipelines": pipelines(&[("a", "Succeeded")])},
+                    "delete": {"pipelines": pipelines(&[("bye", "Suspended"), ("two", "Pending")])}}}}))),
+            Outcome::Deleting,
+            2,
+            0,
+        ),
+        (
+            "being deleted, no delete workflow",
+            Some(deleting(running(1, &[("a", "Succeeded")]))),
+            Outcome::Deleting,
+            0,
+            0,
+        ),
+    ]);
     for (name, obj, outcome, n_pipelines, n_written) in cases {
         let s = status_of(&kind(), obj.as_ref());
         assert_eq!(s.outcome, outcome, "{name}");
@@ -212,6 +239,17 @@ fn a_terminal_line_says_what_runs_or_how_it_ended() {
             "failed: x",
         ),
         ("gone", st(&[], &[], Outcome::Gone), "deleted"),
+        ("deleting", st(&[], &[], Outcome::Deleting), "deleting"),
+        (
+            "deleting, the delete pipeline suspended",
+            st(&[("bye", "Suspended", "approval")], &[], Outcome::Deleting),
+            "deleting: pipeline bye suspended: approval",
+        ),
+        (
+            "deleting, the delete pipeline running",
+            st(&[("bye", "Running", "")], &[], Outcome::Deleting),
+            "deleting: pipeline bye (1 of 1) running",
+        ),
     ];
     for (name, s, want) in cases {
         assert_eq!(line(&s), want, "{name}");

@@ -114,6 +114,16 @@ pub struct WorkflowControl {
     pub message: Option<String>,
 }
 
+impl WorkflowControl {
+    /// Whether the pipeline stops its workflow: `suspend: true`, or a `retryAfter`, which asks
+    /// for the pipeline to run again later and so suspends the workflow until then, as in
+    /// Kratix (`IfSuspendOrRetry`,
+    /// <https://github.com/syntasso/kratix/blob/ae170e22e974e45bb7cfda00986057e01b3ccfde/work-creator/lib/workflow_control.go>).
+    pub fn suspends(&self) -> bool {
+        self.suspend || self.retry_after.is_some()
+    }
+}
+
 /// Parses `status.yaml`: a mapping (or nothing), never setting `kratix`.
 pub fn parse_status(text: &str) -> Result<Option<Value>, Error> {
     let value: Value = serde_yaml::from_str(text).map_err(|source| Error::Parse {

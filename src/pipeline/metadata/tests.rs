@@ -136,6 +136,23 @@ fn workflow_control_files() {
 }
 
 #[test]
+fn a_suspension_or_a_retry_stops_the_workflow() {
+    let cases = [
+        ("", false),
+        ("message: hello\n", false),
+        ("suspend: false\n", false),
+        ("suspend: true\n", true),
+        ("retryAfter: 5m\n", true),
+        ("suspend: false\nretryAfter: 1s\n", true),
+        ("retryAfter: \"\"\n", false),
+    ];
+    for (text, want) in cases {
+        let control = parse_workflow_control(text).expect("valid");
+        assert_eq!(control.suspends(), want, "{text:?}");
+    }
+}
+
+#[test]
 fn go_durations() {
     let cases = [
         ("0", Some(Duration::ZERO)),
