@@ -592,6 +592,11 @@ fn an_invalid_template_makes_the_store_not_ready_and_writes_nothing_until_fixed(
 
 /// GETs `path` from `addr` over plain HTTP/1.0; the body.
 fn http_get(addr: &str, path: &str) -> String {
+    http_get_with_head(addr, path).1
+}
+
+/// GETs `path` from `addr` over plain HTTP/1.0; the head (status line and headers) and the body.
+fn http_get_with_head(addr: &str, path: &str) -> (String, String) {
     use std::io::{Read, Write};
     let mut stream = std::net::TcpStream::connect(addr).expect("the metrics endpoint answers");
     write!(stream, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").expect("request sent");
@@ -602,7 +607,7 @@ fn http_get(addr: &str, path: &str) -> String {
         head.starts_with("HTTP/1.0 200") || head.starts_with("HTTP/1.1 200"),
         "{head}"
     );
-    body.to_string()
+    (head.to_string(), body.to_string())
 }
 
 /// The value of the sample `series` (name and labels, exactly as written) in `text`.
@@ -717,6 +722,14 @@ fn serve_exposes_metrics_of_runs_writes_and_pushes() {
         );
     }
     assert_eq!(http_get(&addr, "/healthz"), "ok\n");
+    // Prometheus' text format, said so.
+    let (head, _) = http_get_with_head(&addr, "/metrics");
+    assert!(
+        head.lines()
+            .any(|l| l
+                .eq_ignore_ascii_case("content-type: text/plain; version=0.0.4; charset=utf-8")),
+        "{head}"
+    );
 }
 
 #[test]

@@ -18,7 +18,6 @@ mod kinds;
 mod kube_time;
 mod lifecycle;
 mod lookups;
-pub mod metrics;
 mod owners;
 pub mod pausing;
 mod placement_conditions;
@@ -177,7 +176,7 @@ pub struct Runtime {
     /// Which HealthRecords name which request, kept from what the controllers see.
     health_records: Arc<health_index::HealthIndex>,
     /// Reconciles done per controller, and whether the controllers have started.
-    pub metrics: Arc<metrics::Metrics>,
+    pub metrics: Arc<crate::metrics::Metrics>,
     /// When each written placement was last checked for drift in the store.
     drift: Arc<drift::Clock>,
     /// When set, stopping first carries out what is already set off, for at most this long
