@@ -28,7 +28,13 @@ async fn main() -> ExitCode {
         )
         .with_writer(std::io::stderr);
     if json {
-        logs.json().init();
+        // A line logged inside spans (a reconcile's: the object and why it was queued) carries
+        // them: the innermost as `span`, all of them, outermost first, as `spans`, so that the
+        // reconcile's fields are there even under a span of its own (a state store's write).
+        logs.json()
+            .with_current_span(true)
+            .with_span_list(true)
+            .init();
     } else {
         // Colours only for a person at a terminal, not in log files.
         logs.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))

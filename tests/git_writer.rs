@@ -592,6 +592,11 @@ fn an_invalid_template_makes_the_store_not_ready_and_writes_nothing_until_fixed(
 
 /// GETs `path` from `addr` over plain HTTP/1.0; the body.
 fn http_get(addr: &str, path: &str) -> String {
+    http_get_with_head(addr, path).1
+}
+
+/// GETs `path` from `addr` over plain HTTP/1.0; the head (status line and headers) and the body.
+fn http_get_with_head(addr: &str, path: &str) -> (String, String) {
     use std::io::{Read, Write};
     let mut stream = std::net::TcpStream::connect(addr).expect("the metrics endpoint answers");
     write!(stream, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").expect("request sent");
@@ -602,7 +607,7 @@ fn http_get(addr: &str, path: &str) -> String {
         head.starts_with("HTTP/1.0 200") || head.starts_with("HTTP/1.1 200"),
         "{head}"
     );
-    body.to_string()
+    (head.to_string(), body.to_string())
 }
 
 /// The value of the sample `series` (name and labels, exactly as written) in `text`.
@@ -717,6 +722,14 @@ fn serve_exposes_metrics_of_runs_writes_and_pushes() {
         );
     }
     assert_eq!(http_get(&addr, "/healthz"), "ok\n");
+    // Prometheus' text format, said so.
+    let (head, _) = http_get_with_head(&addr, "/metrics");
+    assert!(
+        head.lines()
+            .any(|l| l
+                .eq_ignore_ascii_case("content-type: text/plain; version=0.0.4; charset=utf-8")),
+        "{head}"
+    );
 }
 
 #[test]
@@ -745,6 +758,63 @@ fn serve_logs_json_lines_on_request() {
     // Every line from the logger is JSON (serve's own notes are plain text by contract).
     for line in k.serve_log().lines().filter(|l| l.starts_with('{')) {
         assert!(serde_json::from_str::<Value>(line).is_ok(), "{line}");
+    }
+}
+
+/// The JSON lines `serve` logged inside a reconcile of `object`, queued for `reason`, with
+/// `message`: the reconcile's span (`span`, and in `spans`) names both.
+fn reconcile_lines(log: &str, object: &str, reason: &str, message: &str) -> Vec<Value> {
+    log.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|l| l["fields"]["message"] == message)
+        .filter(|l| {
+            l["spans"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|s| s["name"] == "reconcile" && s["object"] == object && s["reason"] == reason)
+        })
+        .collect()
+}
+
+#[test]
+fn a_reconciles_log_lines_name_the_object_and_why_it_was_queued() {
+    let (mut k, _repo) = platform("", &bundle_with(&["render"]), &[("r1", "v1")]);
+    k.start_serve_args(
+        &["--log-format", "json"],
+        &[("KRATIX_LOG", "warn,kratix::controllers=debug")],
+    );
+    let request = "Bundle default/r1";
+    // Start-up looks at everything.
+    eventually("serve to look at the request at start-up", WAIT, || {
+        reconcile_lines(&k.serve_log(), request, "resync", "reconciling")
+            .pop()
+            .filter(|l| l["span"]["name"] == "reconcile" && l["span"]["object"] == request)
+    });
+    // The request changes: its reconcile starts a run, and the run's changes wake it as their
+    // owner.
+    k.apply_yaml(&request_yaml("r1", "default", "v2"), &[])
+        .assert_ok();
+    let created = eventually("the changed request to start a run", WAIT, || {
+        reconcile_lines(&k.serve_log(), request, "change", "pipeline run created").pop()
+    });
+    assert_eq!(created["level"], "INFO", "{created}");
+    eventually("the run's changes to wake the request", WAIT, || {
+        reconcile_lines(&k.serve_log(), request, "owner", "reconciling").pop()
+    });
+    // Every reconcile says why it runs, in a few words.
+    let reasons = ["change", "owner", "retry", "requeue", "resync"];
+    for line in k
+        .serve_log()
+        .lines()
+        .filter(|l| l.contains("\"reconcile\""))
+    {
+        let line: Value = serde_json::from_str(line).expect("a JSON line");
+        let span = &line["span"];
+        if span["name"] == "reconcile" {
+            assert!(span["object"].is_string(), "{line}");
+            assert!(reasons.iter().any(|r| span["reason"] == *r), "{line}");
+        }
     }
 }
 

@@ -154,10 +154,12 @@ pub fn pipeline_executor(
     })
 }
 
-/// The controllers on `platform`, running pipelines with `executor`.
+/// The controllers on `platform`, running pipelines with `executor`; their metrics include
+/// `kratix_leader`.
 pub fn runtime(platform: Platform, executor: Arc<dyn Executor>) -> Runtime {
     let mut runtime = Runtime::new(platform);
     runtime.pipelines = executor;
+    runtime.metrics = Arc::new(crate::metrics::Metrics::with_leader());
     runtime
 }
 

@@ -48,7 +48,7 @@ pub enum Error {
     #[error(transparent)]
     Controller(#[from] super::controller::Error),
     #[error(transparent)]
-    Endpoint(#[from] controllers::metrics::Error),
+    Endpoint(#[from] crate::metrics::Error),
     #[error("writing to standard output")]
     Stdout(#[source] std::io::Error),
     #[error(transparent)]
@@ -336,12 +336,11 @@ async fn dispatch(command: Command, platform: &Platform, driver: &Driver) -> Res
 /// Serves `/metrics` and `/healthz` on `addr` until the handle is dropped.
 async fn serve_metrics(
     addr: &str,
-    metrics: std::sync::Arc<controllers::metrics::Metrics>,
+    metrics: std::sync::Arc<crate::metrics::Metrics>,
 ) -> Result<super::controller::AbortOnDrop, Error> {
-    use controllers::metrics;
-    let listener = metrics::bind(addr).await?;
-    let answer: metrics::Answer = std::sync::Arc::new(move |path: &str| match path {
-        "/metrics" => (hyper::StatusCode::OK, metrics.render()),
+    let listener = crate::metrics::bind(addr).await?;
+    let answer: crate::metrics::Answer = std::sync::Arc::new(move |path: &str| match path {
+        "/metrics" => crate::metrics::scrape(&metrics),
         "/healthz" => (hyper::StatusCode::OK, "ok\n".into()),
         _ => (hyper::StatusCode::NOT_FOUND, "not found\n".into()),
     });
@@ -353,7 +352,7 @@ async fn serve_metrics(
             .unwrap_or_else(|_| addr.to_string())
     );
     Ok(super::controller::AbortOnDrop(tokio::spawn(
-        metrics::serve(listener, answer),
+        crate::metrics::serve(listener, answer),
     )))
 }
 

@@ -19,7 +19,6 @@ mod kinds;
 mod kube_time;
 mod lifecycle;
 mod lookups;
-pub mod metrics;
 mod owners;
 pub mod pausing;
 mod placement_conditions;
@@ -62,7 +61,7 @@ use crate::platform::{builtin, Platform};
 use crate::store::{self, ControlPlane, Selector};
 
 pub use kube_time::{now_ms, now_rfc3339};
-use queue::Queue;
+use queue::{Queue, Reason};
 pub use settings::{parse_duration_setting, Settings, BINDING_VERSION_ENV};
 pub use statestores::error_chain::ErrorChain;
 use workers::Finished;
@@ -178,7 +177,7 @@ pub struct Runtime {
     /// Which HealthRecords name which request, kept from what the controllers see.
     health_records: Arc<health_index::HealthIndex>,
     /// Reconciles done per controller, and whether the controllers have started.
-    pub metrics: Arc<metrics::Metrics>,
+    pub metrics: Arc<crate::metrics::Metrics>,
     /// When each written placement was last checked for drift in the store.
     drift: Arc<drift::Clock>,
     /// When set, stopping first carries out what is already set off, for at most this long
@@ -252,8 +251,9 @@ impl Runtime {
         self
     }
 
-    /// Queues what the changed objects affect; false when that is unknown for one of them (it
-    /// is queued itself, and everything should be looked at again).
+    /// Queues what the changed objects affect (each changed object for its change, the others
+    /// as its owners); false when that is unknown for one of them (it is queued itself, and
+    /// everything should be looked at again).
     async fn queue_affected(&self, queue: &mut Queue, changed: Vec<ObjectKey>) -> bool {
         let mut known = true;
         if changed
@@ -264,10 +264,19 @@ impl Runtime {
         }
         for key in changed {
             match self.affected_by(&key).await {
-                Ok(keys) => keys.into_iter().for_each(|k| queue.add(k)),
+                Ok(keys) => {
+                    for k in keys {
+                        let reason = if k == key {
+                            Reason::Change
+                        } else {
+                            Reason::Owner
+                        };
+                        queue.add(k, reason);
+                    }
+                }
                 Err(err) => {
                     warn!(object = %key, error = %ErrorChain(&err), "finding what a change affects failed; looking at everything again");
-                    queue.add(key);
+                    queue.add(key, Reason::Change);
                     known = false;
                 }
             }
@@ -276,18 +285,19 @@ impl Runtime {
     }
 
     /// Takes in what a reconcile ended with: its key is queued again when it asks to be, or
-    /// failed.
-    fn settle(&self, queue: &mut Queue, Finished { key, outcome }: Finished) {
+    /// failed. What is logged of it is logged in its span.
+    fn settle(&self, queue: &mut Queue, Finished { key, span, outcome }: Finished) {
+        let _in_reconcile = span.enter();
         queue.finish(&key);
         let outcome = outcome.unwrap_or_else(|err| Err(Error::Reconcile(err)));
         self.metrics.record(&key.group, &key.kind, outcome.is_ok());
         match outcome {
             Ok(Next::Done) => {}
-            Ok(Next::After(delay)) => queue.add_after(key.clone(), delay),
+            Ok(Next::After(delay)) => queue.add_after(key.clone(), delay, Reason::Requeue),
             Err(err) => {
                 let delay = queue.failure_backoff(&key);
-                warn!(object = %key, error = %ErrorChain(&err), "reconcile failed; retrying in {delay:?}");
-                queue.add_after(key, delay);
+                warn!(error = %ErrorChain(&err), "reconcile failed; retrying in {delay:?}");
+                queue.add_after(key, delay, Reason::Retry);
                 return;
             }
         }
@@ -317,7 +327,8 @@ impl Runtime {
             for obj in self.cp.list(kind, None, &Selector::everything()).await? {
                 let key = ObjectKey::of(&obj);
                 let owners = self.owners(&obj).await?;
-                // Everything is queued here: former owners need no word of their own.
+                // Everything is queued here (for a resync): former owners need no word of their
+                // own.
                 self.remember_owners(key.clone(), owners);
                 self.health_records.saw(&key, Some(&obj));
                 queue.add_background(key);
@@ -337,7 +348,8 @@ impl Runtime {
         else {
             return Ok(Next::Done);
         };
-        debug!(object = %key, "reconciling");
+        // The object and why it was queued are the span's (see `workers`).
+        debug!("reconciling");
         if kind.group != GROUP {
             return requests::reconcile(self, &kind, obj).await;
         }

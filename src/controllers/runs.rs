@@ -19,11 +19,11 @@ use crate::pipeline::{self, RunOutcome, RunRequest};
 use crate::store::Selector;
 
 use super::claims::{self, Executor, Verdict};
-use super::metrics::{RunLabels, WorkRef};
 use super::run_failure::Error as Failure;
 use super::run_outcome::{self, Finished};
 use super::{lookups, now_rfc3339, status, works, Error, ErrorChain, Next, Runtime};
 use crate::events::{self, Reason};
+use crate::metrics::{RunLabels, WorkRef};
 
 /// The run's status; `None` when it does not parse (a phase this version does not know).
 fn status_of(run: &Object) -> Option<PipelineRunStatus> {

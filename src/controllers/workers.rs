@@ -1,21 +1,34 @@
 //! The reconciles in progress: up to a set number at once, each in a task of its own, so that
 //! one waiting on the control plane or a state store does not hold up the others, and their
 //! work spreads over the cores. The queue keeps two of them off one key (see [`Queue::take`]).
+//!
+//! Each reconcile runs in a span of its own, `reconcile`, with the object's key and why it was
+//! queued: every line it logs carries both.
 
 use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
 use tokio::task::JoinError;
+use tracing::Instrument;
 
-use super::queue::Queue;
+use super::queue::{Queue, Reason};
 use super::{Error, Next, Runtime};
 use crate::api::ObjectKey;
 
-/// A reconcile that ended: its key, and what it asked for (or how its task failed).
+/// A reconcile that ended: its key, its span (for what is logged of its end), and what it asked
+/// for (or how its task failed).
 #[derive(Debug)]
 pub(super) struct Finished {
     pub key: ObjectKey,
+    pub span: tracing::Span,
     pub outcome: Result<Result<Next, Error>, JoinError>,
+}
+
+/// The span of one reconcile of `key`, queued for `reason`. At ERROR level so that it is on
+/// whenever any of the reconcile's lines is: with the default filter (`warn`) a reconcile's
+/// warnings still name the object and the reason.
+fn reconcile_span(key: &ObjectKey, reason: Reason) -> tracing::Span {
+    tracing::error_span!("reconcile", object = %key, reason = %reason)
 }
 
 /// Which keys a worker may take.
@@ -66,15 +79,19 @@ impl Workers {
                 Take::All => queue.take(),
                 Take::DueOnly => queue.take_due(),
             };
-            let Some(key) = taken else {
+            let Some((key, reason)) = taken else {
                 return;
             };
+            let span = reconcile_span(&key, reason);
             let (runtime, task_key) = (runtime.clone(), key.clone());
-            let task = tokio::spawn(async move { runtime.reconcile(&task_key).await });
+            let task = tokio::spawn(
+                async move { runtime.reconcile(&task_key).await }.instrument(span.clone()),
+            );
             self.running.push(
                 async move {
                     Finished {
                         key,
+                        span,
                         outcome: task.await,
                     }
                 }

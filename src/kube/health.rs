@@ -8,7 +8,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use super::leader::Role;
-use crate::controllers::metrics::{self, Metrics};
+use crate::metrics::{self, Metrics};
 
 /// What readiness depends on besides the role, each part set by the task that knows it.
 #[derive(Debug, Default)]
@@ -104,14 +104,13 @@ pub fn ready(c: &Checks) -> Result<(), NotReady> {
     Ok(())
 }
 
-/// The metrics in Prometheus' text format: the controllers', and whether this replica leads.
-pub fn render(state: &State) -> String {
-    let mut out = state.metrics.render();
-    let leader = u8::from(*state.role.borrow() == Role::Leader);
-    out.push_str("# HELP kratix_leader Whether this replica is the leader (1) or a standby (0).\n");
-    out.push_str("# TYPE kratix_leader gauge\n");
-    out.push_str(&format!("kratix_leader {leader}\n"));
-    out
+/// The answer to a GET of `/metrics`: the controllers' metrics and whether this replica leads,
+/// as it does at this moment.
+fn scrape(state: &State) -> (StatusCode, String) {
+    state
+        .metrics
+        .set_leader(*state.role.borrow() == Role::Leader);
+    metrics::scrape(&state.metrics)
 }
 
 /// The answer to a GET of `path`.
@@ -125,7 +124,7 @@ pub fn answer(path: &str, endpoints: Endpoints, state: &State) -> (StatusCode, S
                 format!("not ready: {why}\n"),
             ),
         },
-        "/metrics" if endpoints.metrics => (StatusCode::OK, render(state)),
+        "/metrics" if endpoints.metrics => scrape(state),
         _ => (StatusCode::NOT_FOUND, "not found\n".into()),
     }
 }
@@ -146,7 +145,7 @@ mod tests {
     use super::*;
 
     fn state(role: Role, started: bool, reachable: bool) -> State {
-        let metrics = Arc::new(Metrics::default());
+        let metrics = Arc::new(Metrics::with_leader());
         metrics.set_started(started);
         metrics.record(crate::api::GROUP, "Work", true);
         metrics.record("example.com", "Thing", false);
@@ -242,12 +241,16 @@ mod tests {
         }
     }
 
-    #[test]
-    fn endpoints_answer_only_where_served() {
-        let both = Endpoints {
+    fn both() -> Endpoints {
+        Endpoints {
             health: true,
             metrics: true,
-        };
+        }
+    }
+
+    #[test]
+    fn endpoints_answer_only_where_served() {
+        let both = both();
         let health_only = Endpoints {
             health: true,
             metrics: false,
@@ -269,8 +272,11 @@ mod tests {
     }
 
     #[test]
-    fn metrics_are_prometheus_text() {
-        let text = render(&state(Role::Leader, true, true));
+    fn metrics_are_prometheus_text_and_say_whether_this_replica_leads() {
+        let (status, text) = answer("/metrics", both(), &state(Role::Leader, true, true));
+        assert_eq!(status, StatusCode::OK);
+        let (_, standby) = answer("/metrics", both(), &state(Role::Standby, true, true));
+        assert!(standby.lines().any(|l| l == "kratix_leader 0"), "{standby}");
         for line in [
             "# TYPE kratix_reconcile_total counter",
             "kratix_reconcile_total{controller=\"request\"} 1",

@@ -39,7 +39,7 @@ pub enum Error {
     },
     /// The health and metrics endpoints could not listen.
     #[error(transparent)]
-    Endpoint(#[from] crate::controllers::metrics::Error),
+    Endpoint(#[from] crate::metrics::Error),
 }
 
 /// Tries a write that lost a race this many times before giving up.

@@ -18,13 +18,13 @@ use crate::writer::plan;
 use super::super::commit_message::{
     generation_and_annotations, placement_message, ObjectMeta, PlacementWrite,
 };
-use super::super::metrics::{WorkRef, WriteResult};
 use super::super::placement_conditions::written_conditions;
 use super::super::state_stores::StoreHandle;
 use super::super::write_summary::LastWrite;
 use super::super::{status, Runtime};
 use super::files::{aggregated, context, desired_files};
 use super::{owned_paths, spec_of, update_wp_status, WriteError};
+use crate::metrics::{WorkRef, WriteResult};
 
 pub(super) async fn write_batch(
     rt: &Runtime,

@@ -10,19 +10,21 @@ use hyper::{Response, StatusCode};
 use tokio::net::TcpListener;
 use tracing::debug;
 
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// The address is not `host:port` or cannot be listened on.
-    #[error("listening on {addr}")]
-    Listen {
-        addr: String,
-        #[source]
-        source: std::io::Error,
-    },
-}
+use super::{Error, Metrics, CONTENT_TYPE};
 
 /// The status and body answering a GET of a path.
 pub type Answer = Arc<dyn Fn(&str) -> (StatusCode, String) + Send + Sync>;
+
+/// The answer to a GET of `/metrics`: the text, or why it could not be written.
+pub fn scrape(metrics: &Metrics) -> (StatusCode, String) {
+    match metrics.render() {
+        Ok(text) => (StatusCode::OK, text),
+        Err(err) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("{}\n", statestores::error_chain::ErrorChain(&err)),
+        ),
+    }
+}
 
 /// Binds `addr` (before returning, so that a bad address fails the start).
 pub async fn bind(addr: &str) -> Result<TcpListener, Error> {
@@ -49,8 +51,8 @@ pub async fn serve(listener: TcpListener, answer: Answer) {
             let service = hyper::service::service_fn(move |req: hyper::Request<_>| {
                 let path = req.uri().path();
                 let (status, body) = answer(path);
-                let content_type = if path == "/metrics" {
-                    "text/plain; version=0.0.4"
+                let content_type = if path == "/metrics" && status == StatusCode::OK {
+                    CONTENT_TYPE
                 } else {
                     "text/plain"
                 };
