@@ -12,8 +12,7 @@ use crate::api::{labels, Object, ObjectKey, Promise};
 use crate::store::Selector;
 use crate::workflow::{Action, RunPhase, RunRecord, Step};
 
-use super::subject::Subject;
-use super::{lookups, now_ms, status, Error, Runtime};
+use super::{lookups, status, Error, Runtime};
 
 /// Kratix's platform-wide interval when a Promise sets none.
 pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(10 * 3600);
@@ -145,42 +144,46 @@ pub fn finished(step: &Step, records: &[RunRecord]) -> Option<Finished> {
     }
 }
 
-/// Applies the interval to a subject whose configure workflow is at `step`: labels it for
-/// manual reconciliation once the interval has passed (the label's change wakes it), and
-/// otherwise says when to look again.
-pub async fn schedule(
-    rt: &Runtime,
-    subject: &Subject,
+/// When the configure workflow of an object whose Promise (or revision) is `promise` runs again
+/// by itself: `(wake, rerun)`, the delay until it is due, or `rerun` when it is due now (the
+/// caller sets the manual-reconciliation label, unless `manual` says it is set already).
+pub fn plan(
     promise: &Object,
+    policy: &Policy,
     step: &Step,
     records: &[RunRecord],
-) -> Result<Option<Duration>, Error> {
+    manual: bool,
+    now: i64,
+) -> (Option<Duration>, bool) {
     let typed: Option<Promise> = crate::api::object::to_typed(promise).ok();
     let setting = typed
         .as_ref()
         .and_then(|p| p.spec.workflows.as_ref())
         .and_then(|w| w.config.as_ref())
         .and_then(|c| c.reconciliation_interval.clone());
-    let policy = rt.settings.intervals;
     let (every, _) = interval(
         crate::api::object::annotation(promise, labels::RECONCILIATION_INTERVAL),
         setting.as_deref(),
-        &policy,
+        policy,
     );
-    let now = now_ms();
     match decide(finished(step, records), every, policy.after_failure, now) {
-        Decision::Never => Ok(None),
-        Decision::At(due) => Ok(Some(Duration::from_millis(
-            u64::try_from(due.saturating_sub(now)).unwrap_or(0) + 50,
-        ))),
-        Decision::RerunNow => {
-            if !subject.manual_reconcile() {
-                tracing::info!(object = %subject.key(), interval = ?every, "reconciliation interval passed; running the workflow again");
-                label_for_reconciliation(rt, &subject.kind, &subject.key()).await?;
-            }
-            Ok(None)
-        }
+        Decision::Never => (None, false),
+        Decision::At(due) => (
+            Some(Duration::from_millis(
+                u64::try_from(due.saturating_sub(now)).unwrap_or(0) + 50,
+            )),
+            false,
+        ),
+        Decision::RerunNow => (None, !manual),
     }
+}
+
+/// Sets the manual-reconciliation label on `obj`: its configure workflow runs again.
+pub fn label_for_rerun(obj: &mut Object) {
+    obj.metadata
+        .labels
+        .get_or_insert_with(Default::default)
+        .insert(labels::MANUAL_RECONCILIATION.into(), "true".into());
 }
 
 async fn label_for_reconciliation(
@@ -188,13 +191,7 @@ async fn label_for_reconciliation(
     kind: &crate::api::KindInfo,
     key: &ObjectKey,
 ) -> Result<(), Error> {
-    status::update_object(rt.cp.as_ref(), kind, key, |o| {
-        o.metadata
-            .labels
-            .get_or_insert_with(Default::default)
-            .insert(labels::MANUAL_RECONCILIATION.into(), "true".into());
-    })
-    .await?;
+    status::update_object(rt.cp.as_ref(), kind, key, label_for_rerun).await?;
     Ok(())
 }
 

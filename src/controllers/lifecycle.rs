@@ -7,19 +7,30 @@ use crate::api::pipeline::Pipeline;
 use crate::api::{Condition, Object};
 use crate::workflow::{self, Action, RunRecord, Step, WorksState};
 
-use super::subject::Subject;
+use super::subject::{runs_of, Subject};
+use super::workflows::Decided;
 use super::{keyed_status, status, workflows, works, Error, Next, Runtime};
 
-/// Where a configure workflow stands.
+/// Where a configure workflow stands after this look, and what the look does about it.
 #[derive(Debug)]
 pub struct Configured {
-    pub step: Step,
+    pub decided: Decided,
+    /// The runs' records as the object's status shows them: as read, and the run this look
+    /// starts.
     pub records: Vec<RunRecord>,
-    /// The Works the workflow produced (those of removed pipelines already going).
+    /// The Works the workflow produced (those of removed pipelines too).
     pub works: Vec<Object>,
+    /// The Works of removed pipelines this look deletes (once the workflow has finished).
+    pub obsolete: Vec<Object>,
     pub works_state: WorksState,
     /// The workflow's conditions (`ConfigureWorkflowCompleted`, `Reconciled`, ...).
     pub conditions: Vec<Condition>,
+}
+
+impl Configured {
+    pub fn step(&self) -> &Step {
+        &self.decided.step
+    }
 }
 
 /// Whether a workflow has nothing left to run.
@@ -27,32 +38,82 @@ pub fn finished(step: &Step) -> bool {
     matches!(step, Step::Completed { .. } | Step::NothingToRun)
 }
 
-/// Drives the subject's configure workflow one step, then removes the Works of pipelines no
-/// longer in it once it has finished, and decides the workflow's conditions.
-pub async fn configure(
+/// What the configure workflow of `subject` does at this look, from its runs and Works (pure):
+/// the step, the run it starts, the Works of removed pipelines that go once it has finished
+/// (with no pipelines left it is finished at once), and its conditions.
+pub fn plan_configure(
+    subject: &Subject,
+    names: &[String],
+    runs: &[(Object, RunRecord)],
+    works: &[Object],
+    retry_failures: bool,
+    now_ms: i64,
+) -> Configured {
+    let mut records: Vec<RunRecord> = runs.iter().map(|(_, r)| r.clone()).collect();
+    let decided = workflows::decide(
+        subject,
+        Action::Configure,
+        names,
+        &records,
+        retry_failures,
+        now_ms,
+    );
+    // The failure is reported from the runs as read: what this look starts is not a failure.
+    let exit_reason = workflows::failure_reason(runs, &decided.step);
+    records.extend(workflows::started_record(
+        &decided,
+        subject,
+        Action::Configure,
+        names,
+        &records,
+    ));
+    let obsolete = if finished(&decided.step) {
+        works::obsolete(works, names)
+    } else {
+        Vec::new()
+    };
+    let works_state = works::works_state_with(works, &obsolete);
+    let conditions = workflow::configure_conditions(&decided.step, &exit_reason, works_state);
+    Configured {
+        decided,
+        records,
+        works: works.to_vec(),
+        obsolete,
+        works_state,
+        conditions,
+    }
+}
+
+/// Reads what [`plan_configure`] decides from: the subject's runs and Works.
+pub async fn observe_configure(
+    rt: &Runtime,
+    subject: &Subject,
+) -> Result<(Vec<(Object, RunRecord)>, Vec<Object>), Error> {
+    let runs = runs_of(rt, subject).await?;
+    let works = works::works_of(rt, subject).await?;
+    Ok((runs, works))
+}
+
+/// Carries out a [`plan_configure`] but for the object's own status and labels: the run it
+/// starts, pruning, and the Works of removed pipelines.
+pub async fn carry_out_configure(
     rt: &Runtime,
     subject: &Subject,
     pipelines: &[Pipeline],
-) -> Result<Configured, Error> {
-    // The runs as read before this step acted: what it started or pruned changes neither the
-    // records of the status nor the newest failed run a failure is reported from.
-    let (step, runs) = workflows::drive(rt, subject, Action::Configure, pipelines).await?;
-    let records: Vec<RunRecord> = runs.iter().map(|(_, r)| r.clone()).collect();
-    let mut subject_works = works::works_of(rt, subject).await?;
-    // With no pipelines left the workflow is done at once: the Works of the removed ones go too.
-    if finished(&step) && works::delete_obsolete(rt, &subject_works, pipelines).await? {
-        subject_works = works::works_of(rt, subject).await?;
-    }
-    let works_state = works::works_state(&subject_works);
-    let exit_reason = workflows::failure_reason(&runs, &step);
-    let conditions = workflow::configure_conditions(&step, &exit_reason, works_state);
-    Ok(Configured {
-        step,
-        records,
-        works: subject_works,
-        works_state,
-        conditions,
-    })
+    configured: &Configured,
+    runs: &[(Object, RunRecord)],
+) -> Result<(), Error> {
+    workflows::carry_out(
+        rt,
+        subject,
+        Action::Configure,
+        pipelines,
+        &configured.decided,
+        runs,
+    )
+    .await?;
+    works::delete_works(rt, &configured.obsolete, "configure").await?;
+    Ok(())
 }
 
 /// Drives the subject's delete workflow one step and reports it. Returns what to ask for next

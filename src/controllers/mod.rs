@@ -23,14 +23,14 @@ mod owners;
 pub mod pausing;
 mod placement_conditions;
 pub mod placements;
+pub mod promise;
 mod promise_status;
-pub mod promises;
 mod pull_secrets;
 mod queue;
 mod readiness;
 mod release_fetch;
 pub mod releases;
-pub mod requests;
+pub mod request;
 pub mod requirements;
 pub mod revisions;
 mod run_failure;
@@ -351,10 +351,10 @@ impl Runtime {
         // The object and why it was queued are the span's (see `workers`).
         debug!("reconciling");
         if kind.group != GROUP {
-            return requests::reconcile(self, &kind, obj).await;
+            return request::reconcile(self, &kind, obj).await;
         }
         match kind.kind.as_str() {
-            "Promise" => promises::reconcile(self, obj).await,
+            "Promise" => promise::reconcile(self, obj).await,
             "PipelineRun" => runs::reconcile(self, obj).await,
             "Work" => works::reconcile(self, obj).await,
             "WorkPlacement" => placements::reconcile(self, obj).await,

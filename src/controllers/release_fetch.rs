@@ -136,7 +136,7 @@ pub fn promise_from(url: &str, body: &[u8]) -> Result<(Value, String), Error> {
     promise_api::request_kind(&promise).map_err(|e| invalid(e.to_string()))?;
     for ty in [WorkflowType::Promise, WorkflowType::Resource] {
         for action in [Action::Configure, Action::Delete] {
-            super::promises::pipelines(&promise, ty, action)
+            super::promise::pipelines(&promise, ty, action)
                 .map_err(|e| invalid(super::ErrorChain(&e).to_string()))?;
         }
     }

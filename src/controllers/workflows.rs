@@ -4,9 +4,7 @@
 use crate::api::pipeline::Pipeline;
 use crate::api::workflow_status::PipelineStatusEntry;
 use crate::api::{labels, Object, PipelineRun, PipelineRunSpec, PipelineRunStatus};
-use crate::workflow::{
-    self, Action, Observed, RunPhase, RunRecord, Step, WorkflowType, WorksState,
-};
+use crate::workflow::{self, Action, Observed, RunPhase, RunRecord, Step, WorkflowType};
 
 use super::run_failure::Error as Failure;
 use super::subject::{runs_of, Subject};
@@ -17,8 +15,117 @@ use crate::events::{self, Reason};
 /// workflow keeps none.
 const RUNS_TO_KEEP: usize = 5;
 
-/// Decides and acts for one workflow action. Returns the step as decided, and the runs with
-/// their records as read before acting.
+/// What one look at a workflow decided: the step and, for a start, where the new run stands.
+#[derive(Debug, Clone)]
+pub struct Decided {
+    pub step: Step,
+    pub start: Option<Position>,
+    /// The manual-reconciliation label asked for this look: it goes once the step started a
+    /// run or found nothing to run.
+    pub manual: bool,
+}
+
+impl Decided {
+    /// Whether the manual-reconciliation label is done with.
+    pub fn clears_manual_label(&self) -> bool {
+        self.manual && matches!(self.step, Step::Start { .. } | Step::NothingToRun)
+    }
+}
+
+/// Decides the next step of `action`'s workflow from its runs (pure).
+pub fn decide(
+    subject: &Subject,
+    action: Action,
+    names: &[String],
+    records: &[RunRecord],
+    retry_failures: bool,
+    now_ms: i64,
+) -> Decided {
+    // The delete workflow too, as in Kratix: the way to resume one a pipeline suspended
+    // without a `retryAfter`.
+    let manual = subject.manual_reconcile();
+    let observed = Observed {
+        action,
+        pipelines: names,
+        hash: &subject.hash,
+        runs: records,
+        manual_reconcile: manual,
+        retry_failures,
+        now_ms,
+    };
+    let step = workflow::next_step(&observed);
+    let start = match &step {
+        Step::Start { index, .. } => Some(Position {
+            index: *index,
+            last: *index + 1 == names.len(),
+            attempt: workflow::run_attempt(&observed, &step),
+        }),
+        _ => None,
+    };
+    Decided {
+        step,
+        start,
+        manual,
+    }
+}
+
+/// The record of the run a start creates, as the status shows it from the start on (its
+/// sequence is not known before the run is stored: it counts as the newest).
+pub fn started_record(
+    decided: &Decided,
+    subject: &Subject,
+    action: Action,
+    names: &[String],
+    records: &[RunRecord],
+) -> Option<RunRecord> {
+    let at = decided.start.as_ref()?;
+    Some(RunRecord {
+        sequence: records.iter().map(|r| r.sequence).max().unwrap_or(0) + 1,
+        pipeline_name: names.get(at.index)?.clone(),
+        pipeline_index: at.index,
+        action,
+        hash: subject.hash.clone(),
+        phase: RunPhase::Pending,
+        completion_time_ms: None,
+        suspend: None,
+        progress: None,
+        attempt: at.attempt,
+    })
+}
+
+/// Carries out what [`decide`] decided, but for the object's own status and labels: creates the
+/// run it starts (with its event), and prunes the workflow's runs. Returns the started run.
+pub async fn carry_out(
+    rt: &Runtime,
+    subject: &Subject,
+    action: Action,
+    pipelines: &[Pipeline],
+    decided: &Decided,
+    runs: &[(Object, RunRecord)],
+) -> Result<Option<RunRecord>, Error> {
+    let names: Vec<String> = pipelines.iter().map(|p| p.name().to_string()).collect();
+    let mut started = None;
+    if let Some(at) = &decided.start {
+        let pipeline = &pipelines[at.index];
+        started = Some(start_run(rt, subject, action, pipeline, at.clone()).await?);
+        let message = format!(
+            "{} pipeline {} ({} of {}) started",
+            action.as_str(),
+            pipeline.name(),
+            at.index + 1,
+            pipelines.len()
+        );
+        events::record(&rt.cp, &subject.object, Reason::PipelineStarted, &message).await;
+    }
+    if workflow::prunes_after(&decided.step) {
+        prune(rt, subject, action, &names, runs, started.clone()).await?;
+    }
+    Ok(started)
+}
+
+/// Decides and acts for one workflow action, the manual-reconciliation label included (the
+/// delete workflow, whose object's status is only its own). Returns the step as decided, and
+/// the runs with their records as read before acting.
 pub async fn drive(
     rt: &Runtime,
     subject: &Subject,
@@ -28,47 +135,16 @@ pub async fn drive(
     let runs = runs_of(rt, subject).await?;
     let records: Vec<RunRecord> = runs.iter().map(|(_, r)| r.clone()).collect();
     let names: Vec<String> = pipelines.iter().map(|p| p.name().to_string()).collect();
-    // The delete workflow too, as in Kratix: the way to resume one a pipeline suspended
-    // without a `retryAfter`.
-    let manual = subject.manual_reconcile();
-    let observed = Observed {
+    let decided = decide(
+        subject,
         action,
-        pipelines: &names,
-        hash: &subject.hash,
-        runs: &records,
-        manual_reconcile: manual,
-        retry_failures: rt.settings.intervals.after_failure,
-        now_ms: now_ms(),
-    };
-    let step = workflow::next_step(&observed);
-    let mut started = None;
-    if let Step::Start { index, .. } = &step {
-        let pipeline = &pipelines[*index];
-        let at = Position {
-            index: *index,
-            last: *index + 1 == pipelines.len(),
-            attempt: workflow::run_attempt(&observed, &step),
-        };
-        started = Some(start_run(rt, subject, action, pipeline, at).await?);
-        let message = format!(
-            "{} pipeline {} ({} of {}) started",
-            action.as_str(),
-            pipeline.name(),
-            index + 1,
-            pipelines.len()
-        );
-        events::record(&rt.cp, &subject.object, Reason::PipelineStarted, &message).await;
-        if manual && action == Action::Configure {
-            // Conditions first: whoever waits for the label to go (`reconcile`, `apply`) must
-            // then see the re-run in progress, not the previous run's outcome.
-            let in_progress = workflow::configure_conditions(&step, "", WorksState::Pending);
-            status::update_status(rt.cp.as_ref(), &subject.kind, &subject.key(), |_, s| {
-                status::set_conditions(s, in_progress.clone());
-            })
-            .await?;
-        }
-    }
-    if manual && matches!(step, Step::Start { .. } | Step::NothingToRun) {
+        &names,
+        &records,
+        rt.settings.intervals.after_failure,
+        now_ms(),
+    );
+    carry_out(rt, subject, action, pipelines, &decided, &runs).await?;
+    if decided.clears_manual_label() {
         status::update_object(rt.cp.as_ref(), &subject.kind, &subject.key(), |o| {
             if let Some(l) = o.metadata.labels.as_mut() {
                 l.remove(labels::MANUAL_RECONCILIATION);
@@ -76,18 +152,16 @@ pub async fn drive(
         })
         .await?;
     }
-    if workflow::prunes_after(&step) {
-        prune(rt, subject, action, &names, &runs, started).await?;
-    }
-    Ok((step, runs))
+    Ok((decided.step, runs))
 }
 
 /// Where a new run stands: its pipeline's index, whether that is the workflow's last, and the
 /// run's number among its pipeline's runs in the current attempt.
-struct Position {
-    index: usize,
-    last: bool,
-    attempt: u32,
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Position {
+    pub index: usize,
+    pub last: bool,
+    pub attempt: u32,
 }
 
 /// Creates the run of `pipeline`; its record as created.
@@ -245,8 +319,13 @@ pub fn pipelines_status(
 
 /// How long until the step wants another look without any change.
 pub fn wake_after(step: &Step) -> Option<std::time::Duration> {
+    wake_after_at(step, now_ms())
+}
+
+/// [`wake_after`] at `now` (milliseconds since the epoch).
+pub fn wake_after_at(step: &Step, now: i64) -> Option<std::time::Duration> {
     step.wake_at_ms().map(|at| {
-        let ms = (at - now_ms()).clamp(0, 24 * 3600 * 1000);
+        let ms = (at - now).clamp(0, 24 * 3600 * 1000);
         std::time::Duration::from_millis(u64::try_from(ms).unwrap_or(0) + 50)
     })
 }

@@ -12,7 +12,6 @@ use crate::api::object::{label, to_typed};
 use crate::api::versions::ResourceBindingStatus;
 use crate::api::{labels, names, Builtin, KindInfo, Object, ObjectKey};
 use crate::store::Selector;
-use crate::workflow::Step;
 
 use super::revisions::{self, ResolveError};
 use super::{now_rfc3339, status, Error, Runtime};
@@ -151,15 +150,14 @@ async fn find(rt: &Runtime, promise: &str, request: &Object) -> Result<Option<Ob
     Ok(found.pop())
 }
 
-/// After a reconcile of a bound request: its binding exists, and the binding's and the
-/// request's status say which version it runs with and how the upgrade went; the binding also
-/// carries the state and version of the request's `health` (`status.healthStatus`), if any.
+/// Records on the request's binding (made on first use) how the workflow for its version
+/// stands, and the request's health. The request's own `promiseVersion` and
+/// `resourceBindingVersion` are the caller's to write, from [`request_versions`].
 pub async fn record(
     rt: &Runtime,
-    kind: &KindInfo,
     request: &Object,
     pinned: &Pinned,
-    (step, failure): (&Step, &str),
+    outcome: Outcome<'_>,
     health: Option<&Value>,
 ) -> Result<(), Error> {
     let Some(bound) = &pinned.bound else {
@@ -170,7 +168,6 @@ pub async fn record(
         Some(b) => b.clone(),
         None => create(rt, &promise, request, &bound.desired).await?,
     };
-    let outcome = Outcome::of(step, failure);
     let now = now_rfc3339();
     status::update_typed_status(
         rt.cp.as_ref(),
@@ -185,14 +182,35 @@ pub async fn record(
         },
     )
     .await?;
-    status::update_status(rt.cp.as_ref(), kind, &ObjectKey::of(request), |_, s| {
-        if outcome == Outcome::Succeeded {
-            status::set_field(s, "promiseVersion", json!(bound.version));
-        }
-        status::set_field(s, "resourceBindingVersion", json!(bound.desired));
-    })
-    .await?;
     Ok(())
+}
+
+/// What a bound request records of its binding in its own status: `promiseVersion` (the
+/// version it last completed at, once it has) and `resourceBindingVersion` (what its binding
+/// asks for). `None` for a request of an unversioned Promise.
+pub fn request_versions(pinned: &Pinned, outcome: Outcome<'_>) -> Option<RequestVersions> {
+    let bound = pinned.bound.as_ref()?;
+    Some(RequestVersions {
+        completed: (outcome == Outcome::Succeeded).then(|| bound.version.clone()),
+        binding: bound.desired.clone(),
+    })
+}
+
+/// See [`request_versions`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestVersions {
+    pub completed: Option<String>,
+    pub binding: String,
+}
+
+impl RequestVersions {
+    /// Writes them into a request's status.
+    pub fn apply(&self, status: &mut Value) {
+        if let Some(version) = &self.completed {
+            super::status::set_field(status, "promiseVersion", json!(version));
+        }
+        super::status::set_field(status, "resourceBindingVersion", json!(self.binding));
+    }
 }
 
 /// Creates a request's binding at `version`.

@@ -2,34 +2,26 @@
 //! going away.
 
 use crate::api::object::label;
-use crate::api::pipeline::Pipeline;
 use crate::api::{labels, KindInfo, Object, ObjectKey};
 
 use super::super::subject::{runs_of, Subject};
 use super::super::{status, Error, Runtime};
 use super::query::selector;
 
-/// Deletes the Works of pipelines no longer in the workflow. Returns whether any was deleted.
-pub async fn delete_obsolete(
-    rt: &Runtime,
-    works: &[Object],
-    pipelines: &[Pipeline],
-) -> Result<bool, Error> {
-    let current: Vec<String> = pipelines.iter().map(|p| p.name().to_string()).collect();
-    let obsolete: Vec<Object> = works
+/// The Works of pipelines no longer in the workflow that are not going yet (pure).
+pub fn obsolete(works: &[Object], pipelines: &[String]) -> Vec<Object> {
+    works
         .iter()
         .filter(|w| label(w, labels::WORK_TYPE) != Some("static-dependency"))
         .filter(|w| {
             let pipeline = label(w, labels::PIPELINE_NAME)
                 .unwrap_or_default()
                 .to_string();
-            !crate::workflow::obsolete_pipelines(&[pipeline], &current).is_empty()
+            !crate::workflow::obsolete_pipelines(&[pipeline], pipelines).is_empty()
         })
         .filter(|w| w.metadata.deletion_timestamp.is_none())
         .cloned()
-        .collect();
-    delete_works(rt, &obsolete, "configure").await?;
-    Ok(!obsolete.is_empty())
+        .collect()
 }
 
 /// Marks why the Works go, then deletes them (their placements' files follow).

@@ -12,9 +12,7 @@ mod state;
 
 pub use controller::reconcile;
 pub use create::{sync_static_dependencies, upsert_from_run};
-pub use delete::{
-    delete_all_of_promise, delete_obsolete, delete_runs, delete_works, remove_with_reason,
-};
+pub use delete::{delete_all_of_promise, delete_runs, delete_works, obsolete, remove_with_reason};
 pub use landed::where_files_landed;
 pub use query::works_of;
-pub use state::{works_state, works_succeeded_condition};
+pub use state::{works_state, works_state_with, works_succeeded_condition};

@@ -9,10 +9,11 @@ use super::super::status;
 /// generation they were written for, so a Work that a new run just changed is pending whatever
 /// its previous generation said; a Work being deleted (a removed pipeline's) is pending until
 /// its files have left the stores.
-fn ready_message(work: &Object) -> String {
+fn ready_message(work: &Object, going: bool) -> String {
     let s: WorkStatus = status::status_or_default(work);
     if s.observed_generation != work.metadata.generation
         || work.metadata.deletion_timestamp.is_some()
+        || going
     {
         return "Pending".to_string();
     }
@@ -25,10 +26,19 @@ fn ready_message(work: &Object) -> String {
 
 /// The aggregate of Works' `Ready` messages, failing before pending before misplaced.
 pub fn works_state(works: &[Object]) -> WorksState {
+    works_state_with(works, &[])
+}
+
+/// [`works_state`], with the Works of `going` (being deleted now) pending as well.
+pub fn works_state_with(works: &[Object], going: &[Object]) -> WorksState {
     if works.is_empty() {
         return WorksState::NoWorks;
     }
-    let messages: Vec<String> = works.iter().map(ready_message).collect();
+    let is_going = |w: &Object| going.iter().any(|g| g.metadata.name == w.metadata.name);
+    let messages: Vec<String> = works
+        .iter()
+        .map(|w| ready_message(w, is_going(w)))
+        .collect();
     if messages.iter().any(|m| m == "Failing") {
         WorksState::Failing
     } else if messages.iter().any(|m| m != "Ready" && m != "Misplaced") {

@@ -12,14 +12,16 @@ use crate::api::{
     finalizers, labels, promise_api, Object, ObjectKey, Promise, PromiseStatus, GROUP,
 };
 use crate::store::Selector;
-use crate::workflow::{Action, Step, WorkflowType};
+use crate::workflow::{Action, WorkflowType};
 
-use super::lifecycle::{self, Configured};
+mod decide;
+
+use super::lifecycle;
 use super::promise_status::{self, Summary};
 use super::requirements::{self, Installed, Requirements};
 use super::subject::Subject;
 use super::{
-    intervals, keyed_status, lookups, pausing, revisions, status, workflows, works, Error, Next,
+    intervals, keyed_status, lookups, now_ms, pausing, revisions, status, works, Error, Next,
     Runtime,
 };
 
@@ -109,8 +111,6 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
     let requirements = requirements_of(rt, &promise, &obj).await?;
     let before: PromiseStatus = status::status_or_default(&obj);
     let required_by = promise_status::required_by(&name, &lookups::typed_promises(rt).await?);
-    let required_by = serde_json::to_value(&required_by)
-        .map_err(|source| Error::malformed(&obj, "Promise", source))?;
     if !requirements.fulfilled() {
         // Nothing is installed and no workflow runs until every required Promise is there;
         // a change to any Promise wakes the Promises that require it.
@@ -124,7 +124,11 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
             status::set_field(s, "observedGeneration", json!(generation));
             status::set_field(s, "status", json!("Unavailable"));
             status::set_field(s, "version", json!(version));
-            promise_status::set_list(s, "requiredBy", &required_by);
+            promise_status::set_list(
+                s,
+                "requiredBy",
+                &serde_json::to_value(&required_by).unwrap_or_default(),
+            );
             promise_status::set_kratix(
                 s,
                 &Summary {
@@ -142,77 +146,48 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
     works::sync_static_dependencies(rt, &promise).await?;
 
     let configure = pipelines(&promise, WorkflowType::Promise, Action::Configure)?;
-    let Configured {
-        step,
-        records,
-        works_state,
-        mut conditions,
-        ..
-    } = lifecycle::configure(rt, &subject, &configure).await?;
-    let available = lifecycle::finished(&step);
-    conditions.push(promise_status::available_condition(&step));
-    conditions.push(works::works_succeeded_condition(works_state));
-    let api = promise_api::request_kind(&promise).ok().flatten();
-    let generation = obj.metadata.generation;
-    let pipelines_status = serde_json::to_value(workflows::pipelines_status(
-        rt,
-        Action::Configure,
-        &configure,
-        &records,
-        &subject.hash,
-    ))
-    .map_err(|source| Error::malformed(&obj, "Promise", source))?;
-    let was_available = before.status.as_deref() == Some("Available");
-    let summary = Summary {
-        status: if available {
-            "Available"
-        } else {
-            "Unavailable"
-        },
-        version: version.clone(),
-        api: api.as_ref().map(|api| {
-            (
-                api.kind.kind.clone(),
-                api.kind.api_version().to_ascii_lowercase(),
-            )
-        }),
-        last_available_time: promise_status::last_available_time(
-            before.last_available_time.as_deref(),
-            was_available,
-            available,
-            &super::kube_time::rfc3339_secs(super::now_ms()).unwrap_or_default(),
-        ),
-    };
     let names = keyed_status::names(&configure);
-    let keyed = keyed_status::inputs(rt, &subject, Action::Configure, &names, &records, &step);
-    let (workflows, succeeded, failed) =
-        promise_status::workflow_counters(configure.len(), matches!(step, Step::Completed { .. }));
-    status::update_status(rt.cp.as_ref(), &kind, &subject.key(), |_, s| {
-        set_requirements(s, &requirements);
-        status::set_conditions(s, conditions.clone());
-        status::set_field(s, "observedGeneration", json!(generation));
-        status::set_field(s, "status", json!(summary.status));
-        status::set_field(s, "version", json!(version));
-        if let Some((kind, api_version)) = &summary.api {
-            status::set_field(s, "kind", json!(kind));
-            status::set_field(s, "apiVersion", json!(api_version));
-        }
-        status::set_field(s, "workflows", json!(workflows));
-        status::set_field(s, "workflowsSucceeded", json!(succeeded));
-        status::set_field(s, "workflowsFailed", json!(failed));
-        if let Some(at) = &summary.last_available_time {
-            status::set_field(s, "lastAvailableTime", json!(at));
-        }
-        promise_status::set_list(s, "requiredBy", &required_by);
-        promise_status::set_kratix(s, &summary);
-        keyed_status::update(s, &keyed);
-        status::set_field(s, "pipelines", pipelines_status.clone());
-        if matches!(step, Step::Completed { .. }) {
-            status::set_field(s, "message", json!("Promise configured"));
-        }
-    })
-    .await?;
-    if available && !was_available {
+    // Observe: the workflow's runs and Works.
+    let (runs, promise_works) = lifecycle::observe_configure(rt, &subject).await?;
+    let now = now_ms();
+    let retry_failures = rt.settings.intervals.after_failure;
+    let configured =
+        lifecycle::plan_configure(&subject, &names, &runs, &promise_works, retry_failures, now);
+    // Decide.
+    let decision = decide::decide(&decide::Observed {
+        configured: &configured,
+        names: &names,
+        hash: &subject.hash,
+        generation: obj.metadata.generation,
+        before: &before,
+        requirements: &requirements,
+        required_by: &required_by,
+        version: &version,
+        api: promise_api::request_kind(&promise)
+            .ok()
+            .flatten()
+            .map(|api| {
+                (
+                    api.kind.kind.clone(),
+                    api.kind.api_version().to_ascii_lowercase(),
+                )
+            }),
+        interval: intervals::plan(
+            &obj,
+            &rt.settings.intervals,
+            configured.step(),
+            &configured.records,
+            subject.manual_reconcile(),
+            now,
+        ),
+        retry_failures,
+        now_ms: now,
+    });
+    // Act: the run it starts and the Works that go, then the Promise's status in one write,
+    // its event and labels.
+    lifecycle::carry_out_configure(rt, &subject, &configure, &configured, &runs).await?;
+    status::update_status_of(rt.cp.as_ref(), &kind, &obj, |_, s| decision.status.apply(s)).await?;
+    if decision.became_available {
         events::record(
             &rt.cp,
             &obj,
@@ -221,11 +196,23 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
         )
         .await;
     }
-    if available {
+    if decision.clear_manual_label || decision.rerun_label {
+        if decision.rerun_label {
+            tracing::info!(promise = %name, "reconciliation interval passed; running the workflow again");
+        }
+        status::update_object(rt.cp.as_ref(), &kind, &subject.key(), |o| {
+            if decision.rerun_label {
+                intervals::label_for_rerun(o);
+            } else if let Some(l) = o.metadata.labels.as_mut() {
+                l.remove(labels::MANUAL_RECONCILIATION);
+            }
+        })
+        .await?;
+    }
+    if decision.available {
         intervals::reconcile_resources(rt, &obj).await?;
     }
-    let periodic = intervals::schedule(rt, &subject, &obj, &step, &records).await?;
-    Ok(intervals::sooner(workflows::wake_after(&step), periodic).map_or(Next::Done, Next::After))
+    Ok(decision.next)
 }
 
 /// The message of a `RequirementsNotFulfilled` event when the requirements were fulfilled (or

@@ -1,0 +1,147 @@
+//! Tables of cases for the Promise's decisions.
+
+use super::*;
+use serde_json::json;
+
+use super::super::super::lifecycle::plan_configure;
+use super::super::super::requirements::Requirements;
+use super::super::super::subject::Subject;
+use crate::api::{Object, PromiseStatus};
+use crate::workflow::{RunPhase, RunRecord, WorkflowType};
+
+const NOW: i64 = 1_800_000_000_000;
+
+fn subject() -> Subject {
+    Subject {
+        kind: crate::platform::builtin(crate::api::Builtin::Promise),
+        object: serde_json::from_value(json!({
+            "apiVersion": crate::api::API_VERSION, "kind": "Promise",
+            "metadata": {"name": "db", "generation": 3},
+            "spec": {},
+        }))
+        .expect("an object"),
+        promise_name: "db".into(),
+        workflow_type: WorkflowType::Promise,
+        hash: "h".into(),
+        promise_version: "not-set".into(),
+    }
+}
+
+fn succeeded(sequence: i64, pipeline: &str, index: usize) -> (Object, RunRecord) {
+    let object = serde_json::from_value(json!({
+        "apiVersion": crate::api::API_VERSION, "kind": "PipelineRun",
+        "metadata": {"name": format!("db-{pipeline}-{sequence}"), "namespace": "kratix-platform-system"},
+    }))
+    .expect("an object");
+    let record = RunRecord {
+        sequence,
+        pipeline_name: pipeline.into(),
+        pipeline_index: index,
+        action: crate::workflow::Action::Configure,
+        hash: "h".into(),
+        phase: RunPhase::Succeeded,
+        completion_time_ms: Some(NOW - 1000),
+        suspend: None,
+        progress: None,
+        attempt: 1,
+    };
+    (object, record)
+}
+
+#[test]
+fn available_once_configured_and_said_once() {
+    let names = vec!["a".to_string(), "b".to_string()];
+    let done = vec![succeeded(1, "a", 0), succeeded(2, "b", 1)];
+    let available = PromiseStatus {
+        status: Some("Available".into()),
+        last_available_time: Some("2026-01-01T00:00:00Z".into()),
+        ..PromiseStatus::default()
+    };
+    let cases = [
+        // (case, runs, before, status, became available, message, counters)
+        (
+            "first look",
+            vec![],
+            PromiseStatus::default(),
+            "Unavailable",
+            false,
+            None,
+            json!([2, 0, 0]),
+        ),
+        (
+            "configured now",
+            done.clone(),
+            PromiseStatus::default(),
+            "Available",
+            true,
+            Some("Promise configured"),
+            json!([2, 2, 0]),
+        ),
+        (
+            "configured before",
+            done.clone(),
+            available.clone(),
+            "Available",
+            false,
+            Some("Promise configured"),
+            json!([2, 2, 0]),
+        ),
+    ];
+    let subject = subject();
+    for (name, runs, before, want_status, want_became, message, counters) in cases {
+        let configured = plan_configure(&subject, &names, &runs, &[], true, NOW);
+        let requirements = Requirements {
+            statuses: vec![],
+            condition: None,
+        };
+        let d = decide(&Observed {
+            configured: &configured,
+            names: &names,
+            hash: "h",
+            generation: Some(3),
+            before: &before,
+            requirements: &requirements,
+            required_by: &[],
+            version: "not-set",
+            api: Some(("Database".into(), "example.com/v1".into())),
+            interval: (None, false),
+            retry_failures: true,
+            now_ms: NOW,
+        });
+        let mut status = serde_json::to_value(&before).expect("a status");
+        d.status.apply(&mut status);
+        assert_eq!(status["status"], want_status, "{name}: {status:#}");
+        assert_eq!(status["kratix"]["status"], want_status, "{name}");
+        assert_eq!(d.became_available, want_became, "{name}");
+        assert_eq!(d.available, want_status == "Available", "{name}");
+        assert_eq!(status["message"].as_str(), message, "{name}");
+        assert_eq!(
+            json!([
+                status["workflows"],
+                status["workflowsSucceeded"],
+                status["workflowsFailed"]
+            ]),
+            counters,
+            "{name}"
+        );
+        assert_eq!(status["kind"], "Database", "{name}");
+        assert_eq!(status["observedGeneration"], 3, "{name}");
+        assert_eq!(
+            status.pointer("/lastAvailableTime").is_some(),
+            want_status == "Available",
+            "{name}: {status:#}"
+        );
+        let phases: Vec<&str> = status["pipelines"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p["phase"].as_str())
+            .collect();
+        let want_phases = if runs.is_empty() {
+            ["Running", "Pending"]
+        } else {
+            ["Succeeded", "Succeeded"]
+        };
+        assert_eq!(phases, want_phases, "{name}");
+    }
+}

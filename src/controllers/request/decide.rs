@@ -1,0 +1,218 @@
+//! What a request's reconcile decides, with no I/O: from what it observed (its Promise, its
+//! configure workflow's runs and Works, where their files landed, its health), the request's
+//! whole new status, the labels it sets or clears, and when to look again. The reconcile writes
+//! the status once.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::api::workflow_status::{Landing, PipelineStatusEntry};
+use crate::api::{Condition, ConditionStatus};
+use crate::workflow::{self, Action, KeyedInputs, Step, CONFIGURE_WORKFLOW_COMPLETED};
+
+use super::super::bindings::{Outcome, RequestVersions};
+use super::super::lifecycle::{finished, Configured};
+use super::super::{keyed_status, kube_time, status, workflows, Next};
+
+/// `status.message` while the request waits (for its Promise, or its first workflow).
+pub(super) const PENDING: &str = "Pending";
+
+/// Requests wait for their Promise: it must say `Available` and not be going away.
+pub(super) fn promise_available(says_available: bool, deleting: bool) -> bool {
+    says_available && !deleting
+}
+
+/// The request's `PromiseAvailable` condition.
+pub(super) fn promise_available_condition(available: bool, promise_name: &str) -> Condition {
+    if available {
+        Condition::new(
+            "PromiseAvailable",
+            ConditionStatus::True,
+            "PromiseAvailable",
+            "Promise is available",
+        )
+    } else {
+        Condition::new(
+            "PromiseAvailable",
+            ConditionStatus::False,
+            "PromiseNotAvailable",
+            &format!("Promise {promise_name} is not available yet"),
+        )
+    }
+}
+
+/// The request's `status.message` to write, if it changes: `Pending` while its first workflow
+/// runs, `Resource requested` once it completed or when its Promise has no configure workflow
+/// (so that it agrees with `Reconciled`) — unless a pipeline wrote a message of its own.
+pub(super) fn request_message(step: &Step, current: Option<&Value>) -> Option<&'static str> {
+    match step {
+        Step::Completed { .. } | Step::NothingToRun => {
+            let current = current.and_then(Value::as_str).unwrap_or(PENDING);
+            (current == PENDING).then_some("Resource requested")
+        }
+        Step::Start { .. } | Step::Wait => current.is_none().then_some(PENDING),
+        _ => None,
+    }
+}
+
+/// The conditions of a request whose Promise is not available: `PromiseAvailable` False, and
+/// `Reconciled` Unknown with the same `Pending` as `status.message`, whatever the request's
+/// last workflow achieved (it may run again once the Promise is back).
+pub(super) fn waiting_for_promise(promise_name: &str) -> Vec<Condition> {
+    vec![
+        promise_available_condition(false, promise_name),
+        Condition::new(
+            workflow::RECONCILED,
+            ConditionStatus::Unknown,
+            "PromiseNotAvailable",
+            PENDING,
+        ),
+    ]
+}
+
+/// What a request's configure reconcile observed, beside its workflow's plan.
+#[derive(Debug)]
+pub(super) struct Observed<'a> {
+    pub configured: &'a Configured,
+    /// The configure workflow's pipelines, by name.
+    pub names: &'a [String],
+    pub hash: &'a str,
+    pub generation: Option<i64>,
+    pub promise_name: &'a str,
+    /// The generation of the Promise the request's status is written for.
+    pub promise_generation: Option<i64>,
+    /// Per pipeline, where its files landed.
+    pub landed: &'a HashMap<String, Vec<Landing>>,
+    /// `status.healthStatus` as it should be now.
+    pub health: Option<&'a Value>,
+    /// For a request of a versioned Promise: the versions it records (see
+    /// [`super::super::bindings::request_versions`]).
+    pub versions: Option<RequestVersions>,
+    /// The periodic re-run: the delay until it is due, or whether it is due now.
+    pub interval: (Option<Duration>, bool),
+    pub retry_failures: bool,
+    pub now_ms: i64,
+}
+
+/// What the reconcile does about the request itself.
+#[derive(Debug)]
+pub(super) struct Decision<'a> {
+    pub status: StatusChange<'a>,
+    /// Clear `kratix.io/manual-reconciliation`: the re-run it asked for has started.
+    pub clear_manual_label: bool,
+    /// Set `kratix.io/manual-reconciliation`: the reconciliation interval has passed.
+    pub rerun_label: bool,
+    pub next: Next,
+}
+
+/// How the request's binding sees its workflow: its outcome, with the failed pipeline's message.
+pub(super) fn binding_outcome(configured: &Configured) -> Outcome<'_> {
+    let failure = crate::api::condition::find(&configured.conditions, CONFIGURE_WORKFLOW_COMPLETED)
+        .map(|c| c.message.as_str())
+        .unwrap_or_default();
+    Outcome::of(configured.step(), failure)
+}
+
+/// Decides the request's status, labels and next look from what it observed.
+pub(super) fn decide<'a>(o: &Observed<'a>) -> Decision<'a> {
+    let configured = o.configured;
+    let step = configured.step();
+    let mut conditions = configured.conditions.clone();
+    conditions.push(promise_available_condition(true, o.promise_name));
+    if finished(step) {
+        conditions.push(super::super::works::works_succeeded_condition(
+            configured.works_state,
+        ));
+    }
+    let pipelines: Vec<PipelineStatusEntry> = workflow::pipeline_statuses(
+        Action::Configure,
+        o.names,
+        &configured.records,
+        o.hash,
+        o.retry_failures,
+    )
+    .into_iter()
+    .map(|s| PipelineStatusEntry {
+        destinations: o.landed.get(&s.name).cloned(),
+        name: s.name,
+        phase: s.phase.as_str(),
+        attempts: s.attempts,
+        message: s.message,
+        next_retry_at: s.next_retry_at_ms.and_then(kube_time::rfc3339_secs),
+    })
+    .collect();
+    let keyed = KeyedInputs {
+        action: Action::Configure,
+        pipelines: o.names,
+        runs: &configured.records,
+        hash: o.hash,
+        retry_failures: o.retry_failures,
+        step,
+        generation: o.generation,
+        now_ms: o.now_ms,
+    };
+    let (periodic, rerun_label) = o.interval;
+    let next = super::super::intervals::sooner(workflows::wake_after_at(step, o.now_ms), periodic)
+        .map_or(Next::Done, Next::After);
+    Decision {
+        status: StatusChange {
+            conditions,
+            keyed,
+            health: o.health.cloned(),
+            generation: o.generation,
+            promise_generation: o.promise_generation,
+            pipelines: serde_json::to_value(&pipelines).unwrap_or(Value::Null),
+            workflows: o.names.len(),
+            step,
+            versions: o.versions.clone(),
+        },
+        clear_manual_label: configured.decided.clears_manual_label(),
+        rerun_label,
+        next,
+    }
+}
+
+/// The request's new status, applied to the status as stored (a write that conflicts applies it
+/// again to the newer one).
+#[derive(Debug)]
+pub(super) struct StatusChange<'a> {
+    conditions: Vec<Condition>,
+    keyed: KeyedInputs<'a>,
+    health: Option<Value>,
+    generation: Option<i64>,
+    promise_generation: Option<i64>,
+    pipelines: Value,
+    workflows: usize,
+    step: &'a Step,
+    versions: Option<RequestVersions>,
+}
+
+impl StatusChange<'_> {
+    pub(super) fn apply(&self, s: &mut Value) {
+        status::set_conditions(s, self.conditions.clone());
+        keyed_status::update(s, &self.keyed);
+        if let Some(health) = &self.health {
+            status::set_field(s, "healthStatus", health.clone());
+        }
+        status::set_field(s, "observedGeneration", json!(self.generation));
+        // Lets waiting commands tell a status written for the current Promise from an older one.
+        status::set_field(
+            s,
+            "observedPromiseGeneration",
+            json!(self.promise_generation),
+        );
+        status::set_field(s, "pipelines", self.pipelines.clone());
+        status::set_field(s, "workflows", json!(self.workflows));
+        if let Some(message) = request_message(self.step, s.get("message")) {
+            status::set_field(s, "message", json!(message));
+        }
+        if let Some(versions) = &self.versions {
+            versions.apply(s);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
