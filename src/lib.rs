@@ -15,8 +15,4 @@ pub mod kube;
 pub mod metrics;
 pub mod pipeline;
 pub mod platform;
-pub mod scheduler;
 pub mod store;
-pub mod workflow;
-pub mod works;
-pub mod writer;

@@ -111,6 +111,39 @@ impl WorkSpec {
     }
 }
 
+/// A workload's `content` could not be decoded.
+#[derive(Debug, thiserror::Error)]
+pub enum ContentError {
+    #[error("content is not base64")]
+    Base64(#[source] base64::DecodeError),
+    #[error("content is not gzip")]
+    Gunzip(#[source] std::io::Error),
+}
+
+/// A workload's `content` as Works store it: base64 (standard alphabet) of gzip of the bytes.
+pub fn encode_content(bytes: &[u8]) -> std::io::Result<String> {
+    use base64::Engine;
+    use std::io::Write;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    encoder.write_all(bytes)?;
+    let gz = encoder.finish()?;
+    Ok(base64::engine::general_purpose::STANDARD.encode(gz))
+}
+
+/// The bytes of a workload's `content` (see [`encode_content`]).
+pub fn decode_content(content: &str) -> Result<Vec<u8>, ContentError> {
+    use base64::Engine;
+    use std::io::Read;
+    let gz = base64::engine::general_purpose::STANDARD
+        .decode(content.trim())
+        .map_err(ContentError::Base64)?;
+    let mut bytes = Vec::new();
+    flate2::read::GzDecoder::new(gz.as_slice())
+        .read_to_end(&mut bytes)
+        .map_err(ContentError::Gunzip)?;
+    Ok(bytes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

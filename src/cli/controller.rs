@@ -113,7 +113,7 @@ pub struct ControllerArgs {
     /// latest`, following each new Promise version) or `pinned` (the version current when the
     /// request is made).
     #[arg(long, env = crate::controllers::BINDING_VERSION_ENV, value_enum, default_value_t)]
-    pub resource_binding_version: crate::controllers::bindings::Strategy,
+    pub resource_binding_version: crate::controllers::request::binding::Strategy,
     /// The ServiceAccount this controller runs as (`namespace/name`; deploy/ sets it). It is
     /// granted `delete` on each Promise's request kind as the kind is installed, so that deleting
     /// a Promise can delete its requests without a right to delete every kind.

@@ -209,7 +209,7 @@ pub enum Command {
         /// latest`, following each new Promise version) or `pinned` (the version current when
         /// the request is made).
         #[arg(long, env = crate::controllers::BINDING_VERSION_ENV, value_enum)]
-        resource_binding_version: Option<crate::controllers::bindings::Strategy>,
+        resource_binding_version: Option<crate::controllers::request::binding::Strategy>,
         /// Serve `/metrics` (Prometheus text format) and `/healthz` on this address, e.g.
         /// `127.0.0.1:8080`; none without it.
         #[arg(long)]

@@ -130,7 +130,7 @@ fn workflow_settlement(obj: &Object) -> Settlement {
     let reconciled = condition(obj, "Reconciled");
     // Paused (by its label or its Promise's): nothing runs until the label goes, so there is
     // nothing to wait for; `apply` keeps a pause the file does not lift.
-    if cond_str(reconciled, "reason") == crate::controllers::pausing::PAUSED_REASON {
+    if cond_str(reconciled, "reason") == crate::controllers::workflow::pausing::PAUSED_REASON {
         return Settlement::Settled;
     }
     match cond_str(reconciled, "status").as_str() {

@@ -347,7 +347,7 @@ async fn refuse_protected(
             })?;
         if let Some(reason) = found
             .as_ref()
-            .and_then(controllers::revisions::deletion_refused)
+            .and_then(controllers::promise::revision::deletion_refused)
         {
             return Err(Error::Usage(format!("{key}: {reason}")));
         }

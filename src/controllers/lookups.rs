@@ -4,7 +4,7 @@
 use crate::api::{promise_api, KindInfo, Object, ObjectKey, Promise};
 use crate::store::Selector;
 
-use super::{Error, Runtime};
+use crate::controllers::{Error, Runtime};
 
 pub async fn promise(rt: &Runtime, name: &str) -> Result<Option<Object>, Error> {
     Ok(rt

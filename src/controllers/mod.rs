@@ -2,52 +2,20 @@
 //! pure decision function what to do, and acts. One process at a time runs them for a home (the
 //! holder of the home lock); everything they need to resume after a crash is stored.
 
-mod backoff;
-pub mod bindings;
-mod change_batch;
-mod claims;
-mod commit_message;
-pub mod destinations;
-mod drain;
-mod drift;
-mod executing;
-pub mod health;
-mod health_index;
-pub mod intervals;
-mod keyed_status;
+pub(crate) mod destination;
 mod kinds;
 mod kube_time;
-mod lifecycle;
 mod lookups;
 mod owners;
-pub mod pausing;
-mod placement_conditions;
-pub mod placements;
-pub mod promise;
-mod promise_status;
-mod pull_secrets;
-mod queue;
-mod readiness;
-mod release_fetch;
-pub mod releases;
-pub mod request;
-pub mod requirements;
-pub mod revisions;
-mod run_failure;
-mod run_loop;
-mod run_outcome;
-mod run_progress;
-mod run_record;
-pub mod runs;
+pub(crate) mod placement;
+pub(crate) mod promise;
+pub(crate) mod request;
+pub(crate) mod run;
+mod runtime;
 mod settings;
-pub mod state_stores;
 mod status;
-pub mod subject;
-mod workers;
-pub mod workflows;
-pub mod works;
-mod write_retry;
-mod write_summary;
+pub(crate) mod work;
+pub(crate) mod workflow;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -61,10 +29,10 @@ use crate::platform::{builtin, Platform};
 use crate::store::{self, ControlPlane, Selector};
 
 pub use kube_time::{now_ms, now_rfc3339};
-use queue::{Queue, Reason};
+use runtime::queue::{Queue, Reason};
+use runtime::workers::Finished;
 pub use settings::{parse_duration_setting, Settings, BINDING_VERSION_ENV};
 pub use statestores::error_chain::ErrorChain;
-use workers::Finished;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -97,7 +65,7 @@ pub enum Error {
     InvalidDependencies {
         key: ObjectKey,
         #[source]
-        source: crate::works::Error,
+        source: crate::controllers::work::from_output::Error,
     },
     /// A Destination's path makes no valid state-store key.
     #[error("{key} is not a valid Destination")]
@@ -121,7 +89,7 @@ pub enum Error {
     Run {
         run: String,
         #[source]
-        source: run_failure::Error,
+        source: run::failure::Error,
     },
 }
 
@@ -136,7 +104,7 @@ impl Error {
     }
 
     /// The run named `run` could not be carried out.
-    fn run(run: &str, source: impl Into<run_failure::Error>) -> Self {
+    fn run(run: &str, source: impl Into<run::failure::Error>) -> Self {
         Error::Run {
             run: run.into(),
             source: source.into(),
@@ -158,11 +126,11 @@ pub enum Next {
 pub struct Runtime {
     pub platform: Platform,
     pub cp: Arc<dyn ControlPlane>,
-    pub state_stores: Arc<state_stores::Cache>,
+    pub state_stores: Arc<destination::state_stores::Cache>,
     /// What carries out pipeline runs.
     pub pipelines: Arc<dyn crate::pipeline::Executor>,
     /// Who this controller instance is, as recorded in the runs it claims.
-    pub executor: claims::Executor,
+    pub executor: run::claims::Executor,
     /// Pipeline runs this instance is carrying out, each in a task of its own.
     running: Arc<Mutex<HashMap<ObjectKey, JoinHandle<()>>>>,
     /// One permit per pipeline run that may execute at once (`Settings::max_parallel`).
@@ -175,11 +143,11 @@ pub struct Runtime {
     /// The kinds of the home, kept between reconciles.
     kinds: Arc<kinds::Kinds>,
     /// Which HealthRecords name which request, kept from what the controllers see.
-    health_records: Arc<health_index::HealthIndex>,
+    health_records: Arc<request::health_index::HealthIndex>,
     /// Reconciles done per controller, and whether the controllers have started.
     pub metrics: Arc<crate::metrics::Metrics>,
     /// When each written placement was last checked for drift in the store.
-    drift: Arc<drift::Clock>,
+    drift: Arc<placement::drift::Clock>,
     /// When set, stopping first carries out what is already set off, for at most this long
     /// (see [`Runtime::draining_on_stop`]).
     drain_on_stop: Option<Duration>,
@@ -192,14 +160,14 @@ impl Runtime {
         let cp = platform.control_plane();
         let settings = Settings::from_env();
         Self {
-            state_stores: Arc::new(state_stores::Cache::new(
+            state_stores: Arc::new(destination::state_stores::Cache::new(
                 platform.cache_dir(),
                 platform.home.clone(),
             )),
             platform,
             cp,
             pipelines: Arc::new(crate::pipeline::Local),
-            executor: claims::Executor::this_process(),
+            executor: run::claims::Executor::this_process(),
             running: Arc::new(Mutex::new(HashMap::new())),
             owners_seen: Arc::new(Mutex::new(std::collections::HashMap::new())),
             pipeline_slots: Arc::new(tokio::sync::Semaphore::new(settings.max_parallel)),
@@ -224,7 +192,7 @@ impl Runtime {
     }
 
     /// Opens state stores through `cache` instead of one of its own.
-    pub fn with_state_stores(mut self, cache: Arc<state_stores::Cache>) -> Self {
+    pub fn with_state_stores(mut self, cache: Arc<destination::state_stores::Cache>) -> Self {
         self.state_stores = cache;
         self
     }
@@ -238,7 +206,7 @@ impl Runtime {
 
     /// Binds new requests of versioned Promises as `strategy` says, instead of the setting
     /// from the environment.
-    pub fn with_binding_strategy(mut self, strategy: bindings::Strategy) -> Self {
+    pub fn with_binding_strategy(mut self, strategy: request::binding::Strategy) -> Self {
         self.settings.binding_strategy = strategy;
         self
     }
@@ -307,7 +275,7 @@ impl Runtime {
     /// Recovers interrupted runs, starts removing old events, queues everything, and opens the
     /// change feed.
     async fn start_up(&self, queue: &mut Queue) -> Result<(ChangeFeed, String), Error> {
-        runs::recover_interrupted(self).await?;
+        run::recover_interrupted(self).await?;
         crate::events::sweep_in_background(&self.cp);
         self.resync(queue).await
     }
@@ -355,13 +323,15 @@ impl Runtime {
         }
         match kind.kind.as_str() {
             "Promise" => promise::reconcile(self, obj).await,
-            "PipelineRun" => runs::reconcile(self, obj).await,
-            "Work" => works::reconcile(self, obj).await,
-            "WorkPlacement" => placements::reconcile(self, obj).await,
-            "Destination" => destinations::reconcile(self, obj).await,
-            "GitStateStore" | "BucketStateStore" => state_stores::reconcile(self, &kind, obj).await,
-            "PromiseRevision" => revisions::reconcile(self, obj).await,
-            "PromiseRelease" => releases::reconcile(self, obj).await,
+            "PipelineRun" => run::reconcile(self, obj).await,
+            "Work" => work::reconcile(self, obj).await,
+            "WorkPlacement" => placement::reconcile(self, obj).await,
+            "Destination" => destination::reconcile(self, obj).await,
+            "GitStateStore" | "BucketStateStore" => {
+                destination::state_stores::reconcile(self, &kind, obj).await
+            }
+            "PromiseRevision" => promise::revision::reconcile(self, obj).await,
+            "PromiseRelease" => promise::release::reconcile(self, obj).await,
             _ => Ok(Next::Done),
         }
     }

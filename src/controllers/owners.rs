@@ -7,7 +7,14 @@ use crate::store::Selector;
 
 use crate::api::promise_release::RELEASE_NAME_LABEL;
 
-use super::{bindings, destinations, lookups, releases, revisions, state_stores, Error, Runtime};
+use crate::controllers::destination;
+use crate::controllers::destination::state_stores;
+use crate::controllers::lookups;
+use crate::controllers::promise::release;
+use crate::controllers::promise::revision;
+use crate::controllers::request::binding;
+use crate::controllers::Error;
+use crate::controllers::Runtime;
 
 impl Runtime {
     /// The objects to reconcile when `key` changed: itself and those that depend on it.
@@ -16,7 +23,7 @@ impl Runtime {
         if key.group.is_empty() {
             if key.kind == "Secret" {
                 out.extend(state_stores::stores_using_secret(self, key).await?);
-                out.extend(releases::using_secret(self, key).await?);
+                out.extend(release::using_secret(self, key).await?);
             }
             out.retain(|k| !k.group.is_empty());
             return Ok(out);
@@ -58,7 +65,7 @@ impl Runtime {
                 }
             }
             "GitStateStore" | "BucketStateStore" => {
-                out.extend(destinations::using_store(self, &key.kind, &key.name).await?);
+                out.extend(destination::using_store(self, &key.kind, &key.name).await?);
             }
             "Promise" => {
                 out.extend(lookups::request_keys(self, &key.name).await?);
@@ -70,7 +77,7 @@ impl Runtime {
             "PromiseRevision" => {
                 let promise = obj
                     .as_ref()
-                    .and_then(revisions::promise_key)
+                    .and_then(revision::promise_key)
                     .or_else(|| out.iter().find(|k| k.kind == "Promise").cloned());
                 if let Some(promise) = promise {
                     out.extend(lookups::request_keys(self, &promise.name).await?);
@@ -90,20 +97,20 @@ impl Runtime {
         if key.group == GROUP {
             return match key.kind.as_str() {
                 "PipelineRun" | "Work" => self.owner_of_workflow_object(obj).await,
-                "HealthRecord" => super::health::owners(self, obj).await,
+                "HealthRecord" => crate::controllers::request::health::owners(self, obj).await,
                 // A binding's request runs with the version it names.
                 "ResourceBinding" => {
                     let kind = match label(labels::PROMISE_NAME) {
                         Some(promise) => self.request_kind_of(promise).await?,
                         None => None,
                     };
-                    Ok(bindings::request_of(kind.as_ref(), obj)
+                    Ok(binding::request_of(kind.as_ref(), obj)
                         .into_iter()
                         .collect())
                 }
                 // A Promise keeps the revision of its current version: one deleted where
                 // nothing refuses it (Kubernetes has no admission for it here) comes back.
-                "PromiseRevision" => Ok(revisions::promise_key(obj).into_iter().collect()),
+                "PromiseRevision" => Ok(revision::promise_key(obj).into_iter().collect()),
                 // A release keeps the Promise it installed.
                 "Promise" => Ok(label(RELEASE_NAME_LABEL)
                     .map(|r| ObjectKey::new(GROUP, "PromiseRelease", None, r))

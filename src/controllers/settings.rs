@@ -2,7 +2,8 @@
 
 use std::time::Duration;
 
-use super::{intervals, write_retry};
+use crate::controllers::placement::retry;
+use crate::controllers::workflow::intervals;
 
 /// Tunables, from the environment.
 #[derive(Debug, Clone)]
@@ -29,7 +30,7 @@ pub struct Settings {
     pub max_parallel: usize,
     /// How a new request of a versioned Promise is bound to a version
     /// (`KRATIX_RESOURCE_BINDING_VERSION`: `floating`, the default, or `pinned`).
-    pub binding_strategy: super::bindings::Strategy,
+    pub binding_strategy: crate::controllers::request::binding::Strategy,
     /// Reconciliation intervals: `KRATIX_RECONCILIATION_INTERVAL` (a Go duration or seconds,
     /// default Kratix's `10h`), `KRATIX_MIN_RECONCILIATION_INTERVAL` (default `1m`, Kratix's
     /// floor) and `KRATIX_RECONCILE_AFTER_FAILURE` (default `true`).
@@ -61,11 +62,11 @@ impl Settings {
             shutdown_grace: Duration::from_secs(secs("KRATIX_SHUTDOWN_GRACE", 10)),
             write_retry_max: Duration::from_secs(secs(
                 "KRATIX_WRITE_RETRY_MAX",
-                write_retry::DEFAULT_MAX_RETRY.as_secs(),
+                retry::DEFAULT_MAX_RETRY.as_secs(),
             )),
             git_timeout: Duration::from_secs(secs("KRATIX_GIT_TIMEOUT", 60).max(1)),
             max_parallel: max_parallel(std::env::var("KRATIX_MAX_PARALLEL").ok().as_deref()),
-            binding_strategy: super::bindings::Strategy::parse(
+            binding_strategy: crate::controllers::request::binding::Strategy::parse(
                 std::env::var(BINDING_VERSION_ENV).ok().as_deref(),
             ),
             intervals: intervals::Policy {

@@ -9,7 +9,7 @@ use crate::api::condition::{set_condition, Condition};
 use crate::api::{KindInfo, Object, ObjectKey};
 use crate::store::{self, ControlPlane};
 
-use super::{now_rfc3339, Error};
+use crate::controllers::{now_rfc3339, Error};
 
 const ATTEMPTS: usize = 20;
 

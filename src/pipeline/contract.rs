@@ -1,6 +1,7 @@
 //! The `KRATIX_*` environment every pipeline container gets, named and valued as in Kratix.
 
-pub use crate::workflow::{Action as WorkflowAction, WorkflowType};
+pub use crate::controllers::workflow::decide::Action as WorkflowAction;
+pub use crate::controllers::workflow::decide::WorkflowType;
 
 /// The request a resource workflow runs for, as its Promise's CRD describes it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -100,7 +100,7 @@ pub enum Error {
     #[error("cannot prune what the {action} runs of {owner} left")]
     Prune {
         owner: String,
-        action: crate::workflow::Action,
+        action: crate::controllers::workflow::decide::Action,
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
@@ -262,7 +262,7 @@ pub trait Executor: std::fmt::Debug + Send + Sync + 'static {
     async fn prune(
         &self,
         owner: &Owner,
-        action: crate::workflow::Action,
+        action: crate::controllers::workflow::decide::Action,
         pipelines: &[String],
     ) -> Result<(), Error>;
 }
@@ -294,7 +294,7 @@ impl Executor for Local {
     async fn prune(
         &self,
         _owner: &Owner,
-        _action: crate::workflow::Action,
+        _action: crate::controllers::workflow::decide::Action,
         _pipelines: &[String],
     ) -> Result<(), Error> {
         Ok(())

@@ -232,7 +232,7 @@ pub(super) fn check_reconciliation_interval(
         return Ok(());
     };
     let minimum = crate::controllers::Settings::from_env().intervals.minimum;
-    crate::controllers::intervals::check_setting(text, minimum)
+    crate::controllers::workflow::intervals::check_setting(text, minimum)
         .map_err(|reason| format!("spec.workflows.config.reconciliationInterval: {reason}"))
 }
 

@@ -3,7 +3,7 @@
 
 use crate::api::object::label;
 use crate::api::{labels, Object, Promise, GROUP};
-use crate::controllers::requirements;
+use crate::controllers::promise::requirements;
 
 use super::Prepared;
 

@@ -15,10 +15,11 @@ use std::time::Duration;
 use statestores::{Key, Overlay, StateStore};
 
 use crate::api::{Builtin, Destination, KindInfo, ObjectKey};
-use crate::controllers::state_stores::{Cache, Wrap};
+use crate::controllers::destination::state_stores::Cache;
+use crate::controllers::destination::state_stores::Wrap;
+use crate::controllers::placement::layout::destination_root;
 use crate::platform::{builtin, Platform};
 use crate::store::Selector;
-use crate::writer::layout::destination_root;
 
 use super::driver::Driver;
 use super::{apply, documents, wait};

@@ -11,12 +11,22 @@ use crate::api::promise::RequiredBy;
 use crate::api::promise::RequiredPromiseStatus;
 use crate::api::workflow_status::PipelineStatusEntry;
 use crate::api::PromiseStatus;
-use crate::workflow::{self, Action, KeyedInputs, Step};
+use crate::controllers::workflow::decide;
+use crate::controllers::workflow::decide::Action;
+use crate::controllers::workflow::decide::KeyedInputs;
+use crate::controllers::workflow::decide::Step;
 
-use super::super::lifecycle::{finished, Configured};
-use super::super::promise_status::{self, Summary};
-use super::super::requirements::Requirements;
-use super::super::{intervals, keyed_status, kube_time, status, workflows, Next};
+use crate::controllers::kube_time;
+use crate::controllers::promise::requirements::Requirements;
+use crate::controllers::promise::summary;
+use crate::controllers::promise::summary::Summary;
+use crate::controllers::status;
+use crate::controllers::workflow::drive;
+use crate::controllers::workflow::finished;
+use crate::controllers::workflow::intervals;
+use crate::controllers::workflow::keyed_status;
+use crate::controllers::workflow::Configured;
+use crate::controllers::Next;
 
 /// What a Promise's configure reconcile observed, beside its workflow's plan.
 #[derive(Debug)]
@@ -61,8 +71,8 @@ pub(super) fn decide<'a>(o: &Observed<'a>) -> Decision<'a> {
     let step = configured.step();
     let available = finished(step);
     let mut conditions = configured.conditions.clone();
-    conditions.push(promise_status::available_condition(step));
-    conditions.push(super::super::works::works_succeeded_condition(
+    conditions.push(summary::available_condition(step));
+    conditions.push(crate::controllers::work::works_succeeded_condition(
         configured.works_state,
     ));
     let was_available = o.before.status.as_deref() == Some("Available");
@@ -74,14 +84,14 @@ pub(super) fn decide<'a>(o: &Observed<'a>) -> Decision<'a> {
         },
         version: o.version.to_string(),
         api: o.api.clone(),
-        last_available_time: promise_status::last_available_time(
+        last_available_time: summary::last_available_time(
             o.before.last_available_time.as_deref(),
             was_available,
             available,
             &kube_time::rfc3339_secs(o.now_ms).unwrap_or_default(),
         ),
     };
-    let pipelines: Vec<PipelineStatusEntry> = workflow::pipeline_statuses(
+    let pipelines: Vec<PipelineStatusEntry> = decide::pipeline_statuses(
         Action::Configure,
         o.names,
         &configured.records,
@@ -99,7 +109,7 @@ pub(super) fn decide<'a>(o: &Observed<'a>) -> Decision<'a> {
     })
     .collect();
     let (periodic, rerun_label) = o.interval;
-    let next = intervals::sooner(workflows::wake_after_at(step, o.now_ms), periodic)
+    let next = intervals::sooner(drive::wake_after_at(step, o.now_ms), periodic)
         .map_or(Next::Done, Next::After);
     Decision {
         status: StatusChange {
@@ -108,7 +118,7 @@ pub(super) fn decide<'a>(o: &Observed<'a>) -> Decision<'a> {
             conditions,
             generation: o.generation,
             summary,
-            counters: promise_status::workflow_counters(
+            counters: summary::workflow_counters(
                 o.names.len(),
                 matches!(step, Step::Completed { .. }),
             ),
@@ -182,7 +192,7 @@ impl StatusChange<'_> {
         if let Ok(value) = serde_json::to_value(&typed) {
             *s = value;
         }
-        promise_status::set_kratix(s, &self.summary);
+        summary::set_kratix(s, &self.summary);
         keyed_status::update(s, &self.keyed);
     }
 }

@@ -1,6 +1,12 @@
 //! The Promise controller: static dependencies, the promise configure workflow, availability,
 //! and the ordered teardown (requests first, then the promise delete workflow, then its Works).
 
+mod decide;
+pub(crate) mod release;
+pub(crate) mod requirements;
+pub(crate) mod revision;
+pub(crate) mod summary;
+
 use crate::events::{self, Reason};
 use serde_json::{json, Value};
 
@@ -11,19 +17,25 @@ use crate::api::versions::run_version;
 use crate::api::{
     finalizers, labels, promise_api, Object, ObjectKey, Promise, PromiseStatus, GROUP,
 };
+use crate::controllers::workflow::decide::Action;
+use crate::controllers::workflow::decide::WorkflowType;
 use crate::store::Selector;
-use crate::workflow::{Action, WorkflowType};
 
-mod decide;
-
-use super::lifecycle;
-use super::promise_status::{self, Summary};
-use super::requirements::{self, Installed, Requirements};
-use super::subject::Subject;
-use super::{
-    intervals, keyed_status, lookups, now_ms, pausing, revisions, status, works, Error, Next,
-    Runtime,
-};
+use crate::controllers::lookups;
+use crate::controllers::now_ms;
+use crate::controllers::promise::requirements::Installed;
+use crate::controllers::promise::requirements::Requirements;
+use crate::controllers::promise::summary::Summary;
+use crate::controllers::status;
+use crate::controllers::work;
+use crate::controllers::workflow;
+use crate::controllers::workflow::intervals;
+use crate::controllers::workflow::keyed_status;
+use crate::controllers::workflow::pausing;
+use crate::controllers::workflow::subject::Subject;
+use crate::controllers::Error;
+use crate::controllers::Next;
+use crate::controllers::Runtime;
 
 fn typed(obj: &Object) -> Result<Promise, Error> {
     crate::api::object::to_typed(obj).map_err(|source| Error::malformed(obj, "Promise", source))
@@ -105,12 +117,12 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
         rt.cp.register_kind(&name, api).await?;
     }
     // Its current version's revision, before any request looks for it.
-    revisions::sync(rt, &obj).await?;
+    revision::sync(rt, &obj).await?;
 
-    let version = promise_status::version_of(&obj);
+    let version = summary::version_of(&obj);
     let requirements = requirements_of(rt, &promise, &obj).await?;
     let before: PromiseStatus = status::status_or_default(&obj);
-    let required_by = promise_status::required_by(&name, &lookups::typed_promises(rt).await?);
+    let required_by = summary::required_by(&name, &lookups::typed_promises(rt).await?);
     if !requirements.fulfilled() {
         // Nothing is installed and no workflow runs until every required Promise is there;
         // a change to any Promise wakes the Promises that require it.
@@ -124,12 +136,12 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
             status::set_field(s, "observedGeneration", json!(generation));
             status::set_field(s, "status", json!("Unavailable"));
             status::set_field(s, "version", json!(version));
-            promise_status::set_list(
+            summary::set_list(
                 s,
                 "requiredBy",
                 &serde_json::to_value(&required_by).unwrap_or_default(),
             );
-            promise_status::set_kratix(
+            summary::set_kratix(
                 s,
                 &Summary {
                     status: "Unavailable",
@@ -143,16 +155,16 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
         return Ok(Next::Done);
     }
 
-    works::sync_static_dependencies(rt, &promise).await?;
+    work::sync_static_dependencies(rt, &promise).await?;
 
     let configure = pipelines(&promise, WorkflowType::Promise, Action::Configure)?;
     let names = keyed_status::names(&configure);
     // Observe: the workflow's runs and Works.
-    let (runs, promise_works) = lifecycle::observe_configure(rt, &subject).await?;
+    let (runs, promise_works) = workflow::observe_configure(rt, &subject).await?;
     let now = now_ms();
     let retry_failures = rt.settings.intervals.after_failure;
     let configured =
-        lifecycle::plan_configure(&subject, &names, &runs, &promise_works, retry_failures, now);
+        workflow::plan_configure(&subject, &names, &runs, &promise_works, retry_failures, now);
     // Decide.
     let decision = decide::decide(&decide::Observed {
         configured: &configured,
@@ -185,7 +197,7 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
     });
     // Act: the run it starts and the Works that go, then the Promise's status in one write,
     // its event and labels.
-    lifecycle::carry_out_configure(rt, &subject, &configure, &configured, &runs).await?;
+    workflow::carry_out_configure(rt, &subject, &configure, &configured, &runs).await?;
     status::update_status_of(rt.cp.as_ref(), &kind, &obj, |_, s| decision.status.apply(s)).await?;
     if decision.became_available {
         events::record(
@@ -316,21 +328,21 @@ async fn teardown(rt: &Runtime, subject: &Subject, promise: &Promise) -> Result<
         }
     }
     let delete = pipelines(promise, WorkflowType::Promise, Action::Delete)?;
-    if let Some(next) = lifecycle::delete(rt, subject, &delete).await? {
+    if let Some(next) = workflow::delete(rt, subject, &delete).await? {
         return Ok(next);
     }
-    let remaining = works::delete_all_of_promise(rt, &subject.promise_name).await?;
+    let remaining = work::delete_all_of_promise(rt, &subject.promise_name).await?;
     if remaining > 0 {
         set_message(rt, subject, &format!("removing files of {remaining} Works")).await?;
         // Each Work's deletion wakes this Promise again.
         return Ok(Next::Done);
     }
-    works::delete_runs(rt, subject).await?;
+    work::delete_runs(rt, subject).await?;
     rt.pipelines.sweep(&subject.owner()).await?;
     if let Ok(Some(api)) = promise_api::request_kind(promise) {
         rt.cp.remove_kind(&subject.promise_name, &api.kind).await?;
     }
-    revisions::delete_all(rt, &subject.promise_name).await?;
+    revision::delete_all(rt, &subject.promise_name).await?;
     status::remove_finalizer(
         rt.cp.as_ref(),
         &kind,

@@ -10,11 +10,21 @@ use serde_json::{json, Value};
 
 use crate::api::workflow_status::{Landing, PipelineStatusEntry};
 use crate::api::{Condition, ConditionStatus};
-use crate::workflow::{self, Action, KeyedInputs, Step, CONFIGURE_WORKFLOW_COMPLETED};
+use crate::controllers::workflow::decide;
+use crate::controllers::workflow::decide::Action;
+use crate::controllers::workflow::decide::KeyedInputs;
+use crate::controllers::workflow::decide::Step;
+use crate::controllers::workflow::decide::CONFIGURE_WORKFLOW_COMPLETED;
 
-use super::super::bindings::{Outcome, RequestVersions};
-use super::super::lifecycle::{finished, Configured};
-use super::super::{keyed_status, kube_time, status, workflows, Next};
+use crate::controllers::kube_time;
+use crate::controllers::request::binding::Outcome;
+use crate::controllers::request::binding::RequestVersions;
+use crate::controllers::status;
+use crate::controllers::workflow::drive;
+use crate::controllers::workflow::finished;
+use crate::controllers::workflow::keyed_status;
+use crate::controllers::workflow::Configured;
+use crate::controllers::Next;
 
 /// `status.message` while the request waits (for its Promise, or its first workflow).
 pub(super) const PENDING: &str = "Pending";
@@ -64,7 +74,7 @@ pub(super) fn waiting_for_promise(promise_name: &str) -> Vec<Condition> {
     vec![
         promise_available_condition(false, promise_name),
         Condition::new(
-            workflow::RECONCILED,
+            decide::RECONCILED,
             ConditionStatus::Unknown,
             "PromiseNotAvailable",
             PENDING,
@@ -88,7 +98,7 @@ pub(super) struct Observed<'a> {
     /// `status.healthStatus` as it should be now.
     pub health: Option<&'a Value>,
     /// For a request of a versioned Promise: the versions it records (see
-    /// [`super::super::bindings::request_versions`]).
+    /// [`crate::controllers::request::binding::request_versions`]).
     pub versions: Option<RequestVersions>,
     /// The periodic re-run: the delay until it is due, or whether it is due now.
     pub interval: (Option<Duration>, bool),
@@ -122,11 +132,11 @@ pub(super) fn decide<'a>(o: &Observed<'a>) -> Decision<'a> {
     let mut conditions = configured.conditions.clone();
     conditions.push(promise_available_condition(true, o.promise_name));
     if finished(step) {
-        conditions.push(super::super::works::works_succeeded_condition(
+        conditions.push(crate::controllers::work::works_succeeded_condition(
             configured.works_state,
         ));
     }
-    let pipelines: Vec<PipelineStatusEntry> = workflow::pipeline_statuses(
+    let pipelines: Vec<PipelineStatusEntry> = decide::pipeline_statuses(
         Action::Configure,
         o.names,
         &configured.records,
@@ -154,8 +164,11 @@ pub(super) fn decide<'a>(o: &Observed<'a>) -> Decision<'a> {
         now_ms: o.now_ms,
     };
     let (periodic, rerun_label) = o.interval;
-    let next = super::super::intervals::sooner(workflows::wake_after_at(step, o.now_ms), periodic)
-        .map_or(Next::Done, Next::After);
+    let next = crate::controllers::workflow::intervals::sooner(
+        drive::wake_after_at(step, o.now_ms),
+        periodic,
+    )
+    .map_or(Next::Done, Next::After);
     Decision {
         status: StatusChange {
             conditions,

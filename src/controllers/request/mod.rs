@@ -2,6 +2,11 @@
 //! once its Promise is available, reports where each pipeline's files landed, and on deletion
 //! runs the delete workflow and removes the request's files before letting it go.
 
+pub(crate) mod binding;
+mod decide;
+pub(crate) mod health;
+pub(crate) mod health_index;
+
 use crate::events::{self, Reason};
 use serde_json::json;
 
@@ -9,18 +14,24 @@ use crate::api::hash::{resource_hash, spec_hash};
 use crate::api::object::label;
 use crate::api::versions::run_version;
 use crate::api::{finalizers, labels, promise_api, KindInfo, Object, ObjectKey, Promise};
-use crate::workflow::{Action, WorkflowType};
-
-mod decide;
+use crate::controllers::workflow::decide::Action;
+use crate::controllers::workflow::decide::WorkflowType;
 
 use decide::{promise_available, waiting_for_promise, PENDING};
 
-use super::lifecycle;
-use super::subject::Subject;
-use super::{
-    bindings, health, intervals, keyed_status, lookups, now_ms, pausing, promise, status, works,
-    Error, Next, Runtime,
-};
+use crate::controllers::lookups;
+use crate::controllers::now_ms;
+use crate::controllers::promise;
+use crate::controllers::status;
+use crate::controllers::work;
+use crate::controllers::workflow;
+use crate::controllers::workflow::intervals;
+use crate::controllers::workflow::keyed_status;
+use crate::controllers::workflow::pausing;
+use crate::controllers::workflow::subject::Subject;
+use crate::controllers::Error;
+use crate::controllers::Next;
+use crate::controllers::Runtime;
 
 /// How soon a request whose binding names no revision (yet) looks again.
 const REVISION_RETRY: std::time::Duration = std::time::Duration::from_secs(5);
@@ -54,7 +65,7 @@ pub async fn reconcile(rt: &Runtime, kind: &KindInfo, obj: Object) -> Result<Nex
     };
     let promise_name = promise_obj.metadata.name.clone().unwrap_or_default();
     // A versioned Promise's requests run with the revision their binding names.
-    let pinned = match bindings::pinned(rt, &promise_obj, &obj).await? {
+    let pinned = match binding::pinned(rt, &promise_obj, &obj).await? {
         Ok(pinned) => pinned,
         Err(unresolved) if obj.metadata.deletion_timestamp.is_none() => {
             let message = unresolved.to_string();
@@ -65,7 +76,7 @@ pub async fn reconcile(rt: &Runtime, kind: &KindInfo, obj: Object) -> Result<Nex
             return Ok(Next::After(REVISION_RETRY));
         }
         // A request going away is not held up by a missing revision.
-        Err(_) => bindings::Pinned {
+        Err(_) => binding::Pinned {
             promise: promise_obj.clone(),
             bound: None,
         },
@@ -136,12 +147,12 @@ pub async fn reconcile(rt: &Runtime, kind: &KindInfo, obj: Object) -> Result<Nex
     let configure = promise::pipelines(&promise, WorkflowType::Resource, Action::Configure)?;
     let names = keyed_status::names(&configure);
     // Observe: the workflow's runs and Works, where their files landed, the request's health.
-    let (runs, request_works) = lifecycle::observe_configure(rt, &subject).await?;
+    let (runs, request_works) = workflow::observe_configure(rt, &subject).await?;
     let now = now_ms();
     let retry_failures = rt.settings.intervals.after_failure;
     let configured =
-        lifecycle::plan_configure(&subject, &names, &runs, &request_works, retry_failures, now);
-    let landed = works::where_files_landed(rt, &configured.works).await?;
+        workflow::plan_configure(&subject, &names, &runs, &request_works, retry_failures, now);
+    let landed = work::where_files_landed(rt, &configured.works).await?;
     let health = health::health_status(rt, &promise_name, pinned.version(), &obj).await?;
     // Decide.
     let outcome = decide::binding_outcome(&configured);
@@ -154,7 +165,7 @@ pub async fn reconcile(rt: &Runtime, kind: &KindInfo, obj: Object) -> Result<Nex
         promise_generation,
         landed: &landed,
         health: health.as_ref(),
-        versions: bindings::request_versions(&pinned, outcome),
+        versions: binding::request_versions(&pinned, outcome),
         // The interval of the revision the request runs with, as in Kratix.
         interval: intervals::plan(
             &pinned.promise,
@@ -170,8 +181,8 @@ pub async fn reconcile(rt: &Runtime, kind: &KindInfo, obj: Object) -> Result<Nex
     // Act: the run it starts and the Works that go, the binding, then the request's status in
     // one write, and last its labels (whoever waits for the manual-reconciliation label to go
     // must then see the re-run in progress, not the previous run's outcome).
-    lifecycle::carry_out_configure(rt, &subject, &configure, &configured, &runs).await?;
-    bindings::record(rt, &obj, &pinned, outcome, health.as_ref()).await?;
+    workflow::carry_out_configure(rt, &subject, &configure, &configured, &runs).await?;
+    binding::record(rt, &obj, &pinned, outcome, health.as_ref()).await?;
     status::update_status_of(rt.cp.as_ref(), kind, &obj, |_, s| decision.status.apply(s)).await?;
     if decision.clear_manual_label || decision.rerun_label {
         if decision.rerun_label {
@@ -193,18 +204,18 @@ pub async fn reconcile(rt: &Runtime, kind: &KindInfo, obj: Object) -> Result<Nex
 /// finally the finalizer.
 async fn teardown(rt: &Runtime, subject: &Subject, promise: &Promise) -> Result<Next, Error> {
     let delete = promise::pipelines(promise, WorkflowType::Resource, Action::Delete)?;
-    if let Some(next) = lifecycle::delete(rt, subject, &delete).await? {
+    if let Some(next) = workflow::delete(rt, subject, &delete).await? {
         return Ok(next);
     }
-    let request_works = works::works_of(rt, subject).await?;
+    let request_works = work::works_of(rt, subject).await?;
     if !request_works.is_empty() {
         // Each Work's deletion wakes this request again (the runtime remembers owners).
-        works::delete_works(rt, &request_works, "delete").await?;
+        work::delete_works(rt, &request_works, "delete").await?;
         return Ok(Next::Done);
     }
-    works::delete_runs(rt, subject).await?;
+    work::delete_runs(rt, subject).await?;
     rt.pipelines.sweep(&subject.owner()).await?;
-    bindings::delete_of(rt, &subject.promise_name, &subject.object).await?;
+    binding::delete_of(rt, &subject.promise_name, &subject.object).await?;
     status::remove_finalizer(
         rt.cp.as_ref(),
         &subject.kind,

@@ -1,13 +1,15 @@
 //! Tables of cases for the Promise's decisions.
 
-use super::*;
+use crate::controllers::promise::decide::*;
 use serde_json::json;
 
-use super::super::super::lifecycle::plan_configure;
-use super::super::super::requirements::Requirements;
-use super::super::super::subject::Subject;
 use crate::api::{Object, PromiseStatus};
-use crate::workflow::{RunPhase, RunRecord, WorkflowType};
+use crate::controllers::promise::requirements::Requirements;
+use crate::controllers::workflow::decide::RunPhase;
+use crate::controllers::workflow::decide::RunRecord;
+use crate::controllers::workflow::decide::WorkflowType;
+use crate::controllers::workflow::plan_configure;
+use crate::controllers::workflow::subject::Subject;
 
 const NOW: i64 = 1_800_000_000_000;
 
@@ -37,7 +39,7 @@ fn succeeded(sequence: i64, pipeline: &str, index: usize) -> (Object, RunRecord)
         sequence,
         pipeline_name: pipeline.into(),
         pipeline_index: index,
-        action: crate::workflow::Action::Configure,
+        action: crate::controllers::workflow::decide::Action::Configure,
         hash: "h".into(),
         phase: RunPhase::Succeeded,
         completion_time_ms: Some(NOW - 1000),

@@ -1,7 +1,7 @@
 //! Tables of cases for the request's decisions.
 
-use super::*;
-use crate::workflow::StartReason;
+use crate::controllers::request::decide::*;
+use crate::controllers::workflow::decide::StartReason;
 
 #[test]
 fn requests_wait_for_an_available_promise_that_stays() {
@@ -140,14 +140,17 @@ mod configure {
 
     use serde_json::{json, Value};
 
-    use super::super::super::super::lifecycle::{plan_configure, Configured};
-    use super::super::super::super::subject::Subject;
-    use super::super::{decide, Observed};
     use crate::api::workflow_status::Landing;
     use crate::api::{KindInfo, Object};
-    use crate::controllers::bindings::RequestVersions;
+    use crate::controllers::request::binding::RequestVersions;
+    use crate::controllers::request::decide::{decide, Observed};
+    use crate::controllers::workflow::decide::RunPhase;
+    use crate::controllers::workflow::decide::RunRecord;
+    use crate::controllers::workflow::decide::WorkflowType;
+    use crate::controllers::workflow::plan_configure;
+    use crate::controllers::workflow::subject::Subject;
+    use crate::controllers::workflow::Configured;
     use crate::controllers::Next;
-    use crate::workflow::{RunPhase, RunRecord, WorkflowType};
 
     const HASH: &str = "h1";
     const NOW: i64 = 1_800_000_000_000;
@@ -187,7 +190,7 @@ mod configure {
             sequence,
             pipeline_name: pipeline.into(),
             pipeline_index: index,
-            action: crate::workflow::Action::Configure,
+            action: crate::controllers::workflow::decide::Action::Configure,
             hash: HASH.into(),
             phase,
             completion_time_ms: (!phase.is_active()).then_some(NOW - 1000),

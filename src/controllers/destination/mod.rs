@@ -1,0 +1,239 @@
+//! Destinations: canary files at registration, `Ready` from the state store, and on
+//! deregistration the removal of every placement's files before the Destination goes.
+
+pub(crate) mod readiness;
+pub(crate) mod state_stores;
+
+use bytes::Bytes;
+use statestores::{Change, Key, WriteInfo};
+
+use crate::api::destination::StatusWithConditions;
+use crate::api::state_store::StateStoreStatus;
+use crate::api::{
+    condition, finalizers, labels, Condition, ConditionStatus, Destination, Object, ObjectKey,
+};
+use crate::controllers::placement::layout;
+use crate::store::Selector;
+
+use crate::controllers::destination::readiness::destination_ready;
+use crate::controllers::destination::readiness::destination_settled;
+use crate::controllers::destination::readiness::mirrored_store_failure;
+use crate::controllers::destination::readiness::CanaryWrite;
+use crate::controllers::destination::readiness::DestinationSeen;
+use crate::controllers::placement::commit_message::canary_message;
+use crate::controllers::status;
+use crate::controllers::work;
+use crate::controllers::Error;
+use crate::controllers::ErrorChain;
+use crate::controllers::Next;
+use crate::controllers::Runtime;
+
+/// Destinations writing to a state store.
+pub async fn using_store(rt: &Runtime, kind: &str, name: &str) -> Result<Vec<ObjectKey>, Error> {
+    Ok(rt
+        .cp
+        .list(
+            &rt.kind(crate::api::Builtin::Destination),
+            None,
+            &Selector::everything(),
+        )
+        .await?
+        .iter()
+        .filter(|d| {
+            crate::api::object::to_typed::<Destination>(d).is_ok_and(|d| {
+                d.spec
+                    .state_store_ref
+                    .is_some_and(|r| r.kind == kind && r.name == name)
+            })
+        })
+        .map(ObjectKey::of)
+        .collect())
+}
+
+fn typed(obj: &Object) -> Result<Destination, Error> {
+    crate::api::object::to_typed(obj).map_err(|source| Error::malformed(obj, "Destination", source))
+}
+
+fn canary_changes(
+    dest: &Destination,
+    store_path: Option<&str>,
+    put: bool,
+) -> Result<Vec<Change>, Error> {
+    layout::canary_files(&dest.spec.path, store_path, dest.spec.filepath_mode())
+        .into_iter()
+        .map(|(path, bytes)| {
+            let key = Key::parse(&path).map_err(|source| Error::InvalidPath {
+                key: ObjectKey::new(
+                    crate::api::GROUP,
+                    "Destination",
+                    None,
+                    dest.metadata.name.as_deref().unwrap_or_default(),
+                ),
+                source,
+            })?;
+            Ok(if put {
+                Change::Put(key, Bytes::from(bytes))
+            } else {
+                Change::Delete(key)
+            })
+        })
+        .collect()
+}
+
+fn canary_info(dest_name: &str, subject: &str, author: (&str, &str)) -> WriteInfo {
+    WriteInfo {
+        message: canary_message(dest_name, subject),
+        author_name: author.0.to_string(),
+        author_email: author.1.to_string(),
+    }
+}
+
+pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
+    let kind = rt.kind(crate::api::Builtin::Destination);
+    let dest = typed(&obj)?;
+    let key = ObjectKey::of(&obj);
+    let name = key.name.clone();
+    let Some(store_ref) = dest.spec.state_store_ref.clone() else {
+        return Ok(Next::Done);
+    };
+    if obj.metadata.deletion_timestamp.is_some() {
+        return deregister(rt, &obj, &dest).await;
+    }
+    // A Destination is only as ready as its store: mirror a store that stopped being ready.
+    let store_ready = match crate::api::Builtin::state_store(&store_ref.kind) {
+        Some(store_kind) => rt
+            .cp
+            .get(&rt.kind(store_kind), None, &store_ref.name)
+            .await?
+            .map(|store| status::status_or_default::<StateStoreStatus>(&store))
+            .and_then(|s| condition::find(&s.conditions, "Ready").cloned()),
+        None => None,
+    };
+    if let Some(ready) = mirrored_store_failure(&store_ref, store_ready.as_ref()) {
+        set_ready(rt, &obj, ready).await?;
+        // The store's recovery wakes this Destination again.
+        return Ok(Next::Done);
+    }
+    let own: StatusWithConditions = status::status_or_default(&obj);
+    let is_true = |c: Option<&Condition>| c.is_some_and(|c| c.status == ConditionStatus::True);
+    if destination_settled(DestinationSeen {
+        store_ready: is_true(store_ready.as_ref()),
+        destination_ready: is_true(condition::find(&own.conditions, "Ready")),
+        observed_current: own.observed_generation == obj.metadata.generation,
+        has_finalizer: status::has_finalizer(&obj, finalizers::DESTINATION),
+    }) {
+        return Ok(Next::Done);
+    }
+    let Some(obj) =
+        status::add_finalizer(rt.cp.as_ref(), &kind, &obj, finalizers::DESTINATION).await?
+    else {
+        return Ok(Next::Done);
+    };
+    let ready = match rt
+        .state_stores
+        .get(rt, &store_ref.kind, &store_ref.name)
+        .await?
+    {
+        Err(not_ready) => destination_ready(CanaryWrite::StoreUnavailable {
+            reason: not_ready.reason,
+            message: &not_ready.message,
+        }),
+        Ok(handle) => {
+            let enabled = dest.spec.init_workloads_enabled();
+            let changes = canary_changes(&dest, handle.path.as_deref(), enabled)?;
+            let info = canary_info(
+                &name,
+                if enabled {
+                    "Update from"
+                } else {
+                    "Delete from"
+                },
+                (&handle.author_name, &handle.author_email),
+            );
+            match handle.store.write(&changes, &info).await {
+                Ok(_) => destination_ready(CanaryWrite::Done { enabled }),
+                Err(e) => destination_ready(CanaryWrite::Failed {
+                    error: &ErrorChain(&e).to_string(),
+                }),
+            }
+        }
+    };
+    let next = if ready.status == ConditionStatus::True {
+        Next::Done
+    } else {
+        Next::After(RETRY_NOT_READY)
+    };
+    set_ready(rt, &obj, ready).await?;
+    Ok(next)
+}
+
+/// How soon a Destination that is not ready is looked at again.
+const RETRY_NOT_READY: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Records the Destination's `Ready` condition for its current generation.
+async fn set_ready(rt: &Runtime, obj: &Object, ready: Condition) -> Result<(), Error> {
+    let kind = rt.kind(crate::api::Builtin::Destination);
+    let generation = obj.metadata.generation;
+    status::update_typed_status(
+        rt.cp.as_ref(),
+        &kind,
+        &ObjectKey::of(obj),
+        "Destination",
+        |s: &mut StatusWithConditions| {
+            status::merge_conditions(&mut s.conditions, [ready.clone()]);
+            s.observed_generation = generation;
+        },
+    )
+    .await?;
+    Ok(())
+}
+
+/// Removes every placement on the Destination (their finalizers delete their files), then the
+/// canary files, then lets the Destination go. Unless `cleanup: all`, files are left in place.
+async fn deregister(rt: &Runtime, obj: &Object, dest: &Destination) -> Result<Next, Error> {
+    let kind = rt.kind(crate::api::Builtin::Destination);
+    let name = obj.metadata.name.clone().unwrap_or_default();
+    let keep_files = !dest.spec.cleanup_all();
+    let wp_kind = rt.kind(crate::api::Builtin::WorkPlacement);
+    let placements = rt
+        .cp
+        .list(
+            &wp_kind,
+            None,
+            &Selector::from_labels([(labels::TARGET_DESTINATION, name.as_str())]),
+        )
+        .await?;
+    if !placements.is_empty() {
+        for wp in &placements {
+            if keep_files {
+                status::remove_finalizer(rt.cp.as_ref(), &wp_kind, wp, finalizers::WORK_PLACEMENT)
+                    .await?;
+            }
+            work::remove_with_reason(rt, &wp_kind, wp, "delete").await?;
+        }
+        // Each placement's deletion wakes this Destination again.
+        return Ok(Next::Done);
+    }
+    if !keep_files && dest.spec.init_workloads_enabled() {
+        if let Some(store_ref) = &dest.spec.state_store_ref {
+            if let Ok(handle) = rt
+                .state_stores
+                .get(rt, &store_ref.kind, &store_ref.name)
+                .await?
+            {
+                let changes = canary_changes(dest, handle.path.as_deref(), false)?;
+                let info = canary_info(
+                    &name,
+                    "Delete from",
+                    (&handle.author_name, &handle.author_email),
+                );
+                if let Err(e) = handle.store.write(&changes, &info).await {
+                    tracing::warn!(destination = %name, error = %ErrorChain(&e), "removing canary files failed; retrying");
+                    return Ok(Next::After(RETRY_NOT_READY));
+                }
+            }
+        }
+    }
+    status::remove_finalizer(rt.cp.as_ref(), &kind, obj, finalizers::DESTINATION).await?;
+    Ok(Next::Done)
+}

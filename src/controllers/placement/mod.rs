@@ -1,0 +1,226 @@
+//! The writer: puts WorkPlacements' files into their Destination's state store. All pending
+//! placements of one Work on one Destination go into one write (one commit in Git). Ownership is
+//! recorded on each placement (`status.files`), and only owned files are ever deleted.
+
+mod batch;
+pub(crate) mod commit_message;
+mod conditions;
+pub(crate) mod drift;
+mod files;
+pub(crate) mod layout;
+pub(crate) mod plan;
+pub(crate) mod retry;
+mod summary;
+mod write;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use crate::api::object::label;
+use crate::api::{
+    finalizers, labels, Destination, FilepathMode, Object, ObjectKey, WorkPlacement,
+    WorkPlacementSpec, WorkPlacementStatus,
+};
+use crate::events::{self, Reason};
+use crate::store::Selector;
+
+use crate::controllers::placement::conditions::failed_conditions;
+use crate::controllers::status;
+use crate::controllers::Error;
+use crate::controllers::ErrorChain;
+use crate::controllers::Next;
+use crate::controllers::Runtime;
+use write::write_batch;
+
+const RETRY_WRITE: Duration = Duration::from_secs(5);
+/// How soon a placement whose Work the Work controller is still changing is looked at again.
+const WAIT_FOR_WORK: Duration = Duration::from_millis(50);
+
+fn spec_of(wp: &Object) -> Result<WorkPlacementSpec, serde_json::Error> {
+    crate::api::object::to_typed::<WorkPlacement>(wp).map(|typed| typed.spec)
+}
+
+/// Written for its current generation: nothing to do until it changes.
+fn written_current(wp: &Object) -> bool {
+    status::status_or_default::<WorkPlacementStatus>(wp).written_for(wp.metadata.generation)
+}
+
+fn owned_paths(wp: &Object) -> BTreeSet<String> {
+    status::status_or_default::<WorkPlacementStatus>(wp).owned_paths()
+}
+
+/// Changes a placement's status and writes it if anything changed.
+async fn update_wp_status(
+    rt: &Runtime,
+    wp: &Object,
+    change: impl FnMut(&mut WorkPlacementStatus),
+) -> Result<Option<Object>, Error> {
+    let kind = rt.kind(crate::api::Builtin::WorkPlacement);
+    status::update_typed_status(
+        rt.cp.as_ref(),
+        &kind,
+        &ObjectKey::of(wp),
+        "WorkPlacement",
+        change,
+    )
+    .await
+}
+
+pub async fn reconcile(rt: &Runtime, wp: Object) -> Result<Next, Error> {
+    let deleting = wp.metadata.deletion_timestamp.is_some();
+    // Written already: nothing to do, unless its drift check is due.
+    let mut drift_check = false;
+    if deleting {
+        rt.drift.forget(&ObjectKey::of(&wp));
+    } else if written_current(&wp) {
+        let interval = rt.settings.drift_interval;
+        match rt
+            .drift
+            .decide(&ObjectKey::of(&wp), interval, crate::controllers::now_ms())
+        {
+            drift::Decision::Off => return Ok(Next::Done),
+            drift::Decision::After(delay) => return Ok(Next::After(delay)),
+            drift::Decision::Rewrite => drift_check = true,
+        }
+    }
+    let wp_kind = rt.kind(crate::api::Builtin::WorkPlacement);
+    let namespace = wp.metadata.namespace.clone().unwrap_or_default();
+    let dest_name = spec_of(&wp)
+        .map_err(|source| Error::malformed(&wp, "WorkPlacement", source))?
+        .target_destination_name;
+    let Some(dest_obj) = rt
+        .cp
+        .get(&rt.kind(crate::api::Builtin::Destination), None, &dest_name)
+        .await?
+    else {
+        if deleting {
+            // The Destination is gone, and with it any way to reach its files.
+            status::remove_finalizer(rt.cp.as_ref(), &wp_kind, &wp, finalizers::WORK_PLACEMENT)
+                .await?;
+        } else {
+            mark_failed(
+                rt,
+                std::slice::from_ref(&wp),
+                "DestinationNotFound",
+                &format!("Destination {dest_name:?} not found"),
+            )
+            .await?;
+        }
+        return Ok(Next::Done);
+    };
+    let dest: Destination = crate::api::object::to_typed(&dest_obj)
+        .map_err(|source| Error::malformed(&dest_obj, "Destination", source))?;
+    // Nothing of it was ever written (or about to be): it can go without the store, even one
+    // that is unreachable. In mode aggregatedYAML its content lives in the shared file instead.
+    if deleting
+        && owned_paths(&wp).is_empty()
+        && dest.spec.filepath_mode() != FilepathMode::AggregatedYaml
+    {
+        status::remove_finalizer(rt.cp.as_ref(), &wp_kind, &wp, finalizers::WORK_PLACEMENT).await?;
+        return Ok(Next::Done);
+    }
+    let Some(store_ref) = dest.spec.state_store_ref.clone() else {
+        return Ok(Next::Done);
+    };
+    let work_name = label(&wp, labels::WORK).unwrap_or_default().to_string();
+    let placements = rt
+        .cp
+        .list(
+            &wp_kind,
+            Some(&namespace),
+            &Selector::from_labels([
+                (labels::WORK, work_name.as_str()),
+                (labels::TARGET_DESTINATION, dest_name.as_str()),
+            ]),
+        )
+        .await?;
+    let batch: Vec<Object> = placements
+        .iter()
+        .filter(|p| drift_check || p.metadata.deletion_timestamp.is_some() || !written_current(p))
+        .cloned()
+        .collect();
+    if batch.is_empty() {
+        return Ok(Next::Done);
+    }
+    let work = rt
+        .cp
+        .get(
+            &rt.kind(crate::api::Builtin::Work),
+            Some(&namespace),
+            &work_name,
+        )
+        .await?;
+    if batch::decide(work.as_ref(), &placements) == batch::Batch::Wait {
+        return Ok(Next::After(WAIT_FOR_WORK));
+    }
+    let handle = match rt
+        .state_stores
+        .get(rt, &store_ref.kind, &store_ref.name)
+        .await?
+    {
+        Ok(h) => h,
+        Err(not_ready) => {
+            mark_failed(rt, &batch, "StateStoreNotReady", &not_ready.message).await?;
+            return Ok(Next::After(RETRY_WRITE));
+        }
+    };
+    match write_batch(rt, &handle, &dest, &dest_obj, work.as_ref(), &batch).await {
+        Ok(()) => {
+            let keys: Vec<ObjectKey> = batch.iter().map(ObjectKey::of).collect();
+            rt.drift.checked(&keys, crate::controllers::now_ms());
+            if drift_check {
+                tracing::debug!(placement = %ObjectKey::of(&wp), "state store checked for drift");
+            }
+            Ok(rt.settings.drift_interval.map_or(Next::Done, Next::After))
+        }
+        Err(WriteError::Store(e)) => {
+            let retry = retry::retry_after(
+                &e,
+                retry::failing_for(&wp, crate::controllers::now_ms()),
+                rt.settings.write_retry_max,
+            );
+            let message = ErrorChain(&e).to_string();
+            mark_failed(rt, &batch, "WorkloadsFailedWrite", &message).await?;
+            Ok(Next::After(retry))
+        }
+        Err(WriteError::Invalid(reason)) => {
+            mark_failed(rt, &batch, "InvalidWorkloads", &reason).await?;
+            Ok(Next::Done)
+        }
+        Err(WriteError::Controller(e)) => Err(e),
+    }
+}
+
+enum WriteError {
+    Store(statestores::Error),
+    Invalid(String),
+    Controller(Error),
+}
+
+impl From<Error> for WriteError {
+    fn from(e: Error) -> Self {
+        Self::Controller(e)
+    }
+}
+
+async fn mark_failed(
+    rt: &Runtime,
+    placements: &[Object],
+    reason: &str,
+    message: &str,
+) -> Result<(), Error> {
+    for wp in placements {
+        update_wp_status(rt, wp, |s| {
+            status::merge_conditions(&mut s.conditions, failed_conditions(reason, message));
+        })
+        .await?;
+        events::record(
+            &rt.cp,
+            wp,
+            Reason::WriteFailed,
+            &format!("{reason}: {message}"),
+        )
+        .await;
+    }
+    Ok(())
+}

@@ -1,0 +1,197 @@
+//! Reading a stored PipelineRun back as the record the workflow decisions work on.
+
+use crate::api::{Object, PipelineRunSpec, PipelineRunStatus};
+use crate::controllers::workflow::decide::RunPhase;
+use crate::controllers::workflow::decide::RunRecord;
+use crate::controllers::workflow::decide::Suspension;
+
+use serde::Deserialize;
+
+use crate::controllers::kube_time::parse_ms;
+
+/// A run record read back from a stored PipelineRun; `None` when its spec does not parse. A
+/// status this version cannot read (an unknown phase) counts as not started.
+pub fn run_record(run: &Object) -> Option<RunRecord> {
+    let spec = PipelineRunSpec::deserialize(run.data.get("spec")?).ok()?;
+    let status: PipelineRunStatus =
+        crate::controllers::status::typed_status(run).unwrap_or_default();
+    let phase = RunPhase::from(status.phase);
+    // A pending run's message says why it is pending again, not what it is doing.
+    let progress = (phase == RunPhase::Running)
+        .then(|| status.message.clone())
+        .flatten();
+    let suspend = status
+        .workflow_control
+        .filter(|c| c.suspend)
+        .map(|c| Suspension {
+            retry_after_ms: c.retry_after_ms,
+            message: c.message,
+        });
+    Some(RunRecord {
+        sequence: spec.sequence,
+        pipeline_name: spec.pipeline_name,
+        pipeline_index: usize::try_from(spec.pipeline_index).ok()?,
+        action: spec.workflow_action.parse().ok()?,
+        hash: spec.hash,
+        phase,
+        completion_time_ms: status.completion_time.as_deref().and_then(parse_ms),
+        suspend,
+        progress,
+        attempt: spec.attempt,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+
+    use super::*;
+    use crate::controllers::workflow::decide::Action;
+
+    fn stored(spec: Value, status: Value) -> Object {
+        serde_json::from_value(json!({
+            "apiVersion": crate::api::API_VERSION, "kind": "PipelineRun",
+            "metadata": {"name": "r", "namespace": "default"},
+            "spec": spec, "status": status,
+        }))
+        .expect("valid PipelineRun")
+    }
+
+    fn spec(action: &str) -> Value {
+        json!({"sequence": 7, "promiseName": "p", "pipelineName": "main", "pipelineIndex": 1,
+               "workflowType": "promise", "workflowAction": action, "hash": "h", "pipeline": {}})
+    }
+
+    fn record(phase: RunPhase) -> RunRecord {
+        RunRecord {
+            sequence: 7,
+            pipeline_name: "main".into(),
+            pipeline_index: 1,
+            action: Action::Configure,
+            hash: "h".into(),
+            phase,
+            completion_time_ms: None,
+            suspend: None,
+            progress: None,
+            attempt: 0,
+        }
+    }
+
+    #[test]
+    fn records_read_back_what_was_stored() {
+        let cases: Vec<(&str, Object, Option<RunRecord>)> = vec![
+            (
+                "no status yet: pending",
+                stored(spec("configure"), json!({})),
+                Some(record(RunPhase::Pending)),
+            ),
+            (
+                "unknown phase: pending",
+                stored(spec("configure"), json!({"phase": "Odd"})),
+                Some(record(RunPhase::Pending)),
+            ),
+            (
+                "running",
+                stored(spec("configure"), json!({"phase": "Running"})),
+                Some(record(RunPhase::Running)),
+            ),
+            (
+                "running, saying what it does",
+                stored(
+                    spec("configure"),
+                    json!({"phase": "Running", "message": "pulling image x:1"}),
+                ),
+                Some(RunRecord {
+                    progress: Some("pulling image x:1".into()),
+                    ..record(RunPhase::Running)
+                }),
+            ),
+            (
+                "pending again: its message is no progress",
+                stored(
+                    spec("configure"),
+                    json!({"phase": "Pending", "message": "interrupted; run again"}),
+                ),
+                Some(record(RunPhase::Pending)),
+            ),
+            (
+                "failed, with its completion time",
+                stored(
+                    spec("configure"),
+                    json!({"phase": "Failed", "completionTime": "2026-01-01T00:00:00Z"}),
+                ),
+                Some(RunRecord {
+                    completion_time_ms: Some(1_767_225_600_000),
+                    ..record(RunPhase::Failed)
+                }),
+            ),
+            (
+                "a retry, numbered",
+                stored(
+                    {
+                        let mut spec = spec("configure");
+                        spec["attempt"] = json!(3);
+                        spec
+                    },
+                    json!({"phase": "Pending"}),
+                ),
+                Some(RunRecord {
+                    attempt: 3,
+                    ..record(RunPhase::Pending)
+                }),
+            ),
+            (
+                "succeeded and suspending",
+                stored(
+                    spec("delete"),
+                    json!({"phase": "Succeeded", "workflowControl":
+                        {"suspend": true, "retryAfterMs": 5000, "message": "wait"}}),
+                ),
+                Some(RunRecord {
+                    action: Action::Delete,
+                    suspend: Some(Suspension {
+                        retry_after_ms: Some(5000),
+                        message: "wait".into(),
+                    }),
+                    ..record(RunPhase::Succeeded)
+                }),
+            ),
+            (
+                "control without suspend: not suspended",
+                stored(
+                    spec("configure"),
+                    json!({"phase": "Succeeded", "workflowControl": {"suspend": false}}),
+                ),
+                Some(record(RunPhase::Succeeded)),
+            ),
+            (
+                "unknown action: not a record",
+                stored(spec("explode"), json!({})),
+                None,
+            ),
+            (
+                "no sequence: not a record",
+                stored(
+                    json!({"promiseName": "p", "pipelineName": "main", "pipelineIndex": 1,
+                           "workflowType": "promise", "workflowAction": "configure", "hash": "h",
+                           "pipeline": {}}),
+                    json!({}),
+                ),
+                None,
+            ),
+            (
+                "negative index: not a record",
+                stored(
+                    json!({"sequence": 7, "promiseName": "p", "pipelineName": "main", "pipelineIndex": -1,
+                           "workflowType": "promise", "workflowAction": "configure", "hash": "h",
+                           "pipeline": {}}),
+                    json!({}),
+                ),
+                None,
+            ),
+        ];
+        for (name, run, want) in cases {
+            assert_eq!(run_record(&run), want, "{name}");
+        }
+    }
+}

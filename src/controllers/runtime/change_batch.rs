@@ -1,0 +1,134 @@
+//! Changes of the control plane taken together: every change already read comes out with the
+//! first, each changed object once.
+
+use futures::{FutureExt, StreamExt};
+use tracing::warn;
+
+use crate::api::ObjectKey;
+use crate::controllers::{ChangeFeed, ErrorChain};
+use crate::store;
+
+/// The objects changed in a run of changes read together, each once, in the order first seen.
+#[derive(Debug, Default)]
+pub(crate) struct ChangeBatch {
+    pub keys: Vec<ObjectKey>,
+    seen: std::collections::HashSet<ObjectKey>,
+    /// The feed failed or ended: everything must be looked at again.
+    pub feed_lost: bool,
+    /// The position of the last change taken.
+    pub newest: Option<String>,
+}
+
+impl ChangeBatch {
+    /// `first` and every change of `changes` that is already read.
+    pub fn take(
+        first: Option<Result<store::Change, store::Error>>,
+        changes: &mut ChangeFeed,
+    ) -> Self {
+        let mut batch = ChangeBatch::default();
+        let mut next = first;
+        loop {
+            match next {
+                Some(Ok(change)) => {
+                    batch.newest = Some(change.resource_version);
+                    if batch.seen.insert(change.key.clone()) {
+                        batch.keys.push(change.key);
+                    }
+                }
+                Some(Err(err)) => {
+                    // The feed was lost (e.g. pruned): look at everything again.
+                    warn!(error = %ErrorChain(&err), "change feed interrupted; resyncing");
+                    batch.feed_lost = true;
+                    return batch;
+                }
+                None => {
+                    batch.feed_lost = true;
+                    return batch;
+                }
+            }
+            match changes.next().now_or_never() {
+                Some(more) => next = more,
+                None => return batch,
+            }
+        }
+    }
+}
+
+/// Whether a feed that has delivered every change up to `seen` has delivered everything the
+/// store holds at `current`. Positions that are not numbers (a control plane that orders them
+/// otherwise) never count as caught up.
+pub(crate) fn caught_up(seen: &str, current: &str) -> bool {
+    let number = |v: &str| v.parse::<u64>().ok();
+    match (number(seen), number(current)) {
+        (Some(seen), Some(current)) => seen >= current,
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{Change, ChangeType};
+
+    fn change(name: &str) -> Result<Change, store::Error> {
+        change_at(name, "1")
+    }
+
+    fn change_at(name: &str, resource_version: &str) -> Result<Change, store::Error> {
+        Ok(Change {
+            change_type: ChangeType::Modified,
+            key: ObjectKey::new("g", "K", None, name),
+            resource_version: resource_version.into(),
+        })
+    }
+
+    fn names(batch: &ChangeBatch) -> Vec<&str> {
+        batch.keys.iter().map(|k| k.name.as_str()).collect()
+    }
+
+    #[test]
+    fn takes_what_is_read_each_object_once_and_notices_a_lost_feed() {
+        let mut feed: ChangeFeed =
+            futures::stream::iter(vec![change_at("b", "2"), change("a"), change_at("b", "3")])
+                .boxed();
+        let batch = ChangeBatch::take(Some(change("a")), &mut feed);
+        assert_eq!(names(&batch), ["a", "b"]);
+        assert_eq!(batch.newest.as_deref(), Some("3"));
+        // The stream ended after them: the feed is gone.
+        assert!(batch.feed_lost);
+
+        let mut waiting: ChangeFeed = futures::stream::pending().boxed();
+        let batch = ChangeBatch::take(Some(change("a")), &mut waiting);
+        assert_eq!(names(&batch), ["a"]);
+        assert!(!batch.feed_lost);
+
+        let mut feed: ChangeFeed = futures::stream::iter(vec![
+            change("b"),
+            Err(store::Error::Expired {
+                resource_version: "1".into(),
+            }),
+            change("c"),
+        ])
+        .boxed();
+        let batch = ChangeBatch::take(Some(change("a")), &mut feed);
+        assert_eq!(names(&batch), ["a", "b"]);
+        assert!(batch.feed_lost);
+    }
+
+    #[test]
+    fn caught_up_only_at_or_past_the_stores_position() {
+        let cases = [
+            ("7", "7", true),
+            ("8", "7", true),
+            ("6", "7", false),
+            ("", "7", false),
+            ("10", "9", true),
+            ("9", "10", false),
+            ("abc", "abc", false),
+            ("7", "", false),
+        ];
+        for (seen, current, want) in cases {
+            assert_eq!(caught_up(seen, current), want, "{seen:?} {current:?}");
+        }
+    }
+}

@@ -1,0 +1,81 @@
+//! Deleting Works (their placements' files follow) and the run records of a workflow that is
+//! going away.
+
+use crate::api::object::label;
+use crate::api::{labels, KindInfo, Object, ObjectKey};
+
+use crate::controllers::work::query::selector;
+use crate::controllers::workflow::subject::runs_of;
+use crate::controllers::workflow::subject::Subject;
+use crate::controllers::{status, Error, Runtime};
+
+/// The Works of pipelines no longer in the workflow that are not going yet (pure).
+pub fn obsolete(works: &[Object], pipelines: &[String]) -> Vec<Object> {
+    works
+        .iter()
+        .filter(|w| label(w, labels::WORK_TYPE) != Some("static-dependency"))
+        .filter(|w| {
+            let pipeline = label(w, labels::PIPELINE_NAME)
+                .unwrap_or_default()
+                .to_string();
+            !crate::controllers::workflow::decide::obsolete_pipelines(&[pipeline], pipelines)
+                .is_empty()
+        })
+        .filter(|w| w.metadata.deletion_timestamp.is_none())
+        .cloned()
+        .collect()
+}
+
+/// Marks why the Works go, then deletes them (their placements' files follow).
+pub async fn delete_works(rt: &Runtime, works: &[Object], reason: &str) -> Result<(), Error> {
+    let kind = rt.kind(crate::api::Builtin::Work);
+    for work in works {
+        remove_with_reason(rt, &kind, work, reason).await?;
+    }
+    Ok(())
+}
+
+/// Records why a Work or WorkPlacement goes ([`labels::REMOVAL_REASON`]), then deletes it.
+/// Objects already being deleted keep the reason they were given.
+pub async fn remove_with_reason(
+    rt: &Runtime,
+    kind: &KindInfo,
+    obj: &Object,
+    reason: &str,
+) -> Result<(), Error> {
+    if obj.metadata.deletion_timestamp.is_some() {
+        return Ok(());
+    }
+    status::update_object(rt.cp.as_ref(), kind, &ObjectKey::of(obj), |o| {
+        o.metadata
+            .annotations
+            .get_or_insert_with(Default::default)
+            .insert(labels::REMOVAL_REASON.into(), reason.into());
+    })
+    .await?;
+    status::delete_if_present(rt.cp.as_ref(), kind, obj).await
+}
+
+/// Deletes every Work of a Promise (all namespaces); returns how many still exist.
+pub async fn delete_all_of_promise(rt: &Runtime, promise: &str) -> Result<usize, Error> {
+    let works = rt
+        .cp
+        .list(
+            &rt.kind(crate::api::Builtin::Work),
+            None,
+            &selector(&[(labels::PROMISE_NAME, promise)]),
+        )
+        .await?;
+    delete_works(rt, &works, "delete").await?;
+    Ok(works.len())
+}
+
+/// Deletes the run records (and their folders) of a Promise or request that is going away.
+pub async fn delete_runs(rt: &Runtime, subject: &Subject) -> Result<(), Error> {
+    let kind = rt.kind(crate::api::Builtin::PipelineRun);
+    for (run, _) in runs_of(rt, subject).await? {
+        let _ = std::fs::remove_dir_all(rt.platform.run_dir(&run));
+        status::delete_if_present(rt.cp.as_ref(), &kind, &run).await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,20 @@
+//! Works: turning a pipeline's output (or a Promise's static dependencies) into the pipeline's
+//! Work, scheduling Works onto Destinations as WorkPlacements, and reporting whether they are
+//! written.
+
+mod conditions;
+mod controller;
+mod create;
+mod delete;
+pub(crate) mod from_output;
+mod landed;
+mod query;
+pub(crate) mod schedule;
+mod state;
+
+pub use controller::reconcile;
+pub use create::{sync_static_dependencies, upsert_from_run};
+pub use delete::{delete_all_of_promise, delete_runs, delete_works, obsolete, remove_with_reason};
+pub use landed::where_files_landed;
+pub use query::works_of;
+pub use state::{works_state_with, works_succeeded_condition};

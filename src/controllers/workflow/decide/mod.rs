@@ -1,0 +1,48 @@
+//! The workflow engine's decisions: given an object's pipelines, spec hash and run records,
+//! which pipeline runs next. Pure functions only (no I/O, clocks or store): the controllers
+//! read PipelineRun records, call [`next_step`], and act on the [`Step`].
+//!
+//! Progress comes only from run records ordered by their stored `sequence`: pipeline `i + 1`
+//! starts only after pipeline `i` succeeded for the current hash in the current attempt, and
+//! nothing starts while any run of the object is pending or running.
+
+mod backoff;
+mod cleanup;
+mod conditions;
+mod history;
+mod keyed;
+mod model;
+mod next_step;
+mod prune;
+mod status;
+
+#[cfg(test)]
+mod tests;
+
+pub use cleanup::obsolete_pipelines;
+pub use conditions::{
+    configure_conditions, delete_condition, WorksState, CONFIGURE_WORKFLOW_COMPLETED, RECONCILED,
+};
+pub use keyed::{has_flat_layout, migrated, workflow_status, KeyedInputs};
+pub use model::{Action, Observed, RunPhase, RunRecord, Step, Suspension, WorkflowType};
+pub use next_step::{next_step, run_attempt};
+pub use prune::{prunes_after, runs_to_prune};
+pub use status::pipeline_statuses;
+// Named by the tables of cases only.
+#[cfg(test)]
+pub use backoff::{retry_backoff_ms, RETRY_BACKOFF_MAX_MS};
+#[cfg(test)]
+pub use conditions::{reconciled, DELETE_WORKFLOW_COMPLETED};
+#[cfg(test)]
+pub use model::StartReason;
+#[cfg(test)]
+pub use status::{PipelinePhase, PipelineStatus};
+
+/// Errors of the workflow module: only label values that name no workflow type or action.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("unknown workflow type {value:?}: expected \"promise\" or \"resource\"")]
+    UnknownWorkflowType { value: String },
+    #[error("unknown workflow action {value:?}: expected \"configure\" or \"delete\"")]
+    UnknownAction { value: String },
+}

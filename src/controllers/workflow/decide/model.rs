@@ -1,0 +1,277 @@
+//! The data the workflow decisions work on: run records in, a [`Step`] out.
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::api::PipelineRunPhase;
+
+use crate::controllers::workflow::decide::Error;
+
+/// Which object a workflow belongs to (label `kratix.io/workflow-type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WorkflowType {
+    Promise,
+    Resource,
+}
+
+impl WorkflowType {
+    /// The value of the `kratix.io/workflow-type` label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Promise => "promise",
+            Self::Resource => "resource",
+        }
+    }
+
+    /// The `source` Kratix gives to destination selectors a pipeline of this type writes:
+    /// `promise-workflow` or `resource-workflow`.
+    pub fn selector_source(self) -> String {
+        format!("{}-workflow", self.as_str())
+    }
+}
+
+impl fmt::Display for WorkflowType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for WorkflowType {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "promise" => Ok(Self::Promise),
+            "resource" => Ok(Self::Resource),
+            other => Err(Error::UnknownWorkflowType {
+                value: other.to_string(),
+            }),
+        }
+    }
+}
+
+/// Which workflow of the object runs (label `kratix.io/workflow-action`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Action {
+    Configure,
+    Delete,
+}
+
+impl Action {
+    /// The value of the `kratix.io/workflow-action` label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Configure => "configure",
+            Self::Delete => "delete",
+        }
+    }
+}
+
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Action {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "configure" => Ok(Self::Configure),
+            "delete" => Ok(Self::Delete),
+            other => Err(Error::UnknownAction {
+                value: other.to_string(),
+            }),
+        }
+    }
+}
+
+/// Phase of one run record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RunPhase {
+    Pending,
+    Running,
+    Succeeded,
+    Failed,
+}
+
+impl RunPhase {
+    /// A run that has not finished yet: nothing else may start for its object.
+    pub fn is_active(self) -> bool {
+        matches!(self, Self::Pending | Self::Running)
+    }
+}
+
+impl From<PipelineRunPhase> for RunPhase {
+    fn from(phase: PipelineRunPhase) -> Self {
+        match phase {
+            PipelineRunPhase::Pending => Self::Pending,
+            PipelineRunPhase::Running => Self::Running,
+            PipelineRunPhase::Succeeded => Self::Succeeded,
+            PipelineRunPhase::Failed => Self::Failed,
+        }
+    }
+}
+
+/// A pipeline asked, through `workflow-control.yaml` (`suspend: true`), to stop the workflow
+/// after it: the pipeline is re-run once `retry_after_ms` has passed since the run completed, or,
+/// without `retry_after_ms`, only after a spec change or a manual reconciliation.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Suspension {
+    pub retry_after_ms: Option<i64>,
+    pub message: String,
+}
+
+/// What one PipelineRun record says, reduced to what the decisions need.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunRecord {
+    /// Stored order of runs: the only source of "newer" (never clocks).
+    pub sequence: i64,
+    pub pipeline_name: String,
+    /// Position of the pipeline in its workflow when the run was started.
+    pub pipeline_index: usize,
+    pub action: Action,
+    pub hash: String,
+    pub phase: RunPhase,
+    /// When the run finished, in milliseconds since the epoch; the origin of backoff and
+    /// `retryAfter` delays. A finished run without it counts as finished at time 0, so its
+    /// delay is treated as already over.
+    pub completion_time_ms: Option<i64>,
+    /// Set on a succeeded run whose `workflow-control.yaml` asked to suspend the workflow.
+    pub suspend: Option<Suspension>,
+    /// What a running run says it is doing (pulling an image), shown with its pipeline.
+    pub progress: Option<String>,
+    /// The run's number among its pipeline's runs in the current attempt (1 for the first, one
+    /// more for each retry or resume); 0 when the run does not say.
+    pub attempt: u32,
+}
+
+impl RunRecord {
+    /// A success that lets the workflow move on: succeeded and not suspended.
+    pub(crate) fn is_clean_success(&self) -> bool {
+        self.phase == RunPhase::Succeeded && self.suspend.is_none()
+    }
+
+    /// A finished run of a pipeline that is then run again in the same attempt
+    /// (retry after a failure, resume after a suspension).
+    pub(crate) fn is_rerun_cause(&self) -> bool {
+        match self.phase {
+            RunPhase::Failed => true,
+            RunPhase::Succeeded => self.suspend.is_some(),
+            RunPhase::Pending | RunPhase::Running => false,
+        }
+    }
+
+    /// Whether this run is for the pipeline at its recorded index in `pipelines`, for `hash`.
+    pub(crate) fn is_for(&self, pipelines: &[String], hash: &str) -> bool {
+        self.hash == hash && pipelines.get(self.pipeline_index) == Some(&self.pipeline_name)
+    }
+
+    fn completed_at_ms(&self) -> i64 {
+        self.completion_time_ms.unwrap_or(0)
+    }
+
+    /// When a suspended run's pipeline is resumed; `None` when it waits for a person.
+    pub(crate) fn resume_at_ms(&self) -> Option<i64> {
+        let delay = self.suspend.as_ref()?.retry_after_ms?;
+        Some(self.completed_at_ms().saturating_add(delay))
+    }
+
+    /// When a failed run's pipeline is retried, after `failures` failures in a row.
+    pub(crate) fn retry_at_ms(&self, failures: u32) -> i64 {
+        self.completed_at_ms().saturating_add(
+            crate::controllers::workflow::decide::backoff::retry_backoff_ms(failures),
+        )
+    }
+}
+
+/// Everything the next-step decision looks at for one object and one workflow type.
+#[derive(Debug, Clone, Copy)]
+pub struct Observed<'a> {
+    /// The workflow being driven: configure while the object lives, delete once it is deleted.
+    pub action: Action,
+    /// Names of that workflow's pipelines, in order.
+    pub pipelines: &'a [String],
+    /// The object's current spec hash (label `kratix.io/hash`).
+    pub hash: &'a str,
+    /// Every run of this object and workflow type, any order, both actions.
+    pub runs: &'a [RunRecord],
+    /// Label `kratix.io/manual-reconciliation=true` is set.
+    pub manual_reconcile: bool,
+    /// Whether a failed pipeline is retried after its backoff. Kratix's `reconcileAfterFailure`
+    /// set to false leaves a failed configure workflow failed until its spec changes or it is
+    /// reconciled by hand; delete workflows are always retried, since the object's deletion
+    /// waits for them.
+    pub retry_failures: bool,
+    pub now_ms: i64,
+}
+
+/// Whether a failed pipeline of `action` is retried after its backoff: always for delete
+/// workflows (the object's deletion waits for them), for configure ones when `retry_failures`.
+pub(crate) fn retries_failures(action: Action, retry_failures: bool) -> bool {
+    retry_failures || action == Action::Delete
+}
+
+/// Why a pipeline is started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum StartReason {
+    /// No run of this workflow action exists yet.
+    FirstRun,
+    /// The previous pipeline succeeded in the current attempt.
+    Next,
+    /// The newest run was for another spec hash.
+    SpecChanged,
+    /// The newest runs are for the same hash but name pipelines at other positions
+    /// (added, removed, renamed or reordered pipelines).
+    PipelinesChanged,
+    /// The records proving that earlier pipelines succeeded are gone (deleted or pruned),
+    /// so the attempt cannot be trusted and starts again.
+    HistoryMissing,
+    /// `kratix.io/manual-reconciliation=true`: the caller clears the label after creating the run.
+    Manual,
+    /// The pipeline failed and its backoff has passed.
+    Retry,
+    /// The pipeline suspended the workflow and its `retryAfter` has passed.
+    Resume,
+}
+
+/// What the controller should do next for one object's workflow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// The workflow has no pipelines (and no run of the object is active).
+    NothingToRun,
+    /// A run of this object (any pipeline, action or hash) is pending or running.
+    Wait,
+    /// Create a run of `pipelines[index]` for the current hash.
+    Start { index: usize, reason: StartReason },
+    /// Every pipeline succeeded for the current hash, in order, in the latest attempt;
+    /// `last_run_sequence` is the last pipeline's successful run, so callers can do
+    /// once-per-completion work (deleting obsolete Works) exactly once.
+    Completed { last_run_sequence: i64 },
+    /// `pipelines[index]` failed `attempts` times in a row; retried at `retry_at_ms`, or never
+    /// (until a spec change or manual reconciliation) when `None`.
+    Failed {
+        index: usize,
+        pipeline: String,
+        attempts: u32,
+        retry_at_ms: Option<i64>,
+    },
+    /// `pipelines[index]` suspended the workflow; resumed at `retry_at_ms`, or never
+    /// (until a spec change or manual reconciliation) when `None`.
+    Suspended {
+        index: usize,
+        retry_at_ms: Option<i64>,
+        message: String,
+    },
+}
+
+impl Step {
+    /// When the caller should look again without any watch event: the retry or resume time.
+    pub fn wake_at_ms(&self) -> Option<i64> {
+        match self {
+            Self::Failed { retry_at_ms, .. } | Self::Suspended { retry_at_ms, .. } => *retry_at_ms,
+            Self::NothingToRun | Self::Wait | Self::Start { .. } | Self::Completed { .. } => None,
+        }
+    }
+}

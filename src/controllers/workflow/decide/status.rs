@@ -1,0 +1,104 @@
+//! Per-pipeline status of an object's current workflow attempt (`status.kratix.workflows.pipelines`).
+
+use crate::controllers::workflow::decide::history::read_history;
+use crate::controllers::workflow::decide::history::runs_so_far;
+use crate::controllers::workflow::decide::history::tail_failures;
+use crate::controllers::workflow::decide::history::History;
+use crate::controllers::workflow::decide::model::retries_failures;
+use crate::controllers::workflow::decide::model::Action;
+use crate::controllers::workflow::decide::model::RunPhase;
+use crate::controllers::workflow::decide::model::RunRecord;
+
+/// Phase of one pipeline in the current attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PipelinePhase {
+    /// Not run yet in the current attempt.
+    Pending,
+    Running,
+    Succeeded,
+    Failed,
+    Suspended,
+}
+
+impl PipelinePhase {
+    /// The value Kratix writes in the pipeline's `phase`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "Pending",
+            Self::Running => "Running",
+            Self::Succeeded => "Succeeded",
+            Self::Failed => "Failed",
+            Self::Suspended => "Suspended",
+        }
+    }
+}
+
+/// Status of one pipeline of the workflow, for the current hash and attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PipelineStatus {
+    pub name: String,
+    pub phase: PipelinePhase,
+    /// Runs of this pipeline in the current attempt (retries and resumes included).
+    pub attempts: u32,
+    /// Sequence of this pipeline's newest run in the current attempt, e.g. to find its logs.
+    pub last_run_sequence: Option<i64>,
+    /// The suspension message while suspended.
+    pub message: Option<String>,
+    /// When a failed pipeline is retried or a suspended one resumed.
+    pub next_retry_at_ms: Option<i64>,
+}
+
+/// Status of every pipeline in `pipelines` (in order) for the current attempt at `hash`:
+/// pipelines before the one reached are `Succeeded`, the reached one shows its newest run, later
+/// ones are `Pending`. When the newest run belongs to another hash or pipelines list, the
+/// current attempt has not started and everything is `Pending`. A failed pipeline has a
+/// retry time only when `retry_failures` (see [`crate::controllers::workflow::decide::Observed::retry_failures`]).
+pub fn pipeline_statuses(
+    action: Action,
+    pipelines: &[String],
+    runs: &[RunRecord],
+    hash: &str,
+    retry_failures: bool,
+) -> Vec<PipelineStatus> {
+    let attempt = match read_history(action, pipelines, hash, runs) {
+        History::Current(attempt) => Some(attempt),
+        History::Empty | History::Stale(_) => None,
+    };
+    pipelines
+        .iter()
+        .enumerate()
+        .map(|(index, name)| {
+            let runs = attempt.as_ref().map(|a| a.runs_of(index)).unwrap_or(&[]);
+            let attempts = runs_so_far(runs);
+            let mut status = PipelineStatus {
+                name: name.clone(),
+                phase: PipelinePhase::Pending,
+                attempts,
+                last_run_sequence: runs.last().map(|run| run.sequence),
+                message: None,
+                next_retry_at_ms: None,
+            };
+            let Some(newest) = runs.last() else {
+                return status;
+            };
+            match (newest.phase, &newest.suspend) {
+                (RunPhase::Pending | RunPhase::Running, _) => {
+                    status.phase = PipelinePhase::Running;
+                    status.message = newest.progress.clone();
+                }
+                (RunPhase::Succeeded, None) => status.phase = PipelinePhase::Succeeded,
+                (RunPhase::Succeeded, Some(suspension)) => {
+                    status.phase = PipelinePhase::Suspended;
+                    status.message = Some(suspension.message.clone());
+                    status.next_retry_at_ms = newest.resume_at_ms();
+                }
+                (RunPhase::Failed, _) => {
+                    status.phase = PipelinePhase::Failed;
+                    status.next_retry_at_ms = retries_failures(action, retry_failures)
+                        .then(|| newest.retry_at_ms(tail_failures(runs)));
+                }
+            }
+            status
+        })
+        .collect()
+}

@@ -1,0 +1,314 @@
+//! Drives one object's workflow: reads its run records, asks [`crate::controllers::workflow::decide::next_step`] what
+//! to do, and starts the next pipeline run when told to.
+
+use crate::api::pipeline::Pipeline;
+use crate::api::{labels, Object, PipelineRun, PipelineRunSpec, PipelineRunStatus};
+use crate::controllers::workflow::decide;
+use crate::controllers::workflow::decide::Action;
+use crate::controllers::workflow::decide::Observed;
+use crate::controllers::workflow::decide::RunPhase;
+use crate::controllers::workflow::decide::RunRecord;
+use crate::controllers::workflow::decide::Step;
+use crate::controllers::workflow::decide::WorkflowType;
+
+use crate::controllers::run::failure::Error as Failure;
+use crate::controllers::workflow::subject::runs_of;
+use crate::controllers::workflow::subject::Subject;
+use crate::controllers::{now_ms, status, Error, Runtime};
+use crate::events::{self, Reason};
+
+/// Runs kept per pipeline (Kratix's `numberOfJobsToKeep`); a pipeline no longer in the
+/// workflow keeps none.
+const RUNS_TO_KEEP: usize = 5;
+
+/// What one look at a workflow decided: the step and, for a start, where the new run stands.
+#[derive(Debug, Clone)]
+pub struct Decided {
+    pub step: Step,
+    pub start: Option<Position>,
+    /// The manual-reconciliation label asked for this look: it goes once the step started a
+    /// run or found nothing to run.
+    pub manual: bool,
+}
+
+impl Decided {
+    /// Whether the manual-reconciliation label is done with.
+    pub fn clears_manual_label(&self) -> bool {
+        self.manual && matches!(self.step, Step::Start { .. } | Step::NothingToRun)
+    }
+}
+
+/// Decides the next step of `action`'s workflow from its runs (pure).
+pub fn decide(
+    subject: &Subject,
+    action: Action,
+    names: &[String],
+    records: &[RunRecord],
+    retry_failures: bool,
+    now_ms: i64,
+) -> Decided {
+    // The delete workflow too, as in Kratix: the way to resume one a pipeline suspended
+    // without a `retryAfter`.
+    let manual = subject.manual_reconcile();
+    let observed = Observed {
+        action,
+        pipelines: names,
+        hash: &subject.hash,
+        runs: records,
+        manual_reconcile: manual,
+        retry_failures,
+        now_ms,
+    };
+    let step = decide::next_step(&observed);
+    let start = match &step {
+        Step::Start { index, .. } => Some(Position {
+            index: *index,
+            last: *index + 1 == names.len(),
+            attempt: decide::run_attempt(&observed, &step),
+        }),
+        _ => None,
+    };
+    Decided {
+        step,
+        start,
+        manual,
+    }
+}
+
+/// The record of the run a start creates, as the status shows it from the start on (its
+/// sequence is not known before the run is stored: it counts as the newest).
+pub fn started_record(
+    decided: &Decided,
+    subject: &Subject,
+    action: Action,
+    names: &[String],
+    records: &[RunRecord],
+) -> Option<RunRecord> {
+    let at = decided.start.as_ref()?;
+    Some(RunRecord {
+        sequence: records.iter().map(|r| r.sequence).max().unwrap_or(0) + 1,
+        pipeline_name: names.get(at.index)?.clone(),
+        pipeline_index: at.index,
+        action,
+        hash: subject.hash.clone(),
+        phase: RunPhase::Pending,
+        completion_time_ms: None,
+        suspend: None,
+        progress: None,
+        attempt: at.attempt,
+    })
+}
+
+/// Carries out what [`decide`] decided, but for the object's own status and labels: creates the
+/// run it starts (with its event), and prunes the workflow's runs. Returns the started run.
+pub async fn carry_out(
+    rt: &Runtime,
+    subject: &Subject,
+    action: Action,
+    pipelines: &[Pipeline],
+    decided: &Decided,
+    runs: &[(Object, RunRecord)],
+) -> Result<Option<RunRecord>, Error> {
+    let names: Vec<String> = pipelines.iter().map(|p| p.name().to_string()).collect();
+    let mut started = None;
+    if let Some(at) = &decided.start {
+        let pipeline = &pipelines[at.index];
+        started = Some(start_run(rt, subject, action, pipeline, at.clone()).await?);
+        let message = format!(
+            "{} pipeline {} ({} of {}) started",
+            action.as_str(),
+            pipeline.name(),
+            at.index + 1,
+            pipelines.len()
+        );
+        events::record(&rt.cp, &subject.object, Reason::PipelineStarted, &message).await;
+    }
+    if decide::prunes_after(&decided.step) {
+        prune(rt, subject, action, &names, runs, started.clone()).await?;
+    }
+    Ok(started)
+}
+
+/// Decides and acts for one workflow action, the manual-reconciliation label included (the
+/// delete workflow, whose object's status is only its own). Returns the step as decided, and
+/// the runs with their records as read before acting.
+pub async fn drive(
+    rt: &Runtime,
+    subject: &Subject,
+    action: Action,
+    pipelines: &[Pipeline],
+) -> Result<(Step, Vec<(Object, RunRecord)>), Error> {
+    let runs = runs_of(rt, subject).await?;
+    let records: Vec<RunRecord> = runs.iter().map(|(_, r)| r.clone()).collect();
+    let names: Vec<String> = pipelines.iter().map(|p| p.name().to_string()).collect();
+    let decided = decide(
+        subject,
+        action,
+        &names,
+        &records,
+        rt.settings.intervals.after_failure,
+        now_ms(),
+    );
+    carry_out(rt, subject, action, pipelines, &decided, &runs).await?;
+    if decided.clears_manual_label() {
+        status::update_object(rt.cp.as_ref(), &subject.kind, &subject.key(), |o| {
+            if let Some(l) = o.metadata.labels.as_mut() {
+                l.remove(labels::MANUAL_RECONCILIATION);
+            }
+        })
+        .await?;
+    }
+    Ok((decided.step, runs))
+}
+
+/// Where a new run stands: its pipeline's index, whether that is the workflow's last, and the
+/// run's number among its pipeline's runs in the current attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Position {
+    pub index: usize,
+    pub last: bool,
+    pub attempt: u32,
+}
+
+/// Creates the run of `pipeline`; its record as created.
+async fn start_run(
+    rt: &Runtime,
+    subject: &Subject,
+    action: Action,
+    pipeline: &Pipeline,
+    at: Position,
+) -> Result<RunRecord, Error> {
+    let Position {
+        index,
+        last,
+        attempt,
+    } = at;
+    let sequence = rt.cp.next_sequence("pipelinerun").await?;
+    let mut run_labels: std::collections::BTreeMap<String, String> =
+        subject.selector_labels().into_iter().collect();
+    run_labels.insert(labels::PIPELINE_NAME.into(), pipeline.name().to_string());
+    run_labels.insert(labels::WORKFLOW_ACTION.into(), action.as_str().to_string());
+    run_labels.insert(labels::HASH.into(), subject.hash.clone());
+    let prefix = match subject.workflow_type {
+        WorkflowType::Promise => subject.promise_name.clone(),
+        WorkflowType::Resource => format!("{}-{}", subject.promise_name, subject.name()),
+    };
+    let name = run_name(&prefix, action, pipeline.name(), sequence);
+    let encode = |what: &'static str| {
+        let name = name.clone();
+        move |source| Error::run(&name, Failure::Encode { what, source })
+    };
+    let for_resource = subject.workflow_type == WorkflowType::Resource;
+    let spec = PipelineRunSpec {
+        sequence,
+        promise_name: subject.promise_name.clone(),
+        resource_name: if for_resource {
+            subject.name()
+        } else {
+            String::new()
+        },
+        resource_namespace: if for_resource {
+            subject.run_namespace()
+        } else {
+            String::new()
+        },
+        pipeline_name: pipeline.name().to_string(),
+        pipeline_index: i64::try_from(index).unwrap_or(i64::MAX),
+        workflow_type: subject.workflow_type.as_str().to_string(),
+        workflow_action: action.as_str().to_string(),
+        hash: subject.hash.clone(),
+        promise_version: subject.promise_version.clone(),
+        pipeline: serde_json::to_value(pipeline).map_err(encode("the pipeline"))?,
+        last,
+        attempt,
+    };
+    let stored = spec.stored().map_err(encode("the run"))?;
+    let mut typed = PipelineRun::new(&name, spec);
+    typed.metadata.namespace = Some(subject.run_namespace());
+    typed.metadata.labels = Some(run_labels);
+    typed.status = Some(PipelineRunStatus::default());
+    let run =
+        crate::api::object::from_typed_with_spec(&typed, stored).map_err(encode("the run"))?;
+    rt.cp
+        .create(&rt.kind(crate::api::Builtin::PipelineRun), &run)
+        .await?;
+    tracing::info!(run = %name, object = %subject.key(), "pipeline run created");
+    Ok(RunRecord {
+        sequence,
+        pipeline_name: pipeline.name().to_string(),
+        pipeline_index: index,
+        action,
+        hash: subject.hash.clone(),
+        phase: RunPhase::Pending,
+        completion_time_ms: None,
+        suspend: None,
+        progress: None,
+        attempt,
+    })
+}
+
+/// `<object>-<action?>-<pipeline>-<sequence>`, cut to fit a Kubernetes name.
+pub fn run_name(prefix: &str, action: Action, pipeline: &str, sequence: i64) -> String {
+    let action_part = match action {
+        Action::Configure => String::new(),
+        Action::Delete => "delete-".into(),
+    };
+    let suffix = format!("-{action_part}{pipeline}-{sequence}");
+    let room = 253usize.saturating_sub(suffix.len());
+    let prefix: String = prefix.chars().take(room).collect();
+    format!("{prefix}{suffix}")
+}
+
+/// Deletes, with their folders, the runs of `action`'s workflow that
+/// [`decide::runs_to_prune`] picks (`started`, just created, counted among the newest), and
+/// has the executor prune what it keeps of them (Jobs) after a start or once runs went.
+async fn prune(
+    rt: &Runtime,
+    subject: &Subject,
+    action: Action,
+    names: &[String],
+    runs: &[(Object, RunRecord)],
+    started: Option<RunRecord>,
+) -> Result<(), Error> {
+    let mut records: Vec<RunRecord> = runs.iter().map(|(_, r)| r.clone()).collect();
+    let started_one = started.is_some();
+    records.extend(started);
+    let doomed = decide::runs_to_prune(action, names, &records, RUNS_TO_KEEP);
+    let kind = rt.kind(crate::api::Builtin::PipelineRun);
+    for (obj, _) in runs.iter().filter(|(_, r)| doomed.contains(&r.sequence)) {
+        let _ = std::fs::remove_dir_all(rt.platform.run_dir(obj));
+        status::delete_if_present(rt.cp.as_ref(), &kind, obj).await?;
+    }
+    if started_one || !doomed.is_empty() {
+        // What the executor keeps is only for inspection: failing to tidy it up fails nothing.
+        if let Err(error) = rt.pipelines.prune(&subject.owner(), action, names).await {
+            tracing::warn!(object = %subject.key(), error = %crate::controllers::ErrorChain(&error), "cannot prune what the executor kept of old runs");
+        }
+    }
+    Ok(())
+}
+
+/// The exit reason of the newest failed run, for condition messages (e.g. `exit code 3`).
+pub fn failure_reason(runs: &[(Object, RunRecord)], step: &Step) -> String {
+    let Step::Failed { pipeline, .. } = step else {
+        return String::new();
+    };
+    runs.iter()
+        .filter(|(_, r)| &r.pipeline_name == pipeline && r.phase == RunPhase::Failed)
+        .max_by_key(|(_, r)| r.sequence)
+        .and_then(|(o, _)| status::typed_status::<PipelineRunStatus>(o).ok()?.message)
+        .unwrap_or_default()
+}
+
+/// How long until the step wants another look without any change.
+pub fn wake_after(step: &Step) -> Option<std::time::Duration> {
+    wake_after_at(step, now_ms())
+}
+
+/// [`wake_after`] at `now` (milliseconds since the epoch).
+pub fn wake_after_at(step: &Step, now: i64) -> Option<std::time::Duration> {
+    step.wake_at_ms().map(|at| {
+        let ms = (at - now).clamp(0, 24 * 3600 * 1000);
+        std::time::Duration::from_millis(u64::try_from(ms).unwrap_or(0) + 50)
+    })
+}

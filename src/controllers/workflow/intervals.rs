@@ -1,0 +1,375 @@
+//! Reconciliation intervals: configure workflows run again periodically although nothing
+//! changed, as in Kratix (<https://github.com/syntasso/kratix/blob/ae170e22e974e45bb7cfda00986057e01b3ccfde/internal/controller/dynamic_resource_request_controller.go>,
+//! `shouldForcePipelineRun`): once the interval has passed since the workflow completed (or
+//! failed, with `reconcileAfterFailure`), the object is labelled for manual reconciliation and
+//! its workflow runs again from its first pipeline. Also the Promise label
+//! `kratix.io/reconcile-resources`, which does that once for every request of the Promise.
+
+use std::time::Duration;
+
+use crate::api::object::label;
+use crate::api::{labels, Object, ObjectKey, Promise};
+use crate::controllers::workflow::decide::Action;
+use crate::controllers::workflow::decide::RunPhase;
+use crate::controllers::workflow::decide::RunRecord;
+use crate::controllers::workflow::decide::Step;
+use crate::store::Selector;
+
+use crate::controllers::{lookups, status, Error, Runtime};
+
+/// Kratix's platform-wide interval when a Promise sets none.
+pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(10 * 3600);
+/// Kratix's smallest interval: shorter ones are refused.
+pub const MIN_INTERVAL: Duration = Duration::from_secs(60);
+
+/// The platform's interval settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Policy {
+    /// The interval of Promises that set none.
+    pub default: Duration,
+    /// Intervals below this are ignored (Kratix: one minute).
+    pub minimum: Duration,
+    /// Whether a failed workflow also runs again at the interval.
+    pub after_failure: bool,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Self {
+            default: DEFAULT_INTERVAL,
+            minimum: MIN_INTERVAL,
+            after_failure: true,
+        }
+    }
+}
+
+/// Where an object's interval comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// The Promise's annotation `kratix.io/reconciliation-interval`.
+    Annotation,
+    /// The Promise's `spec.workflows.config.reconciliationInterval`.
+    Promise,
+    /// The platform's default.
+    Default,
+}
+
+/// The interval of a Promise's workflows (and its requests'): the annotation when it is a valid
+/// duration of at least the minimum, else the Promise's setting when it is, else the default.
+pub fn interval(
+    annotation: Option<&str>,
+    setting: Option<&str>,
+    policy: &Policy,
+) -> (Duration, Source) {
+    let valid = |text: Option<&str>| {
+        text.and_then(|t| crate::pipeline::metadata::parse_duration(t.trim()))
+            .filter(|d| *d >= policy.minimum)
+    };
+    if let Some(d) = valid(annotation) {
+        return (d, Source::Annotation);
+    }
+    if let Some(d) = valid(setting) {
+        return (d, Source::Promise);
+    }
+    (policy.default, Source::Default)
+}
+
+/// Refuses a Promise's interval that is no duration or shorter than the minimum, as Kratix's
+/// webhook does.
+pub fn check_setting(text: &str, minimum: Duration) -> Result<(), String> {
+    match crate::pipeline::metadata::parse_duration(text.trim()) {
+        None => Err(format!(
+            "{text:?} is not a duration (e.g. \"10h\", \"90m\")"
+        )),
+        Some(d) if d < minimum => Err(format!("{text:?} must be at least {minimum:?}")),
+        Some(_) => Ok(()),
+    }
+}
+
+/// How a configure workflow last finished.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Finished {
+    Succeeded { at_ms: i64 },
+    Failed { at_ms: i64 },
+}
+
+/// What the interval asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Run the workflow again now.
+    RerunNow,
+    /// Look again at this time (milliseconds since the epoch).
+    At(i64),
+    /// Nothing: the workflow has not finished, or failed and failures are not re-run.
+    Never,
+}
+
+/// Whether the interval has passed since the workflow finished: strictly more than `interval`
+/// since it completed, or failed when failures are re-run too.
+pub fn decide(
+    last: Option<Finished>,
+    interval: Duration,
+    after_failure: bool,
+    now: i64,
+) -> Decision {
+    let at = match last {
+        None => return Decision::Never,
+        Some(Finished::Failed { .. }) if !after_failure => return Decision::Never,
+        Some(Finished::Succeeded { at_ms } | Finished::Failed { at_ms }) => at_ms,
+    };
+    let due = at.saturating_add(i64::try_from(interval.as_millis()).unwrap_or(i64::MAX));
+    if now > due {
+        Decision::RerunNow
+    } else {
+        Decision::At(due)
+    }
+}
+
+/// How the configure workflow finished, from its step and run records.
+pub fn finished(step: &Step, records: &[RunRecord]) -> Option<Finished> {
+    let newest = |phase: RunPhase| {
+        records
+            .iter()
+            .filter(|r| r.action == Action::Configure && r.phase == phase)
+            .max_by_key(|r| r.sequence)
+    };
+    match step {
+        Step::Completed { last_run_sequence } => records
+            .iter()
+            .find(|r| r.sequence == *last_run_sequence)
+            .map(|r| Finished::Succeeded {
+                at_ms: r.completion_time_ms.unwrap_or(0),
+            }),
+        Step::Failed { .. } => newest(RunPhase::Failed).map(|r| Finished::Failed {
+            at_ms: r.completion_time_ms.unwrap_or(0),
+        }),
+        _ => None,
+    }
+}
+
+/// When the configure workflow of an object whose Promise (or revision) is `promise` runs again
+/// by itself: `(wake, rerun)`, the delay until it is due, or `rerun` when it is due now (the
+/// caller sets the manual-reconciliation label, unless `manual` says it is set already).
+pub fn plan(
+    promise: &Object,
+    policy: &Policy,
+    step: &Step,
+    records: &[RunRecord],
+    manual: bool,
+    now: i64,
+) -> (Option<Duration>, bool) {
+    let typed: Option<Promise> = crate::api::object::to_typed(promise).ok();
+    let setting = typed
+        .as_ref()
+        .and_then(|p| p.spec.workflows.as_ref())
+        .and_then(|w| w.config.as_ref())
+        .and_then(|c| c.reconciliation_interval.clone());
+    let (every, _) = interval(
+        crate::api::object::annotation(promise, labels::RECONCILIATION_INTERVAL),
+        setting.as_deref(),
+        policy,
+    );
+    match decide(finished(step, records), every, policy.after_failure, now) {
+        Decision::Never => (None, false),
+        Decision::At(due) => (
+            Some(Duration::from_millis(
+                u64::try_from(due.saturating_sub(now)).unwrap_or(0) + 50,
+            )),
+            false,
+        ),
+        Decision::RerunNow => (None, !manual),
+    }
+}
+
+/// Sets the manual-reconciliation label on `obj`: its configure workflow runs again.
+pub fn label_for_rerun(obj: &mut Object) {
+    obj.metadata
+        .labels
+        .get_or_insert_with(Default::default)
+        .insert(labels::MANUAL_RECONCILIATION.into(), "true".into());
+}
+
+async fn label_for_reconciliation(
+    rt: &Runtime,
+    kind: &crate::api::KindInfo,
+    key: &ObjectKey,
+) -> Result<(), Error> {
+    status::update_object(rt.cp.as_ref(), kind, key, label_for_rerun).await?;
+    Ok(())
+}
+
+/// The Promise label `kratix.io/reconcile-resources=true`: every request of the Promise runs
+/// its configure workflow again, once; then the label goes.
+pub async fn reconcile_resources(rt: &Runtime, promise: &Object) -> Result<(), Error> {
+    if label(promise, labels::RECONCILE_RESOURCES) != Some("true") {
+        return Ok(());
+    }
+    let name = promise.metadata.name.clone().unwrap_or_default();
+    if let Some(kind) = lookups::request_kind_of(rt, &name).await? {
+        for request in rt.cp.list(&kind, None, &Selector::everything()).await? {
+            if request.metadata.deletion_timestamp.is_none() {
+                label_for_reconciliation(rt, &kind, &ObjectKey::of(&request)).await?;
+            }
+        }
+    }
+    let kind = rt.kind(crate::api::Builtin::Promise);
+    status::update_object(rt.cp.as_ref(), &kind, &ObjectKey::of(promise), |o| {
+        if let Some(l) = o.metadata.labels.as_mut() {
+            l.remove(labels::RECONCILE_RESOURCES);
+        }
+    })
+    .await?;
+    tracing::info!(promise = %name, "every request runs its workflow again");
+    Ok(())
+}
+
+/// The sooner of two wake-ups.
+pub fn sooner(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: u64 = 1000;
+
+    fn policy(after_failure: bool) -> Policy {
+        Policy {
+            default: Duration::from_secs(36_000),
+            minimum: Duration::from_secs(60),
+            after_failure,
+        }
+    }
+
+    #[test]
+    fn the_annotation_wins_over_the_promise_over_the_default() {
+        let secs = Duration::from_secs;
+        let cases = [
+            (None, None, (secs(36_000), Source::Default)),
+            (None, Some("2h"), (secs(7200), Source::Promise)),
+            (Some("5m"), Some("2h"), (secs(300), Source::Annotation)),
+            (Some("5m"), None, (secs(300), Source::Annotation)),
+            (Some("1h30m"), None, (secs(5400), Source::Annotation)),
+            // Below the minimum or not a duration: ignored, the next one counts.
+            (Some("30s"), Some("2h"), (secs(7200), Source::Promise)),
+            (Some("soon"), Some("2h"), (secs(7200), Source::Promise)),
+            (Some("-5m"), None, (secs(36_000), Source::Default)),
+            (None, Some("59s"), (secs(36_000), Source::Default)),
+            (None, Some("60"), (secs(36_000), Source::Default)),
+            (Some(""), Some("1m"), (secs(60), Source::Promise)),
+        ];
+        for (annotation, setting, want) in cases {
+            assert_eq!(
+                interval(annotation, setting, &policy(true)),
+                want,
+                "{annotation:?} {setting:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_next_run_comes_an_interval_after_the_last_completion() {
+        let every = Duration::from_secs(60);
+        let ok = |at| Some(Finished::Succeeded { at_ms: at });
+        let failed = |at| Some(Finished::Failed { at_ms: at });
+        let minute = 60 * S as i64;
+        let cases = [
+            // (last, after_failure, now, want)
+            (None, true, 0, Decision::Never),
+            (ok(1000), true, 1000, Decision::At(1000 + minute)),
+            (ok(1000), true, 1000 + minute, Decision::At(1000 + minute)),
+            (ok(1000), true, 1001 + minute, Decision::RerunNow),
+            (ok(1000), false, 1001 + minute, Decision::RerunNow),
+            (failed(1000), true, 1000, Decision::At(1000 + minute)),
+            (failed(1000), true, 5000 + minute, Decision::RerunNow),
+            (failed(1000), false, 5000 + minute, Decision::Never),
+            (failed(1000), false, 1000, Decision::Never),
+            (ok(i64::MAX - 5), true, 0, Decision::At(i64::MAX)),
+        ];
+        for (last, after_failure, now, want) in cases {
+            assert_eq!(
+                decide(last, every, after_failure, now),
+                want,
+                "{last:?} {after_failure} {now}"
+            );
+        }
+    }
+
+    fn run(sequence: i64, action: Action, phase: RunPhase, at: i64) -> RunRecord {
+        RunRecord {
+            sequence,
+            pipeline_name: "p".into(),
+            pipeline_index: 0,
+            action,
+            hash: "h".into(),
+            phase,
+            completion_time_ms: Some(at),
+            suspend: None,
+            progress: None,
+            attempt: 0,
+        }
+    }
+
+    #[test]
+    fn the_last_finish_comes_from_the_step_and_its_runs() {
+        let runs = [
+            run(1, Action::Configure, RunPhase::Succeeded, 100),
+            run(2, Action::Configure, RunPhase::Failed, 200),
+            run(3, Action::Configure, RunPhase::Failed, 300),
+            run(4, Action::Delete, RunPhase::Failed, 400),
+        ];
+        let failed = Step::Failed {
+            index: 0,
+            pipeline: "p".into(),
+            attempts: 2,
+            retry_at_ms: Some(0),
+        };
+        let cases = [
+            (
+                Step::Completed {
+                    last_run_sequence: 1,
+                },
+                Some(Finished::Succeeded { at_ms: 100 }),
+            ),
+            (failed, Some(Finished::Failed { at_ms: 300 })),
+            (Step::Wait, None),
+            (Step::NothingToRun, None),
+            (
+                Step::Start {
+                    index: 0,
+                    reason: crate::controllers::workflow::decide::StartReason::FirstRun,
+                },
+                None,
+            ),
+        ];
+        for (step, want) in cases {
+            assert_eq!(finished(&step, &runs), want, "{step:?}");
+        }
+    }
+
+    #[test]
+    fn a_promise_interval_is_a_duration_of_at_least_the_minimum() {
+        let minute = Duration::from_secs(60);
+        assert_eq!(check_setting("10h", minute), Ok(()));
+        assert_eq!(check_setting("1m", minute), Ok(()));
+        assert_eq!(
+            check_setting("30s", minute),
+            Err("\"30s\" must be at least 60s".into())
+        );
+        assert!(check_setting("often", minute).is_err());
+        assert!(check_setting("600", minute).is_err());
+    }
+
+    #[test]
+    fn sooner_takes_the_earlier_wake() {
+        let d = Duration::from_secs;
+        assert_eq!(sooner(None, None), None);
+        assert_eq!(sooner(Some(d(3)), None), Some(d(3)));
+        assert_eq!(sooner(None, Some(d(2))), Some(d(2)));
+        assert_eq!(sooner(Some(d(3)), Some(d(2))), Some(d(2)));
+    }
+}

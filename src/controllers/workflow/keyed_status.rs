@@ -1,0 +1,192 @@
+//! Kratix's keyed workflow status in an object's status (`status.kratix.workflows.<action>`):
+//! each workflow writes only its own key, so a delete workflow leaves the configure entries as
+//! they were; and the migration of objects stored with the earlier flat layout.
+
+use serde_json::Value;
+
+use crate::api::pipeline::Pipeline;
+use crate::api::workflow_status::{WorkflowStatus, WorkflowStatuses, FLAT_FIELDS};
+use crate::controllers::workflow::decide;
+use crate::controllers::workflow::decide::Action;
+use crate::controllers::workflow::decide::KeyedInputs;
+use crate::controllers::workflow::decide::RunRecord;
+use crate::controllers::workflow::decide::Step;
+
+use crate::controllers::workflow::subject::runs_of;
+use crate::controllers::workflow::subject::Subject;
+use crate::controllers::{now_ms, status, Error, Runtime};
+
+/// The inputs of `subject`'s keyed status for `action`, now.
+pub fn inputs<'a>(
+    rt: &Runtime,
+    subject: &'a Subject,
+    action: Action,
+    pipelines: &'a [String],
+    runs: &'a [RunRecord],
+    step: &'a Step,
+) -> KeyedInputs<'a> {
+    KeyedInputs {
+        action,
+        pipelines,
+        runs,
+        hash: &subject.hash,
+        retry_failures: rt.settings.intervals.after_failure,
+        step,
+        generation: subject.object.metadata.generation,
+        now_ms: now_ms(),
+    }
+}
+
+/// The names of `pipelines`, in order.
+pub fn names(pipelines: &[Pipeline]) -> Vec<String> {
+    pipelines.iter().map(|p| p.name().to_string()).collect()
+}
+
+/// The workflows as a status holds them (lenient: see [`WorkflowStatuses`]).
+fn workflows_in(status: &Value) -> WorkflowStatuses {
+    status
+        .pointer("/kratix/workflows")
+        .cloned()
+        .and_then(|w| serde_json::from_value(w).ok())
+        .unwrap_or_default()
+}
+
+/// Writes `action`'s workflow into `status.kratix.workflows`, leaving the other actions' as
+/// they are; an empty one is left out. What the flat layout left there goes.
+pub fn set_workflow(status: &mut Value, action: Action, workflow: WorkflowStatus) {
+    let mut workflows = workflows_in(status);
+    if workflow.is_empty() {
+        workflows.0.remove(action.as_str());
+    } else {
+        workflows.0.insert(action.as_str().to_string(), workflow);
+    }
+    let Some(kratix) = crate::controllers::promise::summary::object_at(status, "kratix") else {
+        return;
+    };
+    match serde_json::to_value(&workflows) {
+        Ok(value) if !workflows.0.is_empty() => {
+            kratix.insert("workflows".into(), value);
+        }
+        _ => {
+            kratix.remove("workflows");
+        }
+    }
+    if kratix.is_empty() {
+        if let Some(map) = status.as_object_mut() {
+            map.remove("kratix");
+        }
+    }
+}
+
+/// Brings `action`'s keyed status up to date from the runs, keeping what only the previous
+/// status knows (transition times, the last successful completion).
+pub fn update(status: &mut Value, inputs: &KeyedInputs) {
+    let previous = workflows_in(status).0.remove(inputs.action.as_str());
+    let next = decide::workflow_status(inputs, previous.as_ref());
+    set_workflow(status, inputs.action, next);
+}
+
+/// Migrates a status stored with the flat layout (see [`decide::migrated`]): drops the flat
+/// fields and rebuilds `action`'s entries from each pipeline's newest run. Whether it did; the
+/// write wakes the object, whose next reconcile goes on from the migrated status.
+pub async fn migrate(
+    rt: &Runtime,
+    subject: &Subject,
+    action: Action,
+    pipelines: &[Pipeline],
+) -> Result<bool, Error> {
+    let flat = subject
+        .object
+        .data
+        .pointer("/status/kratix/workflows")
+        .is_some_and(decide::has_flat_layout);
+    if !flat {
+        return Ok(false);
+    }
+    let runs: Vec<RunRecord> = runs_of(rt, subject)
+        .await?
+        .into_iter()
+        .map(|(_, record)| record)
+        .collect();
+    let migrated = decide::migrated(action, &names(pipelines), &runs);
+    status::update_status_of(rt.cp.as_ref(), &subject.kind, &subject.object, |_, s| {
+        if let Some(workflows) = s
+            .pointer_mut("/kratix/workflows")
+            .and_then(Value::as_object_mut)
+        {
+            for field in FLAT_FIELDS {
+                workflows.remove(field);
+            }
+        }
+        set_workflow(s, action, migrated.clone());
+    })
+    .await?;
+    tracing::info!(object = %subject.key(), %action, "migrated the flat workflow status to the keyed layout");
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::workflow_status::WorkflowPipelineStatus;
+    use serde_json::json;
+
+    fn workflow(pipeline: &str) -> WorkflowStatus {
+        WorkflowStatus {
+            pipelines: vec![WorkflowPipelineStatus {
+                name: pipeline.into(),
+                phase: "Succeeded".into(),
+                ..WorkflowPipelineStatus::default()
+            }],
+            ..WorkflowStatus::default()
+        }
+    }
+
+    #[test]
+    fn each_action_writes_its_own_key_only() {
+        let entry = |name: &str| json!({"pipelines": [{"name": name, "phase": "Succeeded"}]});
+        let cases = [
+            (
+                "delete beside configure",
+                json!({"kratix": {"status": "Available", "workflows": {"configure": entry("a")}}}),
+                Action::Delete,
+                Some("bye"),
+                json!({"kratix": {"status": "Available",
+                       "workflows": {"configure": entry("a"), "delete": entry("bye")}}}),
+            ),
+            (
+                "configure replaced, delete kept",
+                json!({"kratix": {"workflows": {"configure": entry("a"), "delete": entry("bye")}}}),
+                Action::Configure,
+                Some("b"),
+                json!({"kratix": {"workflows": {"configure": entry("b"), "delete": entry("bye")}}}),
+            ),
+            (
+                "the flat layout goes",
+                json!({"kratix": {"workflows": {"pipelines": [{"name": "a"}], "suspendedGeneration": 2}}}),
+                Action::Configure,
+                Some("a"),
+                json!({"kratix": {"workflows": {"configure": entry("a")}}}),
+            ),
+            (
+                "an empty workflow is left out, and so is an empty kratix",
+                json!({"kratix": {"workflows": {"configure": entry("a")}}, "message": "m"}),
+                Action::Configure,
+                None,
+                json!({"message": "m"}),
+            ),
+            (
+                "no status yet",
+                json!({}),
+                Action::Configure,
+                Some("a"),
+                json!({"kratix": {"workflows": {"configure": entry("a")}}}),
+            ),
+        ];
+        for (name, mut status, action, pipeline, want) in cases {
+            let workflow = pipeline.map(workflow).unwrap_or_default();
+            set_workflow(&mut status, action, workflow);
+            assert_eq!(status, want, "{name}");
+        }
+    }
+}

@@ -1,0 +1,98 @@
+//! The object a workflow runs for, and the stored runs of its workflow.
+
+use crate::api::object::label;
+use crate::api::{labels, KindInfo, Object, ObjectKey, SYSTEM_NAMESPACE};
+use crate::controllers::workflow::decide::RunRecord;
+use crate::controllers::workflow::decide::WorkflowType;
+use crate::store::Selector;
+
+use crate::controllers::run::record::run_record;
+use crate::controllers::{Error, Runtime};
+
+/// The object a workflow runs for.
+#[derive(Debug, Clone)]
+pub struct Subject {
+    pub kind: KindInfo,
+    pub object: Object,
+    pub promise_name: String,
+    pub workflow_type: WorkflowType,
+    /// `kratix.io/hash`: md5 of the Promise spec (promise workflows), or of both specs (resources).
+    pub hash: String,
+    /// The Promise version its workflows run at (`KRATIX_PROMISE_VERSION`): the Promise's own
+    /// for promise workflows, the bound revision's for a request; `not-set` when unversioned.
+    pub promise_version: String,
+}
+
+impl Subject {
+    pub fn key(&self) -> ObjectKey {
+        ObjectKey::of(&self.object)
+    }
+
+    pub fn name(&self) -> String {
+        self.object.metadata.name.clone().unwrap_or_default()
+    }
+
+    /// What the executor's leftovers for this object belong to.
+    pub fn owner(&self) -> crate::pipeline::Owner {
+        match self.workflow_type {
+            WorkflowType::Promise => crate::pipeline::Owner::Promise {
+                name: self.promise_name.clone(),
+            },
+            WorkflowType::Resource => crate::pipeline::Owner::Request {
+                promise: self.promise_name.clone(),
+                namespace: self.object.metadata.namespace.clone().unwrap_or_default(),
+                name: self.name(),
+            },
+        }
+    }
+
+    /// Promise workflows run in the system namespace, resource workflows in the request's.
+    pub fn run_namespace(&self) -> String {
+        match self.workflow_type {
+            WorkflowType::Promise => SYSTEM_NAMESPACE.to_string(),
+            WorkflowType::Resource => self
+                .object
+                .metadata
+                .namespace
+                .clone()
+                .unwrap_or_else(|| "default".into()),
+        }
+    }
+
+    /// Labels that find every run (and Work) of this object.
+    pub fn selector_labels(&self) -> Vec<(String, String)> {
+        let mut l = vec![
+            (labels::PROMISE_NAME.to_string(), self.promise_name.clone()),
+            (
+                labels::WORKFLOW_TYPE.to_string(),
+                self.workflow_type.as_str().to_string(),
+            ),
+        ];
+        if self.workflow_type == WorkflowType::Resource {
+            l.push((labels::RESOURCE_NAME.to_string(), self.name()));
+        }
+        l
+    }
+
+    pub fn manual_reconcile(&self) -> bool {
+        label(&self.object, labels::MANUAL_RECONCILIATION) == Some("true")
+    }
+}
+
+/// Every stored run of the subject's workflow type, with its record.
+pub async fn runs_of(rt: &Runtime, subject: &Subject) -> Result<Vec<(Object, RunRecord)>, Error> {
+    let sel_labels = subject.selector_labels();
+    let selector = Selector::from_labels(sel_labels.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    let runs = rt
+        .cp
+        .list(
+            &rt.kind(crate::api::Builtin::PipelineRun),
+            Some(&subject.run_namespace()),
+            &selector,
+        )
+        .await?;
+    Ok(runs
+        .into_iter()
+        .filter_map(|r| run_record(&r).map(|rec| (r, rec)))
+        .collect())
+}
