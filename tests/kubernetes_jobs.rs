@@ -18,11 +18,12 @@ use std::time::Duration;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, ServiceAccount};
 use kratix::api::pipeline::Pipeline;
+use kratix::api::Action;
 use kratix::jobs::identity::Identity;
 use kratix::jobs::{job, rbac, spec, KubeJobs};
 use kratix::pipeline::{
     kratix_env, output, Executor, ImageMap, Isolation, ResourceObject, RunRequest, RunResult,
-    Subject, WorkflowAction, WorkflowEnv,
+    Subject, WorkflowEnv,
 };
 use kube::api::{ListParams, PostParams};
 use kube::Api;
@@ -48,7 +49,7 @@ fn sh(name: &str, script: &str) -> serde_json::Value {
     json!({"name": name, "image": "busybox", "command": ["sh", "-c", script]})
 }
 
-fn workflow(action: WorkflowAction, pipeline: &str, resource: bool) -> Vec<(String, String)> {
+fn workflow(action: Action, pipeline: &str, resource: bool) -> Vec<(String, String)> {
     kratix_env(&WorkflowEnv {
         action,
         promise_name: "database".into(),
@@ -149,14 +150,11 @@ fn job_and_grants_match_the_golden_yaml() {
     let cases = [
         (
             "resource-configure.yaml",
-            shape(
-                &configure,
-                &workflow(WorkflowAction::Configure, "instance", true),
-            ),
+            shape(&configure, &workflow(Action::Configure, "instance", true)),
         ),
         (
             "promise-delete.yaml",
-            shape(&delete, &workflow(WorkflowAction::Delete, "cleanup", false)),
+            shape(&delete, &workflow(Action::Delete, "cleanup", false)),
         ),
     ];
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/jobs");
@@ -310,7 +308,7 @@ async fn three_pipelines_run_in_order_as_jobs_and_hand_back_their_output() {
         let name = p.metadata.name.clone();
         let (req, work) = cluster.request(
             p,
-            workflow(WorkflowAction::Configure, &name, true),
+            workflow(Action::Configure, &name, true),
             Duration::from_secs(120),
         );
         let outcome = cluster.executor.run(req).await.expect("run");
@@ -460,7 +458,7 @@ async fn a_failing_container_fails_the_run_with_its_reason() {
         let name = p.metadata.name.clone();
         let (req, _work) = cluster.request(
             p,
-            workflow(WorkflowAction::Configure, &name, false),
+            workflow(Action::Configure, &name, false),
             Duration::from_secs(120),
         );
         let outcome = cluster.executor.run(req).await.expect("run");
@@ -501,7 +499,7 @@ async fn a_run_past_its_time_limit_times_out() {
     );
     let (req, _work) = cluster.request(
         p,
-        workflow(WorkflowAction::Delete, "slow", true),
+        workflow(Action::Delete, "slow", true),
         Duration::from_secs(4),
     );
     let started = std::time::Instant::now();
@@ -528,7 +526,7 @@ async fn kill_leftovers_deletes_the_job_of_an_interrupted_run() {
     let p = pipeline("stuck", json!({"containers": [sh("sleep", "sleep 120")]}));
     let (req, _work) = cluster.request(
         p,
-        workflow(WorkflowAction::Configure, "stuck", true),
+        workflow(Action::Configure, "stuck", true),
         Duration::from_secs(300),
     );
     let work_dir = req.work_dir.clone();
@@ -701,7 +699,7 @@ async fn the_job_executor_ends_runs_as_the_local_one_does() {
             &name,
             json!({"containers": [sh("step", script)], "jobOptions": {"backoffLimit": 0}}),
         );
-        let env = workflow(WorkflowAction::Configure, &name, true);
+        let env = workflow(Action::Configure, &name, true);
         let (local_req, _local_work) =
             cluster.request(p.clone(), env.clone(), Duration::from_secs(60));
         let local = kratix::pipeline::Local
@@ -773,7 +771,7 @@ async fn only_the_newest_jobs_of_a_pipeline_stay() {
         let p = pipeline("again", json!({"containers": [sh("ok", "true")]}));
         let (req, _work) = cluster.request(
             p,
-            workflow(WorkflowAction::Configure, "again", true),
+            workflow(Action::Configure, "again", true),
             Duration::from_secs(60),
         );
         let outcome = executor.run(req).await.expect("run");
@@ -805,9 +803,9 @@ async fn pruning_a_workflow_removes_the_jobs_of_pipelines_no_longer_in_it() {
     let cluster = Cluster::start().await;
     let executor = KubeJobs::new(cluster.env.config().await, settings()).expect("executor");
     for (action, name) in [
-        (WorkflowAction::Configure, "renamed"),
-        (WorkflowAction::Configure, "kept"),
-        (WorkflowAction::Delete, "renamed"),
+        (Action::Configure, "renamed"),
+        (Action::Configure, "kept"),
+        (Action::Delete, "renamed"),
     ] {
         let p = pipeline(name, json!({"containers": [sh("ok", "true")]}));
         let (req, _work) =
@@ -821,7 +819,7 @@ async fn pruning_a_workflow_removes_the_jobs_of_pipelines_no_longer_in_it() {
         name: "mydb".into(),
     };
     executor
-        .prune(&owner, WorkflowAction::Configure, &["kept".to_string()])
+        .prune(&owner, Action::Configure, &["kept".to_string()])
         .await
         .expect("pruned");
     let label = |job: &Job, key: &str| {

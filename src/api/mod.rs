@@ -25,6 +25,7 @@ pub mod validation;
 pub mod versions;
 pub mod work;
 pub mod work_placement;
+pub mod workflow;
 pub mod workflow_status;
 
 pub use condition::{Condition, ConditionStatus};
@@ -43,6 +44,7 @@ pub use state_store::{BucketStateStore, GitStateStore};
 pub use versions::{PromiseRevision, ResourceBinding};
 pub use work::{Work, WorkSpec, WorkStatus, Workload, WorkloadGroup};
 pub use work_placement::{WorkPlacement, WorkPlacementSpec, WorkPlacementStatus};
+pub use workflow::{Action, WorkflowType};
 
 /// API group of every Kratix type.
 pub const GROUP: &str = "platform.kratix.io";

@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::batch::v1::Job;
 
-use super::identity::{self, Action, Identity};
+use super::identity::{self, Identity};
+use crate::api::Action;
 use crate::pipeline::Owner;
 
 /// Kratix's default.

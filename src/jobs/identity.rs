@@ -27,7 +27,7 @@ pub enum Error {
     },
 }
 
-pub use crate::controllers::workflow::decide::Action;
+use crate::api::Action;
 
 /// The request a resource workflow runs for.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -15,9 +15,10 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use super::identity::{Action, Identity};
+use super::identity::Identity;
 use super::spec::{self, PodSettings};
 use crate::api::pipeline::Pipeline;
+use crate::api::Action;
 use crate::pipeline::{output, STATUS_WRITER, WORK_WRITER};
 
 /// The first init container: writes `object.yaml` into the input folder.

@@ -29,12 +29,13 @@ use md5::{Digest, Md5};
 use serde::Serialize;
 use statestores::error_chain::ErrorChain;
 
+use crate::api::Action;
 use crate::pipeline::{
     self, check_folders, Executor, Isolation, Metadata, Output, Refused, RunOutcome, RunRequest,
     RunResult, LOGS_FILE,
 };
 use handback::Part;
-use identity::{Action, Identity};
+use identity::Identity;
 
 /// The field manager of the objects the executor applies.
 const FIELD_MANAGER: &str = "kratix-rs";

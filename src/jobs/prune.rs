@@ -5,8 +5,8 @@ use k8s_openapi::api::batch::v1::Job;
 use kube::api::{DeleteParams, ListParams};
 use kube::{Api, Client};
 
-use super::identity::Action;
 use super::{api_error, history, job, Error};
+use crate::api::Action;
 use crate::pipeline::Owner;
 
 /// Lists the workflow's Jobs and deletes the finished ones to prune (background propagation:

@@ -1,7 +1,7 @@
 //! The `KRATIX_*` environment every pipeline container gets, named and valued as in Kratix.
 
-pub use crate::controllers::workflow::decide::Action as WorkflowAction;
-pub use crate::controllers::workflow::decide::WorkflowType;
+use crate::api::Action;
+use crate::api::WorkflowType;
 
 /// The request a resource workflow runs for, as its Promise's CRD describes it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -26,7 +26,7 @@ pub enum Subject {
 /// Everything [`kratix_env`] needs to describe one pipeline run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorkflowEnv {
-    pub action: WorkflowAction,
+    pub action: Action,
     pub promise_name: String,
     /// The version of the Promise (or of the PromiseRevision a request is bound to) the run
     /// uses; Kratix's `not-set` for an unversioned Promise.
@@ -117,7 +117,7 @@ mod tests {
         let cases = [
             (
                 "promise configure",
-                WorkflowAction::Configure,
+                Action::Configure,
                 Subject::Promise,
                 false,
                 vec![
@@ -137,7 +137,7 @@ mod tests {
             ),
             (
                 "resource delete",
-                WorkflowAction::Delete,
+                Action::Delete,
                 resource("team-a", false),
                 false,
                 vec![
@@ -157,7 +157,7 @@ mod tests {
             ),
             (
                 "cluster-scoped resource, dry run",
-                WorkflowAction::Configure,
+                Action::Configure,
                 resource("", true),
                 true,
                 vec![

@@ -29,9 +29,7 @@ use tokio::time::Instant;
 
 use crate::api::pipeline::Pipeline;
 
-pub use contract::{
-    kratix_env, ResourceObject, Subject, WorkflowAction, WorkflowEnv, WorkflowType,
-};
+pub use contract::{kratix_env, ResourceObject, Subject, WorkflowEnv};
 pub use images::ImageMap;
 pub use isolation::Isolation;
 pub use metadata::{DestinationSelectorEntry, Metadata, WorkflowControl};
@@ -100,7 +98,7 @@ pub enum Error {
     #[error("cannot prune what the {action} runs of {owner} left")]
     Prune {
         owner: String,
-        action: crate::controllers::workflow::decide::Action,
+        action: crate::api::Action,
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
@@ -262,7 +260,7 @@ pub trait Executor: std::fmt::Debug + Send + Sync + 'static {
     async fn prune(
         &self,
         owner: &Owner,
-        action: crate::controllers::workflow::decide::Action,
+        action: crate::api::Action,
         pipelines: &[String],
     ) -> Result<(), Error>;
 }
@@ -294,7 +292,7 @@ impl Executor for Local {
     async fn prune(
         &self,
         _owner: &Owner,
-        _action: crate::controllers::workflow::decide::Action,
+        _action: crate::api::Action,
         _pipelines: &[String],
     ) -> Result<(), Error> {
         Ok(())

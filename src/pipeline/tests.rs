@@ -4,6 +4,7 @@ use std::path::Path;
 
 use super::*;
 use crate::api::pipeline::{Container, EnvVar, PipelineMetadata, PipelineSpec};
+use crate::api::Action;
 
 const MODES: [Isolation; 2] = [Isolation::Sandbox, Isolation::Process];
 
@@ -34,7 +35,7 @@ fn request(work_dir: &Path, isolation: Isolation, containers: Vec<Container>) ->
         },
         object_yaml: "apiVersion: example.com/v1\nkind: Database\nmetadata:\n  name: mydb\n".into(),
         env: kratix_env(&WorkflowEnv {
-            action: WorkflowAction::Configure,
+            action: Action::Configure,
             promise_name: "database".into(),
             promise_version: "v1.2.0".into(),
             pipeline_name: "instance".into(),

@@ -10,9 +10,9 @@ use serde_json::Value;
 use crate::api::promise::RequiredBy;
 use crate::api::promise::RequiredPromiseStatus;
 use crate::api::workflow_status::PipelineStatusEntry;
+use crate::api::Action;
 use crate::api::PromiseStatus;
 use crate::controllers::workflow::decide;
-use crate::controllers::workflow::decide::Action;
 use crate::controllers::workflow::decide::KeyedInputs;
 use crate::controllers::workflow::decide::Step;
 

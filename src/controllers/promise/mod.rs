@@ -14,11 +14,11 @@ use crate::api::hash::spec_hash;
 use crate::api::object::label;
 use crate::api::pipeline::Pipeline;
 use crate::api::versions::run_version;
+use crate::api::Action;
+use crate::api::WorkflowType;
 use crate::api::{
     finalizers, labels, promise_api, Object, ObjectKey, Promise, PromiseStatus, GROUP,
 };
-use crate::controllers::workflow::decide::Action;
-use crate::controllers::workflow::decide::WorkflowType;
 use crate::store::Selector;
 
 use crate::controllers::lookups;

@@ -9,9 +9,9 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::api::workflow_status::{Landing, PipelineStatusEntry};
+use crate::api::Action;
 use crate::api::{Condition, ConditionStatus};
 use crate::controllers::workflow::decide;
-use crate::controllers::workflow::decide::Action;
 use crate::controllers::workflow::decide::KeyedInputs;
 use crate::controllers::workflow::decide::Step;
 use crate::controllers::workflow::decide::CONFIGURE_WORKFLOW_COMPLETED;

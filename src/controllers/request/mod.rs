@@ -13,9 +13,9 @@ use serde_json::json;
 use crate::api::hash::{resource_hash, spec_hash};
 use crate::api::object::label;
 use crate::api::versions::run_version;
+use crate::api::Action;
+use crate::api::WorkflowType;
 use crate::api::{finalizers, labels, promise_api, KindInfo, Object, ObjectKey, Promise};
-use crate::controllers::workflow::decide::Action;
-use crate::controllers::workflow::decide::WorkflowType;
 
 use decide::{promise_available, waiting_for_promise, PENDING};
 

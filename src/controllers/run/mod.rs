@@ -16,13 +16,12 @@ use tracing::{error, info, warn};
 
 use crate::api::object::label;
 use crate::api::pipeline::Pipeline;
+use crate::api::Action;
 use crate::api::{
     labels, promise_api, Object, ObjectKey, PipelineRun, PipelineRunPhase, PipelineRunStatus,
     Promise,
 };
-use crate::pipeline::contract::{
-    kratix_env, ResourceObject, Subject as EnvSubject, WorkflowAction, WorkflowEnv,
-};
+use crate::pipeline::contract::{kratix_env, ResourceObject, Subject as EnvSubject, WorkflowEnv};
 use crate::pipeline::{self, RunOutcome, RunRequest};
 use crate::store::Selector;
 
@@ -324,8 +323,8 @@ async fn execute(rt: &Runtime, run: &Object) -> Result<Finished, Error> {
         .map_err(|e| bad(Failure::StoredPipeline(e)))?;
     let promise_name = spec.promise_name.clone();
     let action = match spec.workflow_action.as_str() {
-        "delete" => WorkflowAction::Delete,
-        _ => WorkflowAction::Configure,
+        "delete" => Action::Delete,
+        _ => Action::Configure,
     };
     let promise_obj = lookups::promise(rt, &promise_name)
         .await?
@@ -441,7 +440,7 @@ async fn execute(rt: &Runtime, run: &Object) -> Result<Finished, Error> {
     let control = &outcome.metadata.workflow_control;
     if finished.phase == PipelineRunPhase::Succeeded {
         // A pipeline that suspends its workflow writes no Work, as in Kratix.
-        if action == WorkflowAction::Configure && !control.suspends() {
+        if action == Action::Configure && !control.suspends() {
             if let Some(output) = &outcome.output {
                 // Before the Work is stored: its placements may be written at once.
                 rt.metrics.pipeline_ended(WorkRef {

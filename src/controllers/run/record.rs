@@ -46,7 +46,7 @@ mod tests {
     use serde_json::{json, Value};
 
     use super::*;
-    use crate::controllers::workflow::decide::Action;
+    use crate::api::Action;
 
     fn stored(spec: Value, status: Value) -> Object {
         serde_json::from_value(json!({

@@ -4,10 +4,10 @@
 use std::collections::BTreeMap;
 
 use crate::api::work::WorkloadGroup;
+use crate::api::WorkflowType;
 use crate::api::{
     finalizers, labels, Object, ObjectKey, PipelineRun, Promise, Work, WorkSpec, SYSTEM_NAMESPACE,
 };
-use crate::controllers::workflow::decide::WorkflowType;
 use crate::pipeline::{Metadata, Output};
 
 use crate::controllers::run::failure;

@@ -1,7 +1,7 @@
 //! Finding Works and WorkPlacements by their labels.
 
+use crate::api::WorkflowType;
 use crate::api::{labels, Object, WorkPlacementStatus, SYSTEM_NAMESPACE};
-use crate::controllers::workflow::decide::WorkflowType;
 use crate::store::Selector;
 
 use crate::controllers::workflow::subject::Subject;

@@ -2,14 +2,14 @@
 //! to do, and starts the next pipeline run when told to.
 
 use crate::api::pipeline::Pipeline;
+use crate::api::Action;
+use crate::api::WorkflowType;
 use crate::api::{labels, Object, PipelineRun, PipelineRunSpec, PipelineRunStatus};
 use crate::controllers::workflow::decide;
-use crate::controllers::workflow::decide::Action;
 use crate::controllers::workflow::decide::Observed;
 use crate::controllers::workflow::decide::RunPhase;
 use crate::controllers::workflow::decide::RunRecord;
 use crate::controllers::workflow::decide::Step;
-use crate::controllers::workflow::decide::WorkflowType;
 
 use crate::controllers::run::failure::Error as Failure;
 use crate::controllers::workflow::subject::runs_of;

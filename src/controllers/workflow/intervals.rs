@@ -8,8 +8,8 @@
 use std::time::Duration;
 
 use crate::api::object::label;
+use crate::api::Action;
 use crate::api::{labels, Object, ObjectKey, Promise};
-use crate::controllers::workflow::decide::Action;
 use crate::controllers::workflow::decide::RunPhase;
 use crate::controllers::workflow::decide::RunRecord;
 use crate::controllers::workflow::decide::Step;

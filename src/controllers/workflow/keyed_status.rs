@@ -6,8 +6,8 @@ use serde_json::Value;
 
 use crate::api::pipeline::Pipeline;
 use crate::api::workflow_status::{WorkflowStatus, WorkflowStatuses, FLAT_FIELDS};
+use crate::api::Action;
 use crate::controllers::workflow::decide;
-use crate::controllers::workflow::decide::Action;
 use crate::controllers::workflow::decide::KeyedInputs;
 use crate::controllers::workflow::decide::RunRecord;
 use crate::controllers::workflow::decide::Step;

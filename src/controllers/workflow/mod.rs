@@ -11,8 +11,8 @@ pub(crate) mod pausing;
 pub(crate) mod subject;
 
 use crate::api::pipeline::Pipeline;
+use crate::api::Action;
 use crate::api::{Condition, Object};
-use crate::controllers::workflow::decide::Action;
 use crate::controllers::workflow::decide::RunRecord;
 use crate::controllers::workflow::decide::Step;
 use crate::controllers::workflow::decide::WorksState;

@@ -93,8 +93,7 @@ pub async fn act(
     subject: &Subject,
     decision: Decision,
 ) -> Result<Option<Next>, Error> {
-    let is_promise =
-        subject.workflow_type == crate::controllers::workflow::decide::WorkflowType::Promise;
+    let is_promise = subject.workflow_type == crate::api::WorkflowType::Promise;
     let key = subject.key();
     match decision {
         Decision::Proceed => Ok(None),

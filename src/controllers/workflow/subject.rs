@@ -1,9 +1,9 @@
 //! The object a workflow runs for, and the stored runs of its workflow.
 
 use crate::api::object::label;
+use crate::api::WorkflowType;
 use crate::api::{labels, KindInfo, Object, ObjectKey, SYSTEM_NAMESPACE};
 use crate::controllers::workflow::decide::RunRecord;
-use crate::controllers::workflow::decide::WorkflowType;
 use crate::store::Selector;
 
 use crate::controllers::run::record::run_record;

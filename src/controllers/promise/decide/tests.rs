@@ -3,11 +3,11 @@
 use crate::controllers::promise::decide::*;
 use serde_json::json;
 
+use crate::api::WorkflowType;
 use crate::api::{Object, PromiseStatus};
 use crate::controllers::promise::requirements::Requirements;
 use crate::controllers::workflow::decide::RunPhase;
 use crate::controllers::workflow::decide::RunRecord;
-use crate::controllers::workflow::decide::WorkflowType;
 use crate::controllers::workflow::plan_configure;
 use crate::controllers::workflow::subject::Subject;
 
@@ -39,7 +39,7 @@ fn succeeded(sequence: i64, pipeline: &str, index: usize) -> (Object, RunRecord)
         sequence,
         pipeline_name: pipeline.into(),
         pipeline_index: index,
-        action: crate::controllers::workflow::decide::Action::Configure,
+        action: crate::api::Action::Configure,
         hash: "h".into(),
         phase: RunPhase::Succeeded,
         completion_time_ms: Some(NOW - 1000),

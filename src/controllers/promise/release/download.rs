@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::api::Action;
+use crate::api::WorkflowType;
 use crate::api::{labels, names, promise_api, Promise};
-use crate::controllers::workflow::decide::Action;
-use crate::controllers::workflow::decide::WorkflowType;
 
 /// How long one fetch may take (Kratix's client timeout).
 const TIMEOUT: Duration = Duration::from_secs(10);

@@ -141,12 +141,12 @@ mod configure {
     use serde_json::{json, Value};
 
     use crate::api::workflow_status::Landing;
+    use crate::api::WorkflowType;
     use crate::api::{KindInfo, Object};
     use crate::controllers::request::binding::RequestVersions;
     use crate::controllers::request::decide::{decide, Observed};
     use crate::controllers::workflow::decide::RunPhase;
     use crate::controllers::workflow::decide::RunRecord;
-    use crate::controllers::workflow::decide::WorkflowType;
     use crate::controllers::workflow::plan_configure;
     use crate::controllers::workflow::subject::Subject;
     use crate::controllers::workflow::Configured;
@@ -190,7 +190,7 @@ mod configure {
             sequence,
             pipeline_name: pipeline.into(),
             pipeline_index: index,
-            action: crate::controllers::workflow::decide::Action::Configure,
+            action: crate::api::Action::Configure,
             hash: HASH.into(),
             phase,
             completion_time_ms: (!phase.is_active()).then_some(NOW - 1000),

@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 use md5::{Digest, Md5};
 
 use crate::api::work::{Workload, WorkloadGroup, WorkloadGroupSelector};
-use crate::pipeline::{DestinationSelectorEntry, Output, WorkflowType};
+use crate::api::WorkflowType;
+use crate::pipeline::{DestinationSelectorEntry, Output};
 
 /// The directory of the default workload group.
 pub const ROOT_DIRECTORY: &str = ".";

@@ -6,7 +6,7 @@
 //! may end in any state. The attempt is recognised from the newest run backwards, so an older
 //! attempt (or one for another hash) never lends its successes to the current one.
 
-use crate::controllers::workflow::decide::model::Action;
+use crate::api::Action;
 use crate::controllers::workflow::decide::model::RunPhase;
 use crate::controllers::workflow::decide::model::RunRecord;
 

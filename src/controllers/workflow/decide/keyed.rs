@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::api::formats::rfc3339_secs;
 use crate::api::workflow_status::{WorkflowPipelineStatus, WorkflowStatus, FLAT_FIELDS};
 
-use crate::controllers::workflow::decide::model::Action;
+use crate::api::Action;
 use crate::controllers::workflow::decide::model::RunPhase;
 use crate::controllers::workflow::decide::model::RunRecord;
 use crate::controllers::workflow::decide::model::Step;

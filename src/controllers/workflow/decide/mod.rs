@@ -24,7 +24,7 @@ pub use conditions::{
     configure_conditions, delete_condition, WorksState, CONFIGURE_WORKFLOW_COMPLETED, RECONCILED,
 };
 pub use keyed::{has_flat_layout, migrated, workflow_status, KeyedInputs};
-pub use model::{Action, Observed, RunPhase, RunRecord, Step, Suspension, WorkflowType};
+pub use model::{Observed, RunPhase, RunRecord, Step, Suspension};
 pub use next_step::{next_step, run_attempt};
 pub use prune::{prunes_after, runs_to_prune};
 pub use status::pipeline_statuses;
@@ -37,12 +37,3 @@ pub use conditions::{reconciled, DELETE_WORKFLOW_COMPLETED};
 pub use model::StartReason;
 #[cfg(test)]
 pub use status::{PipelinePhase, PipelineStatus};
-
-/// Errors of the workflow module: only label values that name no workflow type or action.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error("unknown workflow type {value:?}: expected \"promise\" or \"resource\"")]
-    UnknownWorkflowType { value: String },
-    #[error("unknown workflow action {value:?}: expected \"configure\" or \"delete\"")]
-    UnknownAction { value: String },
-}

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::controllers::workflow::decide::model::Action;
+use crate::api::Action;
 use crate::controllers::workflow::decide::model::RunRecord;
 use crate::controllers::workflow::decide::model::Step;
 

@@ -1,11 +1,11 @@
 //! Per-pipeline status of an object's current workflow attempt (`status.kratix.workflows.pipelines`).
 
+use crate::api::Action;
 use crate::controllers::workflow::decide::history::read_history;
 use crate::controllers::workflow::decide::history::runs_so_far;
 use crate::controllers::workflow::decide::history::tail_failures;
 use crate::controllers::workflow::decide::history::History;
 use crate::controllers::workflow::decide::model::retries_failures;
-use crate::controllers::workflow::decide::model::Action;
 use crate::controllers::workflow::decide::model::RunPhase;
 use crate::controllers::workflow::decide::model::RunRecord;
 

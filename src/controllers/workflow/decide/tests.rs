@@ -1,6 +1,8 @@
 //! Tables of cases for the workflow decisions, and step-by-step simulations of whole workflows.
 
 use crate::api::condition::ConditionStatus;
+use crate::api::workflow::Error;
+use crate::api::{Action, WorkflowType};
 use crate::controllers::workflow::decide::*;
 
 const T: i64 = 1_000_000;

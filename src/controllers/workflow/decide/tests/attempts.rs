@@ -1,6 +1,8 @@
 //! Runs are numbered within their pipeline's stage of an attempt, so that pruning older runs
 //! forgets neither how often a pipeline ran nor how long its retries wait.
 
+use crate::api::Action;
+
 use crate::controllers::workflow::decide::tests::*;
 
 fn numbered(run: RunRecord, attempt: u32) -> RunRecord {

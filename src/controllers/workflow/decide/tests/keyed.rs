@@ -1,6 +1,8 @@
 //! The keyed workflow status (`status.kratix.workflows.<action>`) and the migration of the flat
 //! layout.
 
+use crate::api::Action;
+
 use serde_json::json;
 
 use crate::api::workflow_status::{WorkflowPipelineStatus, WorkflowStatus};

@@ -1,5 +1,7 @@
 //! Which runs of a workflow are pruned, and when.
 
+use crate::api::Action;
+
 use crate::controllers::workflow::decide::tests::*;
 
 #[test]
