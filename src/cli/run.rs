@@ -410,9 +410,7 @@ async fn print_state_store_hints(platform: &Platform, prepared: &[apply::Prepare
         else {
             continue;
         };
-        if let Some(path) =
-            controllers::destination::state_stores::local_repository_path(&platform.home, url)
-        {
+        if let Some(path) = controllers::state_store::local_repository_path(&platform.home, url) {
             println!(
                 "Git state store {:?} is at {}\n  look at it with: git --git-dir {} log --stat",
                 p.key().name,

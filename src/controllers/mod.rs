@@ -13,7 +13,9 @@ pub(crate) mod request;
 pub(crate) mod run;
 mod runtime;
 mod settings;
+pub(crate) mod state_store;
 mod status;
+pub(crate) mod subject;
 pub(crate) mod work;
 pub(crate) mod workflow;
 
@@ -84,6 +86,21 @@ pub enum Error {
     /// A reconcile's task ended without an answer (it panicked).
     #[error("reconcile task")]
     Reconcile(#[source] tokio::task::JoinError),
+    /// A new pipeline run could not be encoded for the control plane.
+    #[error("pipeline run {run}: cannot record {what}")]
+    EncodeRun {
+        run: String,
+        what: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A Work could not be written this time (see [`work::Refusal`]).
+    #[error("Work {name}")]
+    Work {
+        name: String,
+        #[source]
+        source: work::Refusal,
+    },
     /// A pipeline run could not be carried out (not a pipeline failure: those are recorded).
     #[error("pipeline run {run}")]
     Run {
@@ -126,7 +143,7 @@ pub enum Next {
 pub struct Runtime {
     pub platform: Platform,
     pub cp: Arc<dyn ControlPlane>,
-    pub state_stores: Arc<destination::state_stores::Cache>,
+    pub state_stores: Arc<state_store::Cache>,
     /// What carries out pipeline runs.
     pub pipelines: Arc<dyn crate::pipeline::Executor>,
     /// Who this controller instance is, as recorded in the runs it claims.
@@ -160,7 +177,7 @@ impl Runtime {
         let cp = platform.control_plane();
         let settings = Settings::from_env();
         Self {
-            state_stores: Arc::new(destination::state_stores::Cache::new(
+            state_stores: Arc::new(state_store::Cache::new(
                 platform.cache_dir(),
                 platform.home.clone(),
             )),
@@ -192,7 +209,7 @@ impl Runtime {
     }
 
     /// Opens state stores through `cache` instead of one of its own.
-    pub fn with_state_stores(mut self, cache: Arc<destination::state_stores::Cache>) -> Self {
+    pub fn with_state_stores(mut self, cache: Arc<state_store::Cache>) -> Self {
         self.state_stores = cache;
         self
     }
@@ -327,9 +344,7 @@ impl Runtime {
             "Work" => work::reconcile(self, obj).await,
             "WorkPlacement" => placement::reconcile(self, obj).await,
             "Destination" => destination::reconcile(self, obj).await,
-            "GitStateStore" | "BucketStateStore" => {
-                destination::state_stores::reconcile(self, &kind, obj).await
-            }
+            "GitStateStore" | "BucketStateStore" => state_store::reconcile(self, &kind, obj).await,
             "PromiseRevision" => promise::revision::reconcile(self, obj).await,
             "PromiseRelease" => promise::release::reconcile(self, obj).await,
             _ => Ok(Next::Done),

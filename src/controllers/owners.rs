@@ -8,11 +8,11 @@ use crate::store::Selector;
 use crate::api::promise_release::RELEASE_NAME_LABEL;
 
 use crate::controllers::destination;
-use crate::controllers::destination::state_stores;
 use crate::controllers::lookups;
 use crate::controllers::promise::release;
 use crate::controllers::promise::revision;
 use crate::controllers::request::binding;
+use crate::controllers::state_store;
 use crate::controllers::Error;
 use crate::controllers::Runtime;
 
@@ -22,7 +22,7 @@ impl Runtime {
         let mut out = vec![key.clone()];
         if key.group.is_empty() {
             if key.kind == "Secret" {
-                out.extend(state_stores::stores_using_secret(self, key).await?);
+                out.extend(state_store::stores_using_secret(self, key).await?);
                 out.extend(release::using_secret(self, key).await?);
             }
             out.retain(|k| !k.group.is_empty());

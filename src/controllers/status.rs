@@ -331,3 +331,22 @@ pub async fn delete_if_present(
         Err(e) => Err(e.into()),
     }
 }
+/// The object at `field` of `value`, made an empty object when it is missing or not an object.
+pub fn object_at<'a>(
+    value: &'a mut Value,
+    field: &str,
+) -> Option<&'a mut serde_json::Map<String, Value>> {
+    let entry = value
+        .as_object_mut()?
+        .entry(field)
+        .or_insert_with(|| json!({}));
+    as_object(entry)
+}
+
+/// `value` as an object, replaced by an empty one when it is something else.
+fn as_object(value: &mut Value) -> Option<&mut serde_json::Map<String, Value>> {
+    if !value.is_object() {
+        *value = json!({});
+    }
+    value.as_object_mut()
+}

@@ -15,9 +15,9 @@ use std::time::Duration;
 use statestores::{Key, Overlay, StateStore};
 
 use crate::api::{Builtin, Destination, KindInfo, ObjectKey};
-use crate::controllers::destination::state_stores::Cache;
-use crate::controllers::destination::state_stores::Wrap;
 use crate::controllers::placement::layout::destination_root;
+use crate::controllers::state_store::Cache;
+use crate::controllers::state_store::Wrap;
 use crate::platform::{builtin, Platform};
 use crate::store::Selector;
 

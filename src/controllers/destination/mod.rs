@@ -1,9 +1,6 @@
 //! Destinations: canary files at registration, `Ready` from the state store, and on
 //! deregistration the removal of every placement's files before the Destination goes.
 
-pub(crate) mod readiness;
-pub(crate) mod state_stores;
-
 use bytes::Bytes;
 use statestores::{Change, Key, WriteInfo};
 
@@ -15,12 +12,12 @@ use crate::api::{
 use crate::controllers::placement::layout;
 use crate::store::Selector;
 
-use crate::controllers::destination::readiness::destination_ready;
-use crate::controllers::destination::readiness::destination_settled;
-use crate::controllers::destination::readiness::mirrored_store_failure;
-use crate::controllers::destination::readiness::CanaryWrite;
-use crate::controllers::destination::readiness::DestinationSeen;
 use crate::controllers::placement::commit_message::canary_message;
+use crate::controllers::state_store::readiness::destination_ready;
+use crate::controllers::state_store::readiness::destination_settled;
+use crate::controllers::state_store::readiness::mirrored_store_failure;
+use crate::controllers::state_store::readiness::CanaryWrite;
+use crate::controllers::state_store::readiness::DestinationSeen;
 use crate::controllers::status;
 use crate::controllers::work;
 use crate::controllers::Error;

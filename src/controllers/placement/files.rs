@@ -8,9 +8,9 @@ use crate::controllers::placement::layout::PlacementContext;
 use crate::controllers::placement::layout::PlacementFiles;
 use crate::store::Selector;
 
-use crate::controllers::destination::state_stores::StoreHandle;
 use crate::controllers::placement::spec_of;
 use crate::controllers::placement::WriteError;
+use crate::controllers::state_store::StoreHandle;
 use crate::controllers::{ErrorChain, Runtime};
 
 pub(super) fn context(

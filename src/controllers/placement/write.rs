@@ -15,7 +15,6 @@ use crate::controllers::placement::plan;
 use crate::events::{self, Reason};
 use crate::store::Selector;
 
-use crate::controllers::destination::state_stores::StoreHandle;
 use crate::controllers::placement::commit_message::generation_and_annotations;
 use crate::controllers::placement::commit_message::placement_message;
 use crate::controllers::placement::commit_message::ObjectMeta;
@@ -29,6 +28,7 @@ use crate::controllers::placement::spec_of;
 use crate::controllers::placement::summary::LastWrite;
 use crate::controllers::placement::update_wp_status;
 use crate::controllers::placement::WriteError;
+use crate::controllers::state_store::StoreHandle;
 use crate::controllers::{status, Runtime};
 use crate::metrics::{WorkRef, WriteResult};
 

@@ -27,12 +27,12 @@ use crate::controllers::promise::requirements::Installed;
 use crate::controllers::promise::requirements::Requirements;
 use crate::controllers::promise::summary::Summary;
 use crate::controllers::status;
+use crate::controllers::subject::Subject;
 use crate::controllers::work;
 use crate::controllers::workflow;
 use crate::controllers::workflow::intervals;
 use crate::controllers::workflow::keyed_status;
 use crate::controllers::workflow::pausing;
-use crate::controllers::workflow::subject::Subject;
 use crate::controllers::Error;
 use crate::controllers::Next;
 use crate::controllers::Runtime;
@@ -337,7 +337,7 @@ async fn teardown(rt: &Runtime, subject: &Subject, promise: &Promise) -> Result<
         // Each Work's deletion wakes this Promise again.
         return Ok(Next::Done);
     }
-    work::delete_runs(rt, subject).await?;
+    crate::controllers::workflow::runs::delete_runs(rt, subject).await?;
     rt.pipelines.sweep(&subject.owner()).await?;
     if let Ok(Some(api)) = promise_api::request_kind(promise) {
         rt.cp.remove_kind(&subject.promise_name, &api.kind).await?;

@@ -100,7 +100,7 @@ pub fn set_list(status: &mut Value, field: &str, list: &Value) {
 /// Writes the summary into `status.kratix`, keeping whatever else is there (its `workflows`
 /// are each workflow's own, keyed by action).
 pub fn set_kratix(status: &mut Value, summary: &Summary) {
-    let Some(kratix) = object_at(status, "kratix") else {
+    let Some(kratix) = crate::controllers::status::object_at(status, "kratix") else {
         return;
     };
     kratix.insert("status".into(), json!(summary.status));
@@ -114,26 +114,6 @@ pub fn set_kratix(status: &mut Value, summary: &Summary) {
         "lastAvailableTime",
         summary.last_available_time.as_ref().map(|at| json!(at)),
     );
-}
-
-/// The object at `field` of `value`, made an empty object when it is missing or not an object.
-pub(crate) fn object_at<'a>(
-    value: &'a mut Value,
-    field: &str,
-) -> Option<&'a mut Map<String, Value>> {
-    let entry = value
-        .as_object_mut()?
-        .entry(field)
-        .or_insert_with(|| json!({}));
-    as_object(entry)
-}
-
-/// `value` as an object, replaced by an empty one when it is something else.
-fn as_object(value: &mut Value) -> Option<&mut Map<String, Value>> {
-    if !value.is_object() {
-        *value = json!({});
-    }
-    value.as_object_mut()
 }
 
 fn set_or_remove(map: &mut Map<String, Value>, field: &str, value: Option<Value>) {

@@ -23,12 +23,12 @@ use crate::controllers::lookups;
 use crate::controllers::now_ms;
 use crate::controllers::promise;
 use crate::controllers::status;
+use crate::controllers::subject::Subject;
 use crate::controllers::work;
 use crate::controllers::workflow;
 use crate::controllers::workflow::intervals;
 use crate::controllers::workflow::keyed_status;
 use crate::controllers::workflow::pausing;
-use crate::controllers::workflow::subject::Subject;
 use crate::controllers::Error;
 use crate::controllers::Next;
 use crate::controllers::Runtime;
@@ -213,7 +213,7 @@ async fn teardown(rt: &Runtime, subject: &Subject, promise: &Promise) -> Result<
         work::delete_works(rt, &request_works, "delete").await?;
         return Ok(Next::Done);
     }
-    work::delete_runs(rt, subject).await?;
+    crate::controllers::workflow::runs::delete_runs(rt, subject).await?;
     rt.pipelines.sweep(&subject.owner()).await?;
     binding::delete_of(rt, &subject.promise_name, &subject.object).await?;
     status::remove_finalizer(

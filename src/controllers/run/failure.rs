@@ -11,13 +11,6 @@ pub enum Error {
     /// The run's stored pipeline does not parse.
     #[error("stored pipeline is invalid")]
     StoredPipeline(#[source] serde_json::Error),
-    /// Something the run records could not be encoded.
-    #[error("cannot record {what}")]
-    Encode {
-        what: &'static str,
-        #[source]
-        source: serde_json::Error,
-    },
     #[error("Promise {0:?} not found")]
     PromiseNotFound(String),
     /// The stored Promise does not parse.
@@ -61,7 +54,7 @@ pub enum Error {
     /// The pipeline's output does not make Works.
     #[error(transparent)]
     Works(#[from] crate::controllers::work::from_output::Error),
-    /// A Work of that name is still being deleted; the next run will create it.
-    #[error("Work {namespace}/{name} is still being deleted")]
-    WorkStillDeleting { namespace: String, name: String },
+    /// The run's Work could not be written this time.
+    #[error(transparent)]
+    Work(#[from] crate::controllers::work::Refusal),
 }

@@ -6,10 +6,10 @@
 pub(crate) mod claims;
 pub(crate) mod executing;
 pub(crate) mod failure;
+mod into_work;
 mod outcome;
 mod progress;
 pub(crate) mod pull_secrets;
-pub(crate) mod record;
 
 use serde_json::Value;
 use tracing::{error, info, warn};
@@ -32,7 +32,6 @@ use crate::controllers::run::claims::Verdict;
 use crate::controllers::run::failure::Error as Failure;
 use crate::controllers::run::outcome::Finished;
 use crate::controllers::status;
-use crate::controllers::work;
 use crate::controllers::Error;
 use crate::controllers::ErrorChain;
 use crate::controllers::Next;
@@ -449,7 +448,7 @@ async fn execute(rt: &Runtime, run: &Object) -> Result<Finished, Error> {
                     resource: spec.resource_name.clone(),
                     pipeline: pipeline.name().to_string(),
                 });
-                work::upsert_from_run(rt, run, &promise, output, &outcome.metadata).await?;
+                into_work::upsert(rt, run, &promise, output, &outcome.metadata).await?;
             }
         }
         if let Some(status_yaml) = &outcome.metadata.status {

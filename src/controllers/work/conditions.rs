@@ -1,6 +1,7 @@
 //! The conditions a Work reports: `Ready` once every placement is written for its current
 //! generation, `ScheduleSucceeded` once every workload group has a Destination.
 
+use super::state::WorkReadiness;
 use crate::api::{reasons, Condition, ConditionStatus};
 
 /// What a Work's conditions are decided from.
@@ -19,36 +20,23 @@ pub struct Placed<'a> {
 /// `Ready` then `ScheduleSucceeded`. Unscheduled groups come first, then failures, then
 /// misplacement, then pending writes.
 pub fn work_conditions(placed: &Placed) -> [Condition; 2] {
-    let (ready, message, reason) = if !placed.unscheduled.is_empty() {
-        (
-            ConditionStatus::False,
-            "Pending",
-            reasons::UNSCHEDULED_WORKLOADS,
-        )
+    let (readiness, reason) = if !placed.unscheduled.is_empty() {
+        (WorkReadiness::Pending, reasons::UNSCHEDULED_WORKLOADS)
     } else if placed.failing {
-        (
-            ConditionStatus::False,
-            "Failing",
-            reasons::WORKPLACEMENTS_FAILING,
-        )
+        (WorkReadiness::Failing, reasons::WORKPLACEMENTS_FAILING)
     } else if placed.misplaced {
         (
-            ConditionStatus::False,
-            "Misplaced",
+            WorkReadiness::Misplaced,
             reasons::DESTINATION_SELECTOR_MISMATCH,
         )
     } else if !placed.all_written {
-        (
-            ConditionStatus::False,
-            "Pending",
-            reasons::WORKPLACEMENTS_PENDING,
-        )
+        (WorkReadiness::Pending, reasons::WORKPLACEMENTS_PENDING)
     } else {
-        (
-            ConditionStatus::True,
-            "Ready",
-            reasons::ALL_WORKPLACEMENTS_WRITTEN,
-        )
+        (WorkReadiness::Ready, reasons::ALL_WORKPLACEMENTS_WRITTEN)
+    };
+    let ready = match readiness {
+        WorkReadiness::Ready => ConditionStatus::True,
+        _ => ConditionStatus::False,
     };
     let schedule = if placed.unscheduled.is_empty() {
         Condition::new(
@@ -68,7 +56,10 @@ pub fn work_conditions(placed: &Placed) -> [Condition; 2] {
             ),
         )
     };
-    [Condition::new("Ready", ready, reason, message), schedule]
+    [
+        Condition::new("Ready", ready, reason, readiness.message()),
+        schedule,
+    ]
 }
 
 #[cfg(test)]

@@ -1,21 +1,18 @@
-//! Creating and updating Works: from a successful configure run, and from a Promise's static
+//! Creating and updating Works (a run makes its own with [`upsert_work`]), and a Promise's static
 //! dependencies.
 
 use std::collections::BTreeMap;
 
 use crate::api::work::WorkloadGroup;
-use crate::api::WorkflowType;
 use crate::api::{
-    finalizers, labels, Object, ObjectKey, PipelineRun, Promise, Work, WorkSpec, SYSTEM_NAMESPACE,
+    finalizers, labels, Object, ObjectKey, Promise, Work, WorkSpec, SYSTEM_NAMESPACE,
 };
-use crate::pipeline::{Metadata, Output};
 
-use crate::controllers::run::failure;
 use crate::controllers::work::delete::delete_works;
 use crate::controllers::work::query::selector;
 use crate::controllers::{now_rfc3339, status, Error, Runtime};
 
-fn promise_selectors(promise: &Promise) -> Vec<BTreeMap<String, String>> {
+pub(crate) fn promise_selectors(promise: &Promise) -> Vec<BTreeMap<String, String>> {
     promise
         .spec
         .destination_selectors
@@ -24,83 +21,32 @@ fn promise_selectors(promise: &Promise) -> Vec<BTreeMap<String, String>> {
         .collect()
 }
 
-/// Creates or updates the Work of one successful configure run.
-pub async fn upsert_from_run(
-    rt: &Runtime,
-    run: &Object,
-    promise: &Promise,
-    output: &Output,
-    metadata: &Metadata,
-) -> Result<(), Error> {
-    let run_name = run.metadata.name.clone().unwrap_or_default();
-    let spec = crate::api::object::to_typed::<PipelineRun>(run)
-        .map_err(|e| Error::run(&run_name, failure::Error::StoredRun(e)))?
-        .spec;
-    let (promise_name, pipeline_name, resource) =
-        (spec.promise_name, spec.pipeline_name, spec.resource_name);
-    let workflow_type = if spec.workflow_type == "resource" {
-        WorkflowType::Resource
-    } else {
-        WorkflowType::Promise
-    };
-    let groups = crate::controllers::work::from_output::workload_groups(
-        output,
-        &metadata.destination_selectors,
-        &promise_selectors(promise),
-        workflow_type,
-    )
-    .map_err(|e| Error::run(&run_name, e))?;
-    let namespace = run
-        .metadata
-        .namespace
-        .clone()
-        .unwrap_or_else(|| SYSTEM_NAMESPACE.into());
-    let (name, work_type) = match workflow_type {
-        WorkflowType::Promise => (format!("{promise_name}-{pipeline_name}"), "promise"),
-        WorkflowType::Resource => (
-            format!("{promise_name}-{resource}-{pipeline_name}"),
-            "resource",
-        ),
-    };
-    let mut work_labels = vec![
-        (labels::PROMISE_NAME, promise_name.as_str()),
-        (labels::WORK_TYPE, work_type),
-        (labels::PIPELINE_NAME, pipeline_name.as_str()),
-    ];
-    if workflow_type == WorkflowType::Resource {
-        work_labels.push((labels::RESOURCE_NAME, resource.as_str()));
-    }
-    let work = NewWork {
-        namespace: &namespace,
-        name: &name,
-        labels: &work_labels,
-        promise_name: &promise_name,
-        resource: &resource,
-        groups: &groups,
-    };
-    upsert_work(rt, &work)
-        .await
-        .map_err(|failure| match failure {
-            Upsert::Failed(e) => e,
-            Upsert::Refused(source) => Error::run(&run_name, source),
-        })
+/// What a Work is made of.
+pub(crate) struct NewWork<'a> {
+    pub namespace: &'a str,
+    pub name: &'a str,
+    pub labels: &'a [(&'a str, &'a str)],
+    pub promise_name: &'a str,
+    pub resource: &'a str,
+    pub groups: &'a [WorkloadGroup],
 }
 
-/// What a Work is made of.
-struct NewWork<'a> {
-    namespace: &'a str,
-    name: &'a str,
-    labels: &'a [(&'a str, &'a str)],
-    promise_name: &'a str,
-    resource: &'a str,
-    groups: &'a [WorkloadGroup],
+/// Why a Work could not be written this time.
+#[derive(Debug, thiserror::Error)]
+pub enum Refusal {
+    /// The Work does not encode.
+    #[error("cannot encode the Work")]
+    Encode(#[source] serde_json::Error),
+    /// A Work of that name is still being deleted; the next run will create it.
+    #[error("Work {namespace}/{name} is still being deleted")]
+    StillDeleting { namespace: String, name: String },
 }
 
 /// Why a Work could not be written.
-enum Upsert {
+pub(crate) enum Upsert {
     Failed(Error),
-    /// Not this time (e.g. its predecessor is still being deleted).
-    Refused(failure::Error),
+    /// Not this time.
+    Refused(Refusal),
 }
 
 impl From<Error> for Upsert {
@@ -116,7 +62,7 @@ impl From<crate::store::Error> for Upsert {
 }
 
 /// Finds the Work by its labels (Kratix's identity) and replaces its spec, or creates it.
-async fn upsert_work(rt: &Runtime, new: &NewWork<'_>) -> Result<(), Upsert> {
+pub(crate) async fn upsert_work(rt: &Runtime, new: &NewWork<'_>) -> Result<(), Upsert> {
     let kind = rt.kind(crate::api::Builtin::Work);
     let spec = WorkSpec {
         promise_name: new.promise_name.to_string(),
@@ -126,12 +72,7 @@ async fn upsert_work(rt: &Runtime, new: &NewWork<'_>) -> Result<(), Upsert> {
         // of ours that someone changed) even when the output is identical.
         last_execution_timestamp: Some(now_rfc3339()),
     };
-    let refused = |source| {
-        Upsert::Refused(failure::Error::Encode {
-            what: "the Work",
-            source,
-        })
-    };
+    let refused = |source| Upsert::Refused(Refusal::Encode(source));
     let existing = rt
         .cp
         .list(&kind, Some(new.namespace), &selector(new.labels))
@@ -163,7 +104,7 @@ async fn upsert_work(rt: &Runtime, new: &NewWork<'_>) -> Result<(), Upsert> {
     match rt.cp.create(&kind, &work).await {
         Ok(_) => Ok(()),
         Err(crate::store::Error::AlreadyExists { .. }) => {
-            Err(Upsert::Refused(failure::Error::WorkStillDeleting {
+            Err(Upsert::Refused(Refusal::StillDeleting {
                 namespace: new.namespace.to_string(),
                 name: new.name.to_string(),
             }))
@@ -221,6 +162,9 @@ pub async fn sync_static_dependencies(rt: &Runtime, promise: &Promise) -> Result
         .await
         .map_err(|failure| match failure {
             Upsert::Failed(e) => e,
-            Upsert::Refused(source) => Error::run(&work_name, source),
+            Upsert::Refused(source) => Error::Work {
+                name: work_name.clone(),
+                source,
+            },
         })
 }

@@ -1,30 +1,10 @@
 //! Deleting Works (their placements' files follow) and the run records of a workflow that is
 //! going away.
 
-use crate::api::object::label;
 use crate::api::{labels, KindInfo, Object, ObjectKey};
 
 use crate::controllers::work::query::selector;
-use crate::controllers::workflow::subject::runs_of;
-use crate::controllers::workflow::subject::Subject;
 use crate::controllers::{status, Error, Runtime};
-
-/// The Works of pipelines no longer in the workflow that are not going yet (pure).
-pub fn obsolete(works: &[Object], pipelines: &[String]) -> Vec<Object> {
-    works
-        .iter()
-        .filter(|w| label(w, labels::WORK_TYPE) != Some("static-dependency"))
-        .filter(|w| {
-            let pipeline = label(w, labels::PIPELINE_NAME)
-                .unwrap_or_default()
-                .to_string();
-            !crate::controllers::workflow::decide::obsolete_pipelines(&[pipeline], pipelines)
-                .is_empty()
-        })
-        .filter(|w| w.metadata.deletion_timestamp.is_none())
-        .cloned()
-        .collect()
-}
 
 /// Marks why the Works go, then deletes them (their placements' files follow).
 pub async fn delete_works(rt: &Runtime, works: &[Object], reason: &str) -> Result<(), Error> {
@@ -68,14 +48,4 @@ pub async fn delete_all_of_promise(rt: &Runtime, promise: &str) -> Result<usize,
         .await?;
     delete_works(rt, &works, "delete").await?;
     Ok(works.len())
-}
-
-/// Deletes the run records (and their folders) of a Promise or request that is going away.
-pub async fn delete_runs(rt: &Runtime, subject: &Subject) -> Result<(), Error> {
-    let kind = rt.kind(crate::api::Builtin::PipelineRun);
-    for (run, _) in runs_of(rt, subject).await? {
-        let _ = std::fs::remove_dir_all(rt.platform.run_dir(&run));
-        status::delete_if_present(rt.cp.as_ref(), &kind, &run).await?;
-    }
-    Ok(())
 }

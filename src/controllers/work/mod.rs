@@ -13,8 +13,9 @@ pub(crate) mod schedule;
 mod state;
 
 pub use controller::reconcile;
-pub use create::{sync_static_dependencies, upsert_from_run};
-pub use delete::{delete_all_of_promise, delete_runs, delete_works, obsolete, remove_with_reason};
+pub(crate) use create::{promise_selectors, upsert_work, NewWork, Upsert};
+pub use create::{sync_static_dependencies, Refusal};
+pub use delete::{delete_all_of_promise, delete_works, remove_with_reason};
 pub use landed::where_files_landed;
 pub use query::works_of;
-pub use state::{works_state_with, works_succeeded_condition};
+pub use state::{works_state_with, works_succeeded_condition, WorksState};

@@ -4,7 +4,7 @@ use crate::api::WorkflowType;
 use crate::api::{labels, Object, WorkPlacementStatus, SYSTEM_NAMESPACE};
 use crate::store::Selector;
 
-use crate::controllers::workflow::subject::Subject;
+use crate::controllers::subject::Subject;
 use crate::controllers::{status, Error, Runtime};
 
 pub(super) fn selector(pairs: &[(&str, &str)]) -> Selector {

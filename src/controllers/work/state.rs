@@ -1,26 +1,71 @@
 //! The aggregate state of a workflow's Works, and the `WorksSucceeded` condition it makes.
 
 use crate::api::{condition, Condition, ConditionStatus, Object, WorkStatus};
-use crate::controllers::workflow::decide::WorksState;
 
 use crate::controllers::status;
+
+/// The aggregate of an object's Works' readiness.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WorksState {
+    /// Some Work is not scheduled or not written yet.
+    Pending,
+    Failing,
+    Misplaced,
+    Ready,
+    /// The object has no Works at all (its pipelines produced no output).
+    NoWorks,
+}
+
+/// Where one Work stands, from its `Ready` condition (whose message is Kratix's word for it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WorkReadiness {
+    Ready,
+    /// Not scheduled or not written yet, or written for another generation.
+    Pending,
+    /// A placement's write failed.
+    Failing,
+    /// A workload group sits on a Destination that no longer matches.
+    Misplaced,
+}
+
+impl WorkReadiness {
+    /// The `Ready` condition's message for it, as Kratix writes it.
+    pub fn message(self) -> &'static str {
+        match self {
+            Self::Ready => "Ready",
+            Self::Pending => "Pending",
+            Self::Failing => "Failing",
+            Self::Misplaced => "Misplaced",
+        }
+    }
+
+    /// The readiness a `Ready` condition's message says.
+    fn from_message(message: &str) -> Self {
+        match message {
+            "Ready" => Self::Ready,
+            "Failing" => Self::Failing,
+            "Misplaced" => Self::Misplaced,
+            _ => Self::Pending,
+        }
+    }
+}
 
 /// What one Work's `Ready` condition says, as far as it counts: conditions only count for the
 /// generation they were written for, so a Work that a new run just changed is pending whatever
 /// its previous generation said; a Work being deleted (a removed pipeline's) is pending until
 /// its files have left the stores.
-fn ready_message(work: &Object, going: bool) -> String {
+fn readiness(work: &Object, going: bool) -> WorkReadiness {
     let s: WorkStatus = status::status_or_default(work);
     if s.observed_generation != work.metadata.generation
         || work.metadata.deletion_timestamp.is_some()
         || going
     {
-        return "Pending".to_string();
+        return WorkReadiness::Pending;
     }
     match condition::find(&s.conditions, "Ready") {
-        Some(c) if c.status == ConditionStatus::True => "Ready".to_string(),
-        Some(c) => c.message.clone(),
-        None => "Pending".to_string(),
+        Some(c) if c.status == ConditionStatus::True => WorkReadiness::Ready,
+        Some(c) => WorkReadiness::from_message(&c.message),
+        None => WorkReadiness::Pending,
     }
 }
 
@@ -31,15 +76,12 @@ pub fn works_state_with(works: &[Object], going: &[Object]) -> WorksState {
         return WorksState::NoWorks;
     }
     let is_going = |w: &Object| going.iter().any(|g| g.metadata.name == w.metadata.name);
-    let messages: Vec<String> = works
-        .iter()
-        .map(|w| ready_message(w, is_going(w)))
-        .collect();
-    if messages.iter().any(|m| m == "Failing") {
+    let states: Vec<WorkReadiness> = works.iter().map(|w| readiness(w, is_going(w))).collect();
+    if states.contains(&WorkReadiness::Failing) {
         WorksState::Failing
-    } else if messages.iter().any(|m| m != "Ready" && m != "Misplaced") {
+    } else if states.contains(&WorkReadiness::Pending) {
         WorksState::Pending
-    } else if messages.iter().any(|m| m == "Misplaced") {
+    } else if states.contains(&WorkReadiness::Misplaced) {
         WorksState::Misplaced
     } else {
         WorksState::Ready

@@ -11,9 +11,8 @@ use crate::controllers::workflow::decide::RunPhase;
 use crate::controllers::workflow::decide::RunRecord;
 use crate::controllers::workflow::decide::Step;
 
-use crate::controllers::run::failure::Error as Failure;
-use crate::controllers::workflow::subject::runs_of;
-use crate::controllers::workflow::subject::Subject;
+use crate::controllers::subject::Subject;
+use crate::controllers::workflow::runs::runs_of;
 use crate::controllers::{now_ms, status, Error, Runtime};
 use crate::events::{self, Reason};
 
@@ -196,7 +195,11 @@ async fn start_run(
     let name = run_name(&prefix, action, pipeline.name(), sequence);
     let encode = |what: &'static str| {
         let name = name.clone();
-        move |source| Error::run(&name, Failure::Encode { what, source })
+        move |source| Error::EncodeRun {
+            run: name.clone(),
+            what,
+            source,
+        }
     };
     let for_resource = subject.workflow_type == WorkflowType::Resource;
     let spec = PipelineRunSpec {

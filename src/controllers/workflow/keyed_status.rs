@@ -12,8 +12,8 @@ use crate::controllers::workflow::decide::KeyedInputs;
 use crate::controllers::workflow::decide::RunRecord;
 use crate::controllers::workflow::decide::Step;
 
-use crate::controllers::workflow::subject::runs_of;
-use crate::controllers::workflow::subject::Subject;
+use crate::controllers::subject::Subject;
+use crate::controllers::workflow::runs::runs_of;
 use crate::controllers::{now_ms, status, Error, Runtime};
 
 /// The inputs of `subject`'s keyed status for `action`, now.
@@ -60,7 +60,7 @@ pub fn set_workflow(status: &mut Value, action: Action, workflow: WorkflowStatus
     } else {
         workflows.0.insert(action.as_str().to_string(), workflow);
     }
-    let Some(kratix) = crate::controllers::promise::summary::object_at(status, "kratix") else {
+    let Some(kratix) = crate::controllers::status::object_at(status, "kratix") else {
         return;
     };
     match serde_json::to_value(&workflows) {

@@ -8,20 +8,20 @@ pub(crate) mod drive;
 pub(crate) mod intervals;
 pub(crate) mod keyed_status;
 pub(crate) mod pausing;
-pub(crate) mod subject;
+pub(crate) mod runs;
 
 use crate::api::pipeline::Pipeline;
 use crate::api::Action;
 use crate::api::{Condition, Object};
+use crate::controllers::work::WorksState;
 use crate::controllers::workflow::decide::RunRecord;
 use crate::controllers::workflow::decide::Step;
-use crate::controllers::workflow::decide::WorksState;
 
 use crate::controllers::status;
+use crate::controllers::subject::Subject;
 use crate::controllers::work;
 use crate::controllers::workflow::drive::Decided;
-use crate::controllers::workflow::subject::runs_of;
-use crate::controllers::workflow::subject::Subject;
+use crate::controllers::workflow::runs::runs_of;
 use crate::controllers::Error;
 use crate::controllers::Next;
 use crate::controllers::Runtime;
@@ -83,7 +83,7 @@ pub fn plan_configure(
         &records,
     ));
     let obsolete = if finished(&decided.step) {
-        work::obsolete(works, names)
+        obsolete_works(works, names)
     } else {
         Vec::new()
     };
@@ -97,6 +97,24 @@ pub fn plan_configure(
         works_state,
         conditions,
     }
+}
+
+/// The Works of pipelines no longer in the workflow that are not going yet (pure).
+fn obsolete_works(works: &[Object], pipelines: &[String]) -> Vec<Object> {
+    works
+        .iter()
+        .filter(|w| {
+            crate::api::object::label(w, crate::api::labels::WORK_TYPE) != Some("static-dependency")
+        })
+        .filter(|w| {
+            let pipeline = crate::api::object::label(w, crate::api::labels::PIPELINE_NAME)
+                .unwrap_or_default()
+                .to_string();
+            !decide::obsolete_pipelines(&[pipeline], pipelines).is_empty()
+        })
+        .filter(|w| w.metadata.deletion_timestamp.is_none())
+        .cloned()
+        .collect()
 }
 
 /// Reads what [`plan_configure`] decides from: the subject's runs and Works.

@@ -13,7 +13,7 @@ use crate::api::object::label;
 use crate::api::{labels, Condition, ConditionStatus, Object};
 use crate::controllers::workflow::decide::RECONCILED;
 
-use crate::controllers::workflow::subject::Subject;
+use crate::controllers::subject::Subject;
 use crate::controllers::{status, Error, Next, Runtime};
 
 /// The reason of the conditions a pause sets.

@@ -2,12 +2,11 @@
 //! `Kratix-Destination`, ...), so that a store's history says what each change was for.
 
 mod object;
-pub mod template;
 
 use std::collections::BTreeMap;
 
+pub use crate::controllers::state_store::commit_template::Template;
 pub use object::{generation_and_annotations, ObjectMeta};
-pub use template::Template;
 
 /// What one write of a Work's placements on a Destination is about.
 #[derive(Debug, Clone, Default)]
@@ -49,7 +48,7 @@ pub fn placement_message(w: &PlacementWrite) -> String {
     let workflow = format!("{work_type}/{action}");
     let custom = w.template.map(|t| {
         let (namespace, request) = w.resource.unwrap_or_default();
-        t.render(&template::Values {
+        t.render(&crate::controllers::state_store::commit_template::Values {
             promise: w.promise,
             request,
             namespace,

@@ -145,10 +145,10 @@ mod configure {
     use crate::api::{KindInfo, Object};
     use crate::controllers::request::binding::RequestVersions;
     use crate::controllers::request::decide::{decide, Observed};
+    use crate::controllers::subject::Subject;
     use crate::controllers::workflow::decide::RunPhase;
     use crate::controllers::workflow::decide::RunRecord;
     use crate::controllers::workflow::plan_configure;
-    use crate::controllers::workflow::subject::Subject;
     use crate::controllers::workflow::Configured;
     use crate::controllers::Next;
 

@@ -1,24 +1,13 @@
 //! The conditions an object's workflow state maps to, with Kratix's types, reasons and messages.
 
 use crate::api::condition::{Condition, ConditionStatus};
+use crate::controllers::work::WorksState;
 
 use crate::controllers::workflow::decide::model::Step;
 
 pub const CONFIGURE_WORKFLOW_COMPLETED: &str = "ConfigureWorkflowCompleted";
 pub const DELETE_WORKFLOW_COMPLETED: &str = "DeleteWorkflowCompleted";
 pub const RECONCILED: &str = "Reconciled";
-
-/// The aggregate of the object's Works' `Ready` messages, as the works side reports it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum WorksState {
-    /// Some Work is not scheduled or not written yet.
-    Pending,
-    Failing,
-    Misplaced,
-    Ready,
-    /// The object has no Works at all (its pipelines produced no output).
-    NoWorks,
-}
 
 /// `ConfigureWorkflowCompleted` and `Reconciled` for the configure workflow's `step`.
 ///

@@ -21,7 +21,7 @@ mod tests;
 
 pub use cleanup::obsolete_pipelines;
 pub use conditions::{
-    configure_conditions, delete_condition, WorksState, CONFIGURE_WORKFLOW_COMPLETED, RECONCILED,
+    configure_conditions, delete_condition, CONFIGURE_WORKFLOW_COMPLETED, RECONCILED,
 };
 pub use keyed::{has_flat_layout, migrated, workflow_status, KeyedInputs};
 pub use model::{Observed, RunPhase, RunRecord, Step, Suspension};

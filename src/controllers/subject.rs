@@ -1,13 +1,9 @@
-//! The object a workflow runs for, and the stored runs of its workflow.
+//! The object a workflow runs for: a Promise (its promise workflows) or a request (its resource
+//! workflows), with the Promise, spec hash and version its runs are made for.
 
 use crate::api::object::label;
 use crate::api::WorkflowType;
 use crate::api::{labels, KindInfo, Object, ObjectKey, SYSTEM_NAMESPACE};
-use crate::controllers::workflow::decide::RunRecord;
-use crate::store::Selector;
-
-use crate::controllers::run::record::run_record;
-use crate::controllers::{Error, Runtime};
 
 /// The object a workflow runs for.
 #[derive(Debug, Clone)]
@@ -77,22 +73,4 @@ impl Subject {
     pub fn manual_reconcile(&self) -> bool {
         label(&self.object, labels::MANUAL_RECONCILIATION) == Some("true")
     }
-}
-
-/// Every stored run of the subject's workflow type, with its record.
-pub async fn runs_of(rt: &Runtime, subject: &Subject) -> Result<Vec<(Object, RunRecord)>, Error> {
-    let sel_labels = subject.selector_labels();
-    let selector = Selector::from_labels(sel_labels.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-    let runs = rt
-        .cp
-        .list(
-            &rt.kind(crate::api::Builtin::PipelineRun),
-            Some(&subject.run_namespace()),
-            &selector,
-        )
-        .await?;
-    Ok(runs
-        .into_iter()
-        .filter_map(|r| run_record(&r).map(|rec| (r, rec)))
-        .collect())
 }

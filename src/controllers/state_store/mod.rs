@@ -1,6 +1,9 @@
 //! GitStateStore and BucketStateStore: opens each store's backend (with credentials from its
 //! Secret), checks it can be written, reports `Ready`, and hands the backend to the writers.
 
+pub(crate) mod commit_template;
+pub(crate) mod readiness;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -14,10 +17,10 @@ use crate::api::state_store::{SecretRef, StateStoreStatus};
 use crate::api::{ConditionStatus, KindInfo, Object, ObjectKey};
 use crate::store::Selector;
 
-use crate::controllers::destination::readiness::store_ready;
-use crate::controllers::destination::readiness::store_status_word;
-use crate::controllers::destination::readiness::StoreProbe;
-use crate::controllers::placement::commit_message::Template;
+use crate::controllers::state_store::commit_template::Template;
+use crate::controllers::state_store::readiness::store_ready;
+use crate::controllers::state_store::readiness::store_status_word;
+use crate::controllers::state_store::readiness::StoreProbe;
 use crate::controllers::{status, Error, ErrorChain, Next, Runtime};
 
 /// How soon a store that is not ready is checked again.

@@ -1,4 +1,5 @@
-//! Reading a stored PipelineRun back as the record the workflow decisions work on.
+//! A workflow's runs: reading a stored PipelineRun back as the record the workflow decisions work
+//! on, listing an object's runs, and deleting them when the object goes.
 
 use crate::api::{Object, PipelineRunSpec, PipelineRunStatus};
 use crate::controllers::workflow::decide::RunPhase;
@@ -8,6 +9,9 @@ use crate::controllers::workflow::decide::Suspension;
 use serde::Deserialize;
 
 use crate::controllers::kube_time::parse_ms;
+use crate::controllers::subject::Subject;
+use crate::controllers::{status, Error, Runtime};
+use crate::store::Selector;
 
 /// A run record read back from a stored PipelineRun; `None` when its spec does not parse. A
 /// status this version cannot read (an unknown phase) counts as not started.
@@ -39,6 +43,34 @@ pub fn run_record(run: &Object) -> Option<RunRecord> {
         progress,
         attempt: spec.attempt,
     })
+}
+
+/// Every stored run of the subject's workflow type, with its record.
+pub async fn runs_of(rt: &Runtime, subject: &Subject) -> Result<Vec<(Object, RunRecord)>, Error> {
+    let sel_labels = subject.selector_labels();
+    let selector = Selector::from_labels(sel_labels.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    let runs = rt
+        .cp
+        .list(
+            &rt.kind(crate::api::Builtin::PipelineRun),
+            Some(&subject.run_namespace()),
+            &selector,
+        )
+        .await?;
+    Ok(runs
+        .into_iter()
+        .filter_map(|r| run_record(&r).map(|rec| (r, rec)))
+        .collect())
+}
+
+/// Deletes the run records (and their folders) of a Promise or request that is going away.
+pub async fn delete_runs(rt: &Runtime, subject: &Subject) -> Result<(), Error> {
+    let kind = rt.kind(crate::api::Builtin::PipelineRun);
+    for (run, _) in runs_of(rt, subject).await? {
+        let _ = std::fs::remove_dir_all(rt.platform.run_dir(&run));
+        status::delete_if_present(rt.cp.as_ref(), &kind, &run).await?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
