@@ -157,10 +157,9 @@ pub fn pipeline_executor(
 /// The controllers on `platform`, running pipelines with `executor`; their metrics include
 /// `kratix_leader`.
 pub fn runtime(platform: Platform, executor: Arc<dyn Executor>) -> Runtime {
-    let mut runtime = Runtime::new(platform);
-    runtime.pipelines = executor;
-    runtime.metrics = Arc::new(crate::metrics::Metrics::with_leader());
-    runtime
+    Runtime::new(platform)
+        .with_executor(executor)
+        .with_metrics(Arc::new(crate::metrics::Metrics::with_leader()))
 }
 
 /// Runs until SIGTERM (or SIGINT); then stops as `serve` does and gives the Lease up.
@@ -186,15 +185,15 @@ pub async fn run(args: ControllerArgs) -> Result<(), Error> {
     })?;
     let cp: Arc<dyn ControlPlane> = Arc::new(kube.clone());
     let platform = Platform::with_control_plane(&args.work_dir, cp.clone())?;
-    let mut runtime =
-        runtime(platform, executor).with_binding_strategy(args.resource_binding_version);
-    args.intervals.apply(&mut runtime.settings);
+    let runtime = runtime(platform, executor)
+        .with_binding_strategy(args.resource_binding_version)
+        .with_settings(|s| args.intervals.apply(s));
 
     let (role_tx, role_rx) = watch::channel(Role::Standby);
     let probes = Arc::new(health::Probes::default());
     let state = health::State {
         role: role_rx.clone(),
-        metrics: runtime.metrics.clone(),
+        metrics: runtime.metrics().clone(),
         probes: probes.clone(),
         watches: kube.watch_health(),
     };
@@ -281,8 +280,9 @@ async fn act(
     info!("leading: starting the controllers");
     let lost = Arc::new(AtomicBool::new(false));
     let lost_flag = lost.clone();
-    let mut at_once = runtime.clone();
-    at_once.settings.shutdown_grace = Duration::ZERO;
+    let at_once = runtime
+        .clone()
+        .with_settings(|s| s.shutdown_grace = Duration::ZERO);
     runtime
         .run((), async move {
             tokio::select! {

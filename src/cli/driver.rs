@@ -118,7 +118,7 @@ impl Driver {
         if let Some(customise) = &self.customise {
             runtime = customise(runtime);
         }
-        let limit = runtime.settings.shutdown_grace;
+        let limit = runtime.settings().shutdown_grace;
         let runtime = runtime.draining_on_stop(limit);
         let task = tokio::spawn(async move {
             runtime

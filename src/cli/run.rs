@@ -309,12 +309,12 @@ async fn dispatch(command: Command, platform: &Platform, driver: &Driver) -> Res
             if let Some(n) = max_parallel {
                 runtime = runtime.with_max_parallel(usize::from(n));
             }
-            intervals.apply(&mut runtime.settings);
+            runtime = runtime.with_settings(|s| intervals.apply(s));
             if let Some(strategy) = resource_binding_version {
                 runtime = runtime.with_binding_strategy(strategy);
             }
             let _endpoint = match &metrics_addr {
-                Some(addr) => Some(serve_metrics(addr, runtime.metrics.clone()).await?),
+                Some(addr) => Some(serve_metrics(addr, runtime.metrics().clone()).await?),
                 None => None,
             };
             eprintln!("serving {}", platform.home.display());

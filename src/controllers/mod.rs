@@ -141,13 +141,13 @@ pub enum Next {
 /// Every controller of one home.
 #[derive(Debug, Clone)]
 pub struct Runtime {
-    pub platform: Platform,
-    pub cp: Arc<dyn ControlPlane>,
-    pub state_stores: Arc<state_store::Cache>,
+    platform: Platform,
+    cp: Arc<dyn ControlPlane>,
+    state_stores: Arc<state_store::Cache>,
     /// What carries out pipeline runs.
-    pub pipelines: Arc<dyn crate::pipeline::Executor>,
+    pipelines: Arc<dyn crate::pipeline::Executor>,
     /// Who this controller instance is, as recorded in the runs it claims.
-    pub executor: run::claims::Executor,
+    executor: run::claims::Executor,
     /// Pipeline runs this instance is carrying out, each in a task of its own.
     running: Arc<Mutex<HashMap<ObjectKey, JoinHandle<()>>>>,
     /// One permit per pipeline run that may execute at once (`Settings::max_parallel`).
@@ -156,13 +156,13 @@ pub struct Runtime {
     /// its owners (a request waiting for its Works to go, a Destination for its placements)
     /// must hear of its deletion.
     owners_seen: Arc<Mutex<std::collections::HashMap<ObjectKey, Vec<ObjectKey>>>>,
-    pub settings: Settings,
+    settings: Settings,
     /// The kinds of the home, kept between reconciles.
     kinds: Arc<kinds::Kinds>,
     /// Which HealthRecords name which request, kept from what the controllers see.
     health_records: Arc<request::health_index::HealthIndex>,
     /// Reconciles done per controller, and whether the controllers have started.
-    pub metrics: Arc<crate::metrics::Metrics>,
+    metrics: Arc<crate::metrics::Metrics>,
     /// When each written placement was last checked for drift in the store.
     drift: Arc<placement::drift::Clock>,
     /// When set, stopping first carries out what is already set off, for at most this long
@@ -206,6 +206,33 @@ impl Runtime {
     pub fn draining_on_stop(mut self, limit: Duration) -> Self {
         self.drain_on_stop = Some(limit);
         self
+    }
+
+    /// Carries out pipeline runs with `executor` (Jobs on Kubernetes) instead of on this machine.
+    pub fn with_executor(mut self, executor: Arc<dyn crate::pipeline::Executor>) -> Self {
+        self.pipelines = executor;
+        self
+    }
+
+    /// Counts into `metrics` instead of metrics of its own.
+    pub fn with_metrics(mut self, metrics: Arc<crate::metrics::Metrics>) -> Self {
+        self.metrics = metrics;
+        self
+    }
+
+    /// Changes the settings read from the environment.
+    pub fn with_settings(mut self, change: impl FnOnce(&mut Settings)) -> Self {
+        change(&mut self.settings);
+        self
+    }
+
+    /// What the controllers count (for `/metrics`).
+    pub fn metrics(&self) -> &Arc<crate::metrics::Metrics> {
+        &self.metrics
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.settings
     }
 
     /// Opens state stores through `cache` instead of one of its own.
