@@ -6,6 +6,9 @@ use kratix::cli::run::{run, Error};
 use kratix::cli::{Cli, Command};
 use statestores::error_chain::ErrorChain;
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> ExitCode {
     if std::env::args_os().nth(1).as_deref() == Some(kratix::cli::completion::COMPLETE.as_ref()) {
