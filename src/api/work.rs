@@ -93,6 +93,11 @@ pub struct WorkStatus {
     /// How many of them are scheduled to a Destination.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub work_placements_created: Option<i64>,
+    /// Where its placements' files landed: each Destination, the state store's version (Git
+    /// commit) holding them, and whether they are written for the placement's current
+    /// generation. A request's `status.pipelines` shows them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub landings: Vec<super::workflow_status::Landing>,
     #[serde(flatten)]
     #[schemars(skip)]
     pub extra: BTreeMap<String, Value>,

@@ -33,13 +33,14 @@ pub struct PipelineStatusEntry {
 }
 
 /// Where one placement of a pipeline's files landed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Landing {
     /// `null` when the placement cannot be read.
     pub destination: Option<String>,
     /// The state store's version (Git commit) holding the files; `null` until written.
     pub version: Option<String>,
     /// The files are written for the placement's current generation.
+    #[serde(default)]
     pub written: bool,
 }
 

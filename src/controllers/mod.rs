@@ -159,6 +159,8 @@ pub struct Runtime {
     settings: Settings,
     /// The kinds of the home, kept between reconciles.
     kinds: Arc<kinds::Kinds>,
+    /// The Destinations the scheduler chooses from, kept between reconciles.
+    destinations: Arc<work::destinations::Destinations>,
     /// Which HealthRecords name which request, kept from what the controllers see.
     health_records: Arc<request::health_index::HealthIndex>,
     /// Reconciles done per controller, and whether the controllers have started.
@@ -190,6 +192,7 @@ impl Runtime {
             pipeline_slots: Arc::new(tokio::sync::Semaphore::new(settings.max_parallel)),
             settings,
             kinds: Arc::default(),
+            destinations: Arc::default(),
             health_records: Arc::default(),
             metrics: Arc::default(),
             drift: Arc::default(),
@@ -274,6 +277,12 @@ impl Runtime {
         {
             self.kinds.forget();
         }
+        if changed
+            .iter()
+            .any(|k| k.group == GROUP && k.kind == "Destination")
+        {
+            self.destinations.forget();
+        }
         for key in changed {
             match self.affected_by(&key).await {
                 Ok(keys) => {
@@ -327,6 +336,8 @@ impl Runtime {
     /// Queues everything and opens a fresh change feed from now; returns it with its start.
     async fn resync(&self, queue: &mut Queue) -> Result<(ChangeFeed, String), Error> {
         let since = self.cp.current_resource_version().await?;
+        // Changes may have been missed: what is kept between reconciles is read again.
+        self.destinations.forget();
         self.enqueue_everything(queue).await?;
         Ok((self.cp.watch(&[], &since), since))
     }

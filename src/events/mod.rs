@@ -116,7 +116,8 @@ async fn try_record(
                 source: Box::new(source),
             })?;
         let result = match cp.create(&kind, &event).await {
-            Ok(_) => return prune(cp, involved).await,
+            Ok(_) if recorded_beyond_bound(&involved.key) => return prune(cp, involved).await,
+            Ok(_) => return Ok(()),
             Err(store::Error::AlreadyExists { .. }) => {
                 match cp.get(&kind, Some(&namespace), &name).await? {
                     Some(stored) => cp.update(&kind, &repeated(&stored, involved, &now)).await,
@@ -133,6 +134,29 @@ async fn try_record(
         }
     }
     last.map_or(Ok(()), Err)
+}
+
+/// How many events this process recorded per object, while it knows fewer objects than this.
+const COUNTED_OBJECTS: usize = 10_000;
+
+/// Counts an event recorded for `key`: whether this process recorded more than
+/// [`MAX_PER_OBJECT`] of them. Only then can the object hold more than it keeps (what earlier
+/// processes recorded ages out with the sweep), so only then are its events listed and pruned:
+/// most objects never are.
+fn recorded_beyond_bound(key: &ObjectKey) -> bool {
+    static COUNTS: std::sync::Mutex<Option<std::collections::HashMap<ObjectKey, usize>>> =
+        std::sync::Mutex::new(None);
+    let mut counts = COUNTS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let counts = counts.get_or_insert_with(Default::default);
+    if counts.len() >= COUNTED_OBJECTS && !counts.contains_key(key) {
+        // Forgetting the counts only delays a prune until the bound is seen again.
+        counts.clear();
+    }
+    let n = counts.entry(key.clone()).or_default();
+    *n += 1;
+    *n > MAX_PER_OBJECT
 }
 
 /// Removes the object's events beyond [`MAX_PER_OBJECT`] or older than [`MAX_AGE_MS`].

@@ -69,6 +69,8 @@ pub struct Change {
 ///   MUST bump `metadata.generation` only when something other than metadata and status changed.
 ///   The stored `status` is kept.
 /// - `update_status` writes only `status`; generation is unchanged.
+/// - `create` drops a `status` the object carries; `create_with_status` stores it too (one
+///   write where the backend can, a create then a status write where it cannot).
 /// - `delete` of an object with finalizers MUST only set `metadata.deletionTimestamp` and return the
 ///   object; an update that leaves such an object without finalizers MUST remove it. `delete` of an
 ///   object without finalizers removes it and returns `None`.
@@ -92,6 +94,22 @@ pub trait ControlPlane: Debug + Send + Sync + 'static {
     ) -> Result<Vec<Object>>;
 
     async fn create(&self, kind: &KindInfo, obj: &Object) -> Result<Object>;
+
+    /// Creates `obj` with the `status` it carries: for the controllers' own objects whose first
+    /// status they know as they make them (a pipeline run claimed as it is made, a placement
+    /// with the files it will own). Where a create cannot carry a status (Kubernetes' status
+    /// subresource), the status is written right after the create.
+    async fn create_with_status(&self, kind: &KindInfo, obj: &Object) -> Result<Object> {
+        let created = self.create(kind, obj).await?;
+        let Some(status) = obj.data.get("status") else {
+            return Ok(created);
+        };
+        let mut next = created;
+        if let Some(map) = next.data.as_object_mut() {
+            map.insert("status".into(), status.clone());
+        }
+        self.update_status(kind, &next).await
+    }
 
     async fn update(&self, kind: &KindInfo, obj: &Object) -> Result<Object>;
 

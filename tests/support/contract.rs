@@ -31,6 +31,9 @@ pub const CASES: &[(&str, Case)] = &[
     ("status is written on its own", |cp, ns| {
         Box::pin(status_subresource(cp, ns))
     }),
+    ("create with status keeps it", |cp, ns| {
+        Box::pin(create_with_status_keeps_it(cp, ns))
+    }),
     ("generation follows spec only", |cp, ns| {
         Box::pin(generation_follows_spec(cp, ns))
     }),
@@ -104,6 +107,29 @@ async fn create_assigns_identity(cp: &dyn ControlPlane, ns: &str) {
     unscoped.metadata.namespace = None;
     let got = cp.create(&work(), &unscoped).await;
     assert!(matches!(got, Err(Error::Invalid { .. })), "{got:?}");
+}
+
+async fn create_with_status_keeps_it(cp: &dyn ControlPlane, ns: &str) {
+    let mut with_status = new_work(ns, "s", &[]);
+    if let Some(map) = with_status.data.as_object_mut() {
+        map.insert("status".into(), json!({"observedGeneration": 1}));
+    }
+    // A plain create drops the status, as the API server does.
+    let plain = create(cp, &with_status).await;
+    assert_eq!(plain.data.get("status"), None, "{plain:?}");
+    with_status.metadata.name = Some("t".into());
+    let created = cp
+        .create_with_status(&work(), &with_status)
+        .await
+        .expect("create with status");
+    assert_eq!(created.data["status"], json!({"observedGeneration": 1}));
+    assert_eq!(created.metadata.generation, Some(1));
+    assert_eq!(get(cp, ns, "t").await.as_ref(), Some(&created));
+    let again = cp.create_with_status(&work(), &with_status).await;
+    assert!(
+        matches!(again, Err(Error::AlreadyExists { .. })),
+        "{again:?}"
+    );
 }
 
 async fn list_filters_and_sorts(cp: &dyn ControlPlane, ns: &str) {

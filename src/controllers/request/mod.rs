@@ -152,7 +152,7 @@ pub async fn reconcile(rt: &Runtime, kind: &KindInfo, obj: Object) -> Result<Nex
     let retry_failures = rt.settings.intervals.after_failure;
     let configured =
         workflow::plan_configure(&subject, &names, &runs, &request_works, retry_failures, now);
-    let landed = work::where_files_landed(rt, &configured.works).await?;
+    let landed = work::where_files_landed(&configured.works);
     let health = health::health_status(rt, &promise_name, pinned.version(), &obj).await?;
     // Decide.
     let outcome = decide::binding_outcome(&configured);

@@ -148,23 +148,83 @@ async fn claim_and_start(rt: &Runtime, key: &ObjectKey) -> Result<Next, Error> {
             // The semaphore is never closed, so this only fails if it were.
             let _slot = rt2.pipeline_slots.clone().acquire_owned().await;
             if let Some(claimed) = claim_retrying(&rt2, &task_key).await {
-                let began = std::time::Instant::now();
-                let finished = match execute(&rt2, &claimed).await {
-                    Ok(finished) => finished,
-                    Err(err) => {
-                        warn!(run = %task_key, error = %ErrorChain(&err), "pipeline run could not be carried out");
-                        Finished::failed(ErrorChain(&err).to_string())
-                    }
-                };
-                statestores::crash::crash_point("run-before-finish");
-                record_outcome(&rt2, &claimed, &finished).await;
-                rt2.metrics
-                    .run_finished(run_labels(&claimed, &finished), began.elapsed());
+                carry_out_claimed(&rt2, &claimed).await;
             }
             rt2.done_executing(&task_key);
         })
     });
     Ok(Next::Done)
+}
+
+/// Carries out a run this executor holds the claim of, and records its outcome.
+async fn carry_out_claimed(rt: &Runtime, claimed: &Object) {
+    let began = std::time::Instant::now();
+    let finished = match execute(rt, claimed).await {
+        Ok(finished) => finished,
+        Err(err) => {
+            warn!(run = %ObjectKey::of(claimed), error = %ErrorChain(&err), "pipeline run could not be carried out");
+            Finished::failed(ErrorChain(&err).to_string())
+        }
+    };
+    statestores::crash::crash_point("run-before-finish");
+    record_outcome(rt, claimed, &finished).await;
+    rt.metrics
+        .run_finished(run_labels(claimed, &finished), began.elapsed());
+}
+
+/// A run made claimed: when a pipeline slot is free as a workflow starts a run, the run is
+/// stored already claimed by this executor (`Running`, with its claim), which spares the claim's
+/// write and the look it sets off; otherwise it is stored `Pending` and claimed once a slot
+/// frees up.
+pub(crate) struct ClaimedAtCreation {
+    key: ObjectKey,
+    created: tokio::sync::oneshot::Sender<Option<Object>>,
+}
+
+impl ClaimedAtCreation {
+    /// Takes a free slot, if any, for the run `key` about to be stored; the status to store
+    /// it with goes into `status`. The run counts as executing here from now on, so that its
+    /// own change finds it carried out here rather than abandoned.
+    pub(crate) fn take(
+        rt: &Runtime,
+        key: &ObjectKey,
+        status: &mut PipelineRunStatus,
+    ) -> Option<Self> {
+        if rt.is_executing(key) {
+            return None;
+        }
+        let slot = rt.pipeline_slots.clone().try_acquire_owned().ok()?;
+        *status = PipelineRunStatus {
+            phase: PipelineRunPhase::Running,
+            start_time: Some(now_rfc3339()),
+            executor: Some(rt.executor.clone()),
+            ..PipelineRunStatus::default()
+        };
+        let (created, stored) = tokio::sync::oneshot::channel::<Option<Object>>();
+        let rt2 = rt.clone();
+        let task_key = key.clone();
+        rt.start_executing(key.clone(), move || {
+            tokio::spawn(async move {
+                let _slot = slot;
+                if let Ok(Some(claimed)) = stored.await {
+                    carry_out_claimed(&rt2, &claimed).await;
+                }
+                rt2.done_executing(&task_key);
+            })
+        });
+        Some(Self {
+            key: key.clone(),
+            created,
+        })
+    }
+
+    /// The run as stored (its execution starts), or `None` when storing it failed (the slot
+    /// goes back).
+    pub(crate) fn stored(self, run: Option<Object>) {
+        if self.created.send(run).is_err() {
+            warn!(run = %self.key, "the run's task ended before it was stored");
+        }
+    }
 }
 
 /// The metric labels of a run that ended as `finished`.

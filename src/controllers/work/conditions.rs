@@ -62,6 +62,19 @@ pub fn work_conditions(placed: &Placed) -> [Condition; 2] {
     ]
 }
 
+/// Whether the Work's status is written now. A Work of one workload group whose placement only
+/// waits for its write says nothing new by saying so: its placement's write wakes it again, and
+/// the status is written with the outcome, once. (A Work of several groups records the
+/// generation it scheduled at once: the writer waits for that before writing its placements
+/// together.)
+pub fn status_due(groups: usize, placed: &Placed) -> bool {
+    let waiting_for_write = placed.unscheduled.is_empty()
+        && !placed.failing
+        && !placed.misplaced
+        && !placed.all_written;
+    !(groups <= 1 && waiting_for_write)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -156,6 +169,60 @@ mod tests {
                 want_schedule,
                 "{name}: ScheduleSucceeded"
             );
+        }
+    }
+
+    #[test]
+    fn a_one_group_work_waiting_for_its_write_says_so_with_the_outcome() {
+        const UNSCHEDULED: [&str; 1] = ["g1"];
+        let placed =
+            |unscheduled: &'static [&'static str], failing, misplaced, all_written| Placed {
+                unscheduled,
+                failing,
+                misplaced,
+                all_written,
+            };
+        let cases = [
+            (
+                "one group, waiting",
+                1,
+                placed(&[], false, false, false),
+                false,
+            ),
+            (
+                "one group, written",
+                1,
+                placed(&[], false, false, true),
+                true,
+            ),
+            (
+                "one group, failing",
+                1,
+                placed(&[], true, false, false),
+                true,
+            ),
+            (
+                "one group, misplaced",
+                1,
+                placed(&[], false, true, false),
+                true,
+            ),
+            (
+                "one group, unscheduled",
+                1,
+                placed(&UNSCHEDULED, false, false, false),
+                true,
+            ),
+            ("no group", 0, placed(&[], false, false, true), true),
+            (
+                "two groups, waiting",
+                2,
+                placed(&[], false, false, false),
+                true,
+            ),
+        ];
+        for (name, groups, placed, want) in cases {
+            assert_eq!(status_due(groups, &placed), want, "{name}");
         }
     }
 }

@@ -13,8 +13,8 @@ use crate::controllers::work::schedule;
 use crate::controllers::work::schedule::DestinationInfo;
 use crate::controllers::work::schedule::ExistingPlacement;
 use crate::controllers::work::schedule::WorkKind;
-use crate::store::Selector;
 
+use crate::controllers::work::conditions::status_due;
 use crate::controllers::work::conditions::work_conditions;
 use crate::controllers::work::conditions::Placed;
 use crate::controllers::work::delete::remove_with_reason;
@@ -91,12 +91,8 @@ pub async fn reconcile(rt: &Runtime, work: Object) -> Result<Next, Error> {
     let typed: crate::api::Work = crate::api::object::to_typed(&work)
         .map_err(|source| Error::malformed(&work, "Work", source))?;
     let destinations: Vec<DestinationInfo> = rt
-        .cp
-        .list(
-            &rt.kind(crate::api::Builtin::Destination),
-            None,
-            &Selector::everything(),
-        )
+        .destinations
+        .all(rt)
         .await?
         .iter()
         .map(destination_info)
@@ -157,16 +153,21 @@ pub async fn reconcile(rt: &Runtime, work: Object) -> Result<Next, Error> {
         false => placements,
     };
     let unscheduled = decision.unscheduled_group_ids();
-    let conditions = work_conditions(&Placed {
+    let placed = Placed {
         unscheduled: &unscheduled,
         failing: placements
             .iter()
             .any(|p| write_succeeded(p) == Some(ConditionStatus::False)),
         misplaced: decision.has_misplaced(),
         all_written: placements.iter().all(placement_written),
-    });
-    let generation = work.metadata.generation;
+    };
     let groups = typed.spec.workload_groups.len();
+    if !status_due(groups, &placed) {
+        return Ok(Next::Done);
+    }
+    let conditions = work_conditions(&placed);
+    let landings = super::landed::landings(&placements);
+    let generation = work.metadata.generation;
     let created = groups - unscheduled.len();
     let count = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
     status::update_typed_status_of(
@@ -179,6 +180,7 @@ pub async fn reconcile(rt: &Runtime, work: Object) -> Result<Next, Error> {
             s.observed_generation = generation;
             s.work_placements = Some(count(groups));
             s.work_placements_created = Some(count(created));
+            s.landings = landings.clone();
         },
     )
     .await?;

@@ -6,6 +6,7 @@ mod conditions;
 mod controller;
 mod create;
 mod delete;
+pub(crate) mod destinations;
 pub(crate) mod from_output;
 mod landed;
 mod query;

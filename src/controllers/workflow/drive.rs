@@ -4,7 +4,7 @@
 use crate::api::pipeline::Pipeline;
 use crate::api::Action;
 use crate::api::WorkflowType;
-use crate::api::{labels, Object, PipelineRun, PipelineRunSpec, PipelineRunStatus};
+use crate::api::{labels, Object, ObjectKey, PipelineRun, PipelineRunSpec, PipelineRunStatus};
 use crate::controllers::workflow::decide;
 use crate::controllers::workflow::decide::Observed;
 use crate::controllers::workflow::decide::RunPhase;
@@ -229,12 +229,36 @@ async fn start_run(
     let mut typed = PipelineRun::new(&name, spec);
     typed.metadata.namespace = Some(subject.run_namespace());
     typed.metadata.labels = Some(run_labels);
-    typed.status = Some(PipelineRunStatus::default());
-    let run =
-        crate::api::object::from_typed_with_spec(&typed, stored).map_err(encode("the run"))?;
-    rt.cp
-        .create(&rt.kind(crate::api::Builtin::PipelineRun), &run)
-        .await?;
+    let key = ObjectKey::new(
+        crate::api::GROUP,
+        "PipelineRun",
+        Some(&subject.run_namespace()),
+        &name,
+    );
+    let mut status = PipelineRunStatus::default();
+    let claimed = crate::controllers::run::ClaimedAtCreation::take(rt, &key, &mut status);
+    typed.status = Some(status);
+    let kind = rt.kind(crate::api::Builtin::PipelineRun);
+    let created = match crate::api::object::from_typed_with_spec(&typed, stored) {
+        Ok(run) if claimed.is_some() => rt.cp.create_with_status(&kind, &run).await,
+        Ok(run) => rt.cp.create(&kind, &run).await,
+        Err(source) => {
+            if let Some(claimed) = claimed {
+                claimed.stored(None);
+            }
+            return Err(encode("the run")(source));
+        }
+    };
+    match (created, claimed) {
+        (Ok(run), Some(claimed)) => claimed.stored(Some(run)),
+        (Ok(_), None) => {}
+        (Err(e), claimed) => {
+            if let Some(claimed) = claimed {
+                claimed.stored(None);
+            }
+            return Err(e.into());
+        }
+    }
     tracing::info!(run = %name, object = %subject.key(), "pipeline run created");
     Ok(RunRecord {
         sequence,

@@ -157,6 +157,29 @@ impl EmbeddedStore {
         .await
     }
 
+    /// `create` and `create_with_status`: one transaction, one change.
+    async fn insert(&self, kind: &KindInfo, obj: &Object, keep_status: bool) -> Result<Object> {
+        let fresh = Fresh {
+            uid: uuid::Uuid::new_v4().to_string(),
+            now: now(),
+            name_suffix: random_name_suffix(),
+        };
+        let mut obj = rules::prepare_create(kind, obj, &fresh, keep_status)?;
+        let key = rules::key_of(kind, &obj)?;
+        let retain = self.inner.options.retain_changes;
+        self.run_write(move |conn| {
+            write(conn, &format!("create {key}"), |tx| {
+                if db::read_object(tx, &key)?.is_some() {
+                    return Err(Error::AlreadyExists { key: key.clone() });
+                }
+                let seq = db::record_change(tx, &key, ChangeType::Added, retain)?;
+                db::write_object(tx, &key, &mut obj, seq)?;
+                Ok(obj)
+            })
+        })
+        .await
+    }
+
     /// [`EmbeddedStore::run`] for work that writes: wakes this handle's watches once it is done.
     async fn run_write<T, F>(&self, work: F) -> Result<T>
     where
@@ -222,6 +245,7 @@ impl ControlPlane for EmbeddedStore {
         name: &str,
     ) -> Result<Option<Object>> {
         let key = rules::address(kind, namespace, name)?;
+        tracing::trace!(op = "get", kind = %kind.kind, "control plane");
         // Reading one row takes microseconds: when no other task holds the connection, that
         // is less than handing the read to a blocking thread and back.
         if let Some(read) = self
@@ -240,6 +264,8 @@ impl ControlPlane for EmbeddedStore {
         selector: &Selector,
     ) -> Result<Vec<Object>> {
         let namespace = rules::list_scope(kind, namespace)?;
+        // What the controllers read, for counting (`KRATIX_LOG=kratix::store=trace`).
+        tracing::trace!(op = "list", kind = %kind.kind, selector = %selector, "control plane");
         let (kind, selector) = (kind.clone(), selector.clone());
         self.run(move |conn| {
             let equalities = selector.equalities();
@@ -254,25 +280,11 @@ impl ControlPlane for EmbeddedStore {
     }
 
     async fn create(&self, kind: &KindInfo, obj: &Object) -> Result<Object> {
-        let fresh = Fresh {
-            uid: uuid::Uuid::new_v4().to_string(),
-            now: now(),
-            name_suffix: random_name_suffix(),
-        };
-        let mut obj = rules::prepare_create(kind, obj, &fresh)?;
-        let key = rules::key_of(kind, &obj)?;
-        let retain = self.inner.options.retain_changes;
-        self.run_write(move |conn| {
-            write(conn, &format!("create {key}"), |tx| {
-                if db::read_object(tx, &key)?.is_some() {
-                    return Err(Error::AlreadyExists { key: key.clone() });
-                }
-                let seq = db::record_change(tx, &key, ChangeType::Added, retain)?;
-                db::write_object(tx, &key, &mut obj, seq)?;
-                Ok(obj)
-            })
-        })
-        .await
+        self.insert(kind, obj, false).await
+    }
+
+    async fn create_with_status(&self, kind: &KindInfo, obj: &Object) -> Result<Object> {
+        self.insert(kind, obj, true).await
     }
 
     async fn update(&self, kind: &KindInfo, obj: &Object) -> Result<Object> {

@@ -66,7 +66,12 @@ pub(super) fn key_of(kind: &KindInfo, obj: &Object) -> Result<ObjectKey> {
 
 /// A new object as the server stores it: identity assigned, status dropped (the status
 /// subresource is written by `update_status` only), generation 1.
-pub(super) fn prepare_create(kind: &KindInfo, obj: &Object, fresh: &Fresh) -> Result<Object> {
+pub(super) fn prepare_create(
+    kind: &KindInfo,
+    obj: &Object,
+    fresh: &Fresh,
+    keep_status: bool,
+) -> Result<Object> {
     let mut obj = obj.clone();
     let generated = obj.metadata.name.as_deref().unwrap_or_default().is_empty();
     if generated {
@@ -109,7 +114,9 @@ pub(super) fn prepare_create(kind: &KindInfo, obj: &Object, fresh: &Fresh) -> Re
     obj.metadata.managed_fields = None;
     normalize_metadata(&mut obj.metadata);
     let mut data = content(&obj);
-    data.remove("status");
+    if !keep_status {
+        data.remove("status");
+    }
     obj.data = Value::Object(data);
     Ok(obj)
 }

@@ -113,7 +113,7 @@ fn create_assigns_identity_and_refuses_bad_input() {
         ),
     ];
     for (case, input, want) in cases {
-        let got = prepare_create(&work, &object(input), &fresh());
+        let got = prepare_create(&work, &object(input), &fresh(), false);
         match (got, want) {
             (Ok(obj), Ok(name)) => {
                 assert_eq!(obj.metadata.name.as_deref(), Some(name), "{case}");
@@ -137,7 +137,7 @@ fn create_drops_status_deletion_and_empty_metadata() {
                      "deletionTimestamp": "2023-11-14T22:13:20Z", "uid": "mine", "generation": 9},
         "spec": {"x": 1}, "status": {"phase": "Done"}
     }));
-    let got = prepare_create(&kind("Work"), &input, &fresh()).expect("valid");
+    let got = prepare_create(&kind("Work"), &input, &fresh(), false).expect("valid");
     assert_eq!(got.data, json!({"spec": {"x": 1}}));
     assert_eq!(got.metadata.labels, None);
     assert_eq!(got.metadata.finalizers, None);
