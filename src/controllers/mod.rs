@@ -159,6 +159,8 @@ pub struct Runtime {
     settings: Settings,
     /// The kinds of the home, kept between reconciles.
     kinds: Arc<kinds::Kinds>,
+    /// The requests' status writes of their own reconciles, not to wake them again.
+    own_status_writes: Arc<runtime::OwnWrites>,
     /// The Destinations the scheduler chooses from, kept between reconciles.
     destinations: Arc<work::destinations::Destinations>,
     /// Which HealthRecords name which request, kept from what the controllers see.
@@ -193,6 +195,7 @@ impl Runtime {
             settings,
             kinds: Arc::default(),
             destinations: Arc::default(),
+            own_status_writes: Arc::default(),
             health_records: Arc::default(),
             metrics: Arc::default(),
             drift: Arc::default(),
@@ -227,6 +230,13 @@ impl Runtime {
     pub fn with_settings(mut self, change: impl FnOnce(&mut Settings)) -> Self {
         change(&mut self.settings);
         self
+    }
+
+    /// A reconcile wrote `obj`'s status: its change need not wake `obj` again.
+    fn wrote_own_status(&self, obj: &crate::api::Object) {
+        if let Some(rv) = &obj.metadata.resource_version {
+            self.own_status_writes.wrote(ObjectKey::of(obj), rv.clone());
+        }
     }
 
     /// What the controllers count (for `/metrics`).
@@ -269,7 +279,8 @@ impl Runtime {
     /// Queues what the changed objects affect (each changed object for its change, the others
     /// as its owners); false when that is unknown for one of them (it is queued itself, and
     /// everything should be looked at again).
-    async fn queue_affected(&self, queue: &mut Queue, changed: Vec<ObjectKey>) -> bool {
+    async fn queue_affected(&self, queue: &mut Queue, batch: &runtime::ChangeBatch) -> bool {
+        let changed = &batch.keys;
         let mut known = true;
         if changed
             .iter()
@@ -284,10 +295,22 @@ impl Runtime {
             self.destinations.forget();
         }
         for key in changed {
-            match self.affected_by(&key).await {
+            // A request's own status, as its reconcile wrote it and nothing else changed it:
+            // that reconcile decided from everything else, which wakes it by its own changes.
+            let own = batch
+                .single
+                .get(key)
+                .is_some_and(|rv| self.own_status_writes.was_own(key, rv));
+            match self
+                .affected_by(key, batch.modified_only.contains(key))
+                .await
+            {
                 Ok(keys) => {
                     for k in keys {
-                        let reason = if k == key {
+                        let reason = if &k == key {
+                            if own {
+                                continue;
+                            }
                             Reason::Change
                         } else {
                             Reason::Owner
@@ -297,7 +320,7 @@ impl Runtime {
                 }
                 Err(err) => {
                     warn!(object = %key, error = %ErrorChain(&err), "finding what a change affects failed; looking at everything again");
-                    queue.add(key, Reason::Change);
+                    queue.add(key.clone(), Reason::Change);
                     known = false;
                 }
             }

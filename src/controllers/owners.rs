@@ -17,9 +17,21 @@ use crate::controllers::Error;
 use crate::controllers::Runtime;
 
 impl Runtime {
-    /// The objects to reconcile when `key` changed: itself and those that depend on it.
-    pub(super) async fn affected_by(&self, key: &ObjectKey) -> Result<Vec<ObjectKey>, Error> {
+    /// The objects to reconcile when `key` changed (`modified`: it was neither made nor deleted):
+    /// itself and those that depend on it.
+    pub(super) async fn affected_by(
+        &self,
+        key: &ObjectKey,
+        modified: bool,
+    ) -> Result<Vec<ObjectKey>, Error> {
         let mut out = vec![key.clone()];
+        if modified && owners_fixed_at_creation(key) {
+            if let Some(owners) = self.remembered_owners(key) {
+                // Its owners come from labels it was made with: no need to read it again.
+                out.extend(owners);
+                return Ok(out);
+            }
+        }
         if key.group.is_empty() {
             if key.kind == "Secret" {
                 out.extend(state_store::stores_using_secret(self, key).await?);
@@ -156,6 +168,10 @@ impl Runtime {
         before.unwrap_or_default()
     }
 
+    fn remembered_owners(&self, key: &ObjectKey) -> Option<Vec<ObjectKey>> {
+        self.owners_seen.lock().ok()?.get(key).cloned()
+    }
+
     fn forget_owners(&self, key: &ObjectKey) -> Vec<ObjectKey> {
         self.owners_seen
             .lock()
@@ -190,6 +206,12 @@ impl Runtime {
             None => Ok(vec![ObjectKey::new(GROUP, "Promise", None, &promise)]),
         }
     }
+}
+
+/// Whether the owners of objects of `key`'s kind come from labels they are made with and keep:
+/// a pipeline run's and a Work's object, a placement's Work and Destination.
+fn owners_fixed_at_creation(key: &ObjectKey) -> bool {
+    key.group == GROUP && matches!(key.kind.as_str(), "PipelineRun" | "Work" | "WorkPlacement")
 }
 
 /// The owners an object has now, then those it had before and has no more.
@@ -227,6 +249,23 @@ mod tests {
                 want,
                 "{now:?} {before:?}"
             );
+        }
+    }
+
+    #[test]
+    fn owners_are_read_again_unless_made_with_their_object() {
+        let cases = [
+            (GROUP, "PipelineRun", true),
+            (GROUP, "Work", true),
+            (GROUP, "WorkPlacement", true),
+            (GROUP, "HealthRecord", false),
+            (GROUP, "ResourceBinding", false),
+            (GROUP, "Promise", false),
+            ("example.com", "Work", false),
+        ];
+        for (group, kind, want) in cases {
+            let key = ObjectKey::new(group, kind, Some("default"), "x");
+            assert_eq!(owners_fixed_at_creation(&key), want, "{group} {kind}");
         }
     }
 }

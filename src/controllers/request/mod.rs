@@ -183,7 +183,14 @@ pub async fn reconcile(rt: &Runtime, kind: &KindInfo, obj: Object) -> Result<Nex
     // must then see the re-run in progress, not the previous run's outcome).
     workflow::carry_out_configure(rt, &subject, &configure, &configured, &runs).await?;
     binding::record(rt, &obj, &pinned, outcome, health.as_ref()).await?;
-    status::update_status_of(rt.cp.as_ref(), kind, &obj, |_, s| decision.status.apply(s)).await?;
+    let stored =
+        status::update_status_of(rt.cp.as_ref(), kind, &obj, |_, s| decision.status.apply(s))
+            .await?;
+    if let Some(stored) =
+        stored.filter(|s| s.metadata.resource_version != obj.metadata.resource_version)
+    {
+        rt.wrote_own_status(&stored);
+    }
     if decision.clear_manual_label || decision.rerun_label {
         if decision.rerun_label {
             tracing::info!(object = %key, "reconciliation interval passed; running the workflow again");

@@ -13,6 +13,10 @@ use crate::store;
 pub(crate) struct ChangeBatch {
     pub keys: Vec<ObjectKey>,
     seen: std::collections::HashSet<ObjectKey>,
+    /// The keys whose every change in the batch was a modification (neither made nor deleted).
+    pub modified_only: std::collections::HashSet<ObjectKey>,
+    /// The keys changed exactly once in the batch, with the `resourceVersion` of that change.
+    pub single: std::collections::HashMap<ObjectKey, String>,
     /// The feed failed or ended: everything must be looked at again.
     pub feed_lost: bool,
     /// The position of the last change taken.
@@ -30,9 +34,21 @@ impl ChangeBatch {
         loop {
             match next {
                 Some(Ok(change)) => {
-                    batch.newest = Some(change.resource_version);
+                    batch.newest = Some(change.resource_version.clone());
+                    let modified = change.change_type == store::ChangeType::Modified;
                     if batch.seen.insert(change.key.clone()) {
+                        if modified {
+                            batch.modified_only.insert(change.key.clone());
+                        }
+                        batch
+                            .single
+                            .insert(change.key.clone(), change.resource_version);
                         batch.keys.push(change.key);
+                    } else {
+                        batch.single.remove(&change.key);
+                        if !modified {
+                            batch.modified_only.remove(&change.key);
+                        }
                     }
                 }
                 Some(Err(err)) => {

@@ -53,8 +53,8 @@ impl Runtime {
             if batch.feed_lost {
                 break;
             }
-            seen = batch.newest.unwrap_or(seen);
-            self.queue_affected(queue, batch.keys).await;
+            seen = batch.newest.clone().unwrap_or(seen);
+            self.queue_affected(queue, &batch).await;
         }
         while let Some(finished) = workers.next().await {
             self.settle(queue, finished);

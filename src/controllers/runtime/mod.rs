@@ -6,6 +6,10 @@
 mod backoff;
 mod change_batch;
 mod drain;
+mod own_writes;
 pub(crate) mod queue;
 mod run_loop;
 pub(crate) mod workers;
+
+pub(crate) use change_batch::ChangeBatch;
+pub(crate) use own_writes::OwnWrites;

@@ -91,8 +91,9 @@ impl Runtime {
                         self.metrics.set_started(false);
                         resync_due = Some(tokio::time::Instant::now());
                     }
-                    seen = batch.newest.unwrap_or(seen);
-                    if !self.queue_affected(&mut queue, batch.keys).await {
+                    seen = batch.newest.clone().unwrap_or(seen);
+                    if !self.queue_affected(&mut queue, &batch)
+                        .await {
                         // Some dependants are unknown for now: look at everything soon.
                         resync_due.get_or_insert_with(|| tokio::time::Instant::now() + backoff.next());
                     }
