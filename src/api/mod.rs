@@ -42,7 +42,7 @@ pub use promise_release::PromiseRelease;
 pub use secret::Secret;
 pub use state_store::{BucketStateStore, GitStateStore};
 pub use versions::{PromiseRevision, ResourceBinding};
-pub use work::{Work, WorkSpec, WorkStatus, Workload, WorkloadGroup};
+pub use work::{Work, WorkSpec, WorkStatus, WorkType, Workload, WorkloadGroup};
 pub use work_placement::{WorkPlacement, WorkPlacementSpec, WorkPlacementStatus};
 pub use workflow::{Action, WorkflowType};
 

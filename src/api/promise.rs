@@ -157,6 +157,29 @@ pub struct PromiseStatus {
     pub extra: BTreeMap<String, Value>,
 }
 
+/// The `status.status` of a Promise whose configure workflow finished and whose requirements
+/// are met.
+pub const AVAILABLE: &str = "Available";
+
+impl PromiseStatus {
+    /// Whether the status says the Promise is available.
+    pub fn says_available(&self) -> bool {
+        self.status.as_deref() == Some(AVAILABLE)
+    }
+}
+
+/// Whether requests of `promise` may run: it says it is available and is not being deleted.
+/// The one reading of a Promise's availability (its `Available` condition agrees, being written
+/// with `status.status` in the same status write).
+pub fn is_available(promise: &super::Object) -> bool {
+    promise.metadata.deletion_timestamp.is_none()
+        && promise
+            .data
+            .pointer("/status/status")
+            .and_then(Value::as_str)
+            == Some(AVAILABLE)
+}
+
 /// One entry of `status.requiredBy`: a Promise that requires this one, at which version.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -197,4 +220,48 @@ pub struct KratixStatus {
     #[serde(flatten)]
     #[schemars(skip)]
     pub extra: BTreeMap<String, Value>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_promise_is_available_when_it_says_so_and_is_not_going() {
+        let cases = [
+            (
+                "available",
+                serde_json::json!({"status": "Available"}),
+                false,
+                true,
+            ),
+            (
+                "going away",
+                serde_json::json!({"status": "Available"}),
+                true,
+                false,
+            ),
+            (
+                "unavailable",
+                serde_json::json!({"status": "Unavailable"}),
+                false,
+                false,
+            ),
+            ("no status yet", serde_json::json!({}), false, false),
+        ];
+        for (name, status, deleting, want) in cases {
+            let mut metadata = serde_json::json!({"name": "p"});
+            if deleting {
+                metadata["deletionTimestamp"] = "2026-01-01T00:00:00Z".into();
+            }
+            let obj: super::super::Object = serde_json::from_value(serde_json::json!({
+                "apiVersion": "platform.kratix.io/v1alpha1", "kind": "Promise",
+                "metadata": metadata, "status": status.clone(),
+            }))
+            .expect("an object");
+            assert_eq!(is_available(&obj), want, "{name}");
+            let typed: PromiseStatus = serde_json::from_value(status).expect("a status");
+            assert_eq!(typed.says_available(), want || deleting, "{name}");
+        }
+    }
 }

@@ -149,9 +149,71 @@ pub fn decode_content(content: &str) -> Result<Vec<u8>, ContentError> {
     Ok(bytes)
 }
 
+/// Which Works a Work is (label `kratix.io/work-type`): a promise or resource workflow's output,
+/// or a Promise's static dependencies (`spec.dependencies`, written without a pipeline).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WorkType {
+    Promise,
+    Resource,
+    StaticDependency,
+}
+
+impl WorkType {
+    /// The value of the `kratix.io/work-type` label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Promise => "promise",
+            Self::Resource => "resource",
+            Self::StaticDependency => "static-dependency",
+        }
+    }
+
+    /// The type a label value names; none for a value no controller writes.
+    pub fn from_label(value: &str) -> Option<Self> {
+        [Self::Promise, Self::Resource, Self::StaticDependency]
+            .into_iter()
+            .find(|t| t.as_str() == value)
+    }
+
+    /// The type of a Work, read from its label.
+    pub fn of(work: &super::Object) -> Option<Self> {
+        super::object::label(work, super::labels::WORK_TYPE).and_then(Self::from_label)
+    }
+}
+
+impl From<super::WorkflowType> for WorkType {
+    fn from(t: super::WorkflowType) -> Self {
+        match t {
+            super::WorkflowType::Promise => Self::Promise,
+            super::WorkflowType::Resource => Self::Resource,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn work_types_round_trip_through_their_labels() {
+        let cases = [
+            ("promise", Some(WorkType::Promise)),
+            ("resource", Some(WorkType::Resource)),
+            ("static-dependency", Some(WorkType::StaticDependency)),
+            ("dependency", None),
+            ("", None),
+        ];
+        for (value, want) in cases {
+            assert_eq!(WorkType::from_label(value), want, "{value:?}");
+            if let Some(t) = want {
+                assert_eq!(t.as_str(), value);
+            }
+        }
+        assert_eq!(
+            WorkType::from(crate::api::WorkflowType::Resource),
+            WorkType::Resource
+        );
+    }
 
     #[test]
     fn controllers_store_empty_fields_that_applied_documents_leave_out() {

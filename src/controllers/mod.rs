@@ -111,6 +111,24 @@ pub enum Error {
 }
 
 impl Error {
+    /// What the reconcile failed on, as the metrics count it (a closed set: never an object's
+    /// name or an error's text).
+    pub(crate) fn category(&self) -> crate::metrics::ErrorCategory {
+        use crate::metrics::ErrorCategory as C;
+        match self {
+            Error::Store(_) => C::ControlPlane,
+            Error::Platform(_) => C::Platform,
+            Error::Sweep(_) => C::Executor,
+            Error::Malformed { .. }
+            | Error::InvalidWorkflows { .. }
+            | Error::InvalidDependencies { .. }
+            | Error::InvalidPath { .. } => C::InvalidObject,
+            Error::StateStore { .. } => C::StateStore,
+            Error::Reconcile(_) => C::Panic,
+            Error::EncodeRun { .. } | Error::Work { .. } | Error::Run { .. } => C::PipelineRun,
+        }
+    }
+
     /// A stored object that does not parse as `kind`.
     fn malformed(obj: &crate::api::Object, kind: &str, source: serde_json::Error) -> Self {
         Error::Malformed {
@@ -334,7 +352,8 @@ impl Runtime {
         let _in_reconcile = span.enter();
         queue.finish(&key);
         let outcome = outcome.unwrap_or_else(|err| Err(Error::Reconcile(err)));
-        self.metrics.record(&key.group, &key.kind, outcome.is_ok());
+        let failed = outcome.as_ref().err().map(Error::category);
+        self.metrics.record(&key.group, &key.kind, failed);
         match outcome {
             Ok(Next::Done) => {}
             Ok(Next::After(delay)) => queue.add_after(key.clone(), delay, Reason::Requeue),
@@ -434,3 +453,53 @@ impl Runtime {
 
 /// The control plane's changes, as the controllers follow them.
 type ChangeFeed = futures::stream::BoxStream<'static, Result<store::Change, store::Error>>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::ErrorCategory;
+
+    #[test]
+    fn each_failure_falls_in_one_bounded_category() {
+        let key = ObjectKey::new(crate::api::GROUP, "Promise", None, "p");
+        let json = || serde_json::from_str::<serde_json::Value>("{").expect_err("not JSON");
+        let cases = [
+            (
+                Error::Store(store::Error::Conflict {
+                    key: key.clone(),
+                    expected: "3".into(),
+                }),
+                ErrorCategory::ControlPlane,
+            ),
+            (
+                Error::Malformed {
+                    key: key.clone(),
+                    kind: "Promise".into(),
+                    source: json(),
+                },
+                ErrorCategory::InvalidObject,
+            ),
+            (
+                Error::InvalidPath {
+                    key: key.clone(),
+                    source: statestores::KeyError::Invalid {
+                        path: "../x".into(),
+                        reason: "leaves the store",
+                    },
+                },
+                ErrorCategory::InvalidObject,
+            ),
+            (
+                Error::EncodeRun {
+                    run: "r".into(),
+                    what: "its status",
+                    source: json(),
+                },
+                ErrorCategory::PipelineRun,
+            ),
+        ];
+        for (err, want) in cases {
+            assert_eq!(err.category(), want, "{err}");
+        }
+    }
+}

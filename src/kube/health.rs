@@ -147,8 +147,12 @@ mod tests {
     fn state(role: Role, started: bool, reachable: bool) -> State {
         let metrics = Arc::new(Metrics::with_leader());
         metrics.set_started(started);
-        metrics.record(crate::api::GROUP, "Work", true);
-        metrics.record("example.com", "Thing", false);
+        metrics.record(crate::api::GROUP, "Work", None);
+        metrics.record(
+            "example.com",
+            "Thing",
+            Some(crate::metrics::ErrorCategory::ControlPlane),
+        );
         let probes = Probes::default();
         probes.api_reachable.store(reachable, Ordering::SeqCst);
         probes.system_namespace.store(true, Ordering::SeqCst);

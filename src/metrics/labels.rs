@@ -95,6 +95,40 @@ impl Action {
     }
 }
 
+/// What a failed reconcile failed on: a closed set, so that failures can be told apart
+/// without an object's name or an error's text becoming a label value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ErrorCategory {
+    /// Reading or writing the control plane.
+    ControlPlane,
+    /// A stored object that the controllers cannot use as it is (fixed by changing it).
+    InvalidObject,
+    /// A state store (Git or bucket) refused or could not be reached.
+    StateStore,
+    /// Carrying out a pipeline run, or storing what it produced.
+    PipelineRun,
+    /// The executor (containers, processes or Jobs) outside of a run.
+    Executor,
+    /// The platform's kinds could not be read.
+    Platform,
+    /// The reconcile's task ended without an answer (it panicked).
+    Panic,
+}
+
+impl ErrorCategory {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCategory::ControlPlane => "control_plane",
+            ErrorCategory::InvalidObject => "invalid_object",
+            ErrorCategory::StateStore => "state_store",
+            ErrorCategory::PipelineRun => "pipeline_run",
+            ErrorCategory::Executor => "executor",
+            ErrorCategory::Platform => "platform",
+            ErrorCategory::Panic => "panic",
+        }
+    }
+}
+
 /// How a pipeline run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum RunResult {
@@ -152,12 +186,26 @@ macro_rules! label_value {
     )*};
 }
 
-label_value!(Controller, WorkflowType, Action, RunResult, WriteResult);
+label_value!(
+    Controller,
+    WorkflowType,
+    Action,
+    RunResult,
+    WriteResult,
+    ErrorCategory
+);
 
 /// The labels of the reconcile counters.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, EncodeLabelSet)]
 pub(super) struct ControllerLabels {
     pub controller: Controller,
+}
+
+/// The labels of the reconcile failures: the controller and what failed.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, EncodeLabelSet)]
+pub(super) struct FailureLabels {
+    pub controller: Controller,
+    pub category: ErrorCategory,
 }
 
 /// The labels of a pipeline run: its workflow's type and action, and how it ended.

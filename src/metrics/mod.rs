@@ -22,8 +22,10 @@ use prometheus_client::registry::{Registry, Unit};
 pub use endpoint::{bind, scrape, serve, Answer};
 use ends::Ends;
 pub use ends::WorkRef;
-pub use labels::{Action, Controller, RunLabels, RunResult, WorkflowType, WriteResult};
-use labels::{ControllerLabels, WriteLabels};
+pub use labels::{
+    Action, Controller, ErrorCategory, RunLabels, RunResult, WorkflowType, WriteResult,
+};
+use labels::{ControllerLabels, FailureLabels, WriteLabels};
 use ordered::Ordered;
 
 #[derive(Debug, thiserror::Error)]
@@ -66,6 +68,7 @@ pub struct Metrics {
     started: AtomicBool,
     reconciles: Ordered<ControllerLabels, Counter>,
     reconcile_errors: Ordered<ControllerLabels, Counter>,
+    reconcile_failures: Ordered<FailureLabels, Counter>,
     runs: Ordered<RunLabels, Counter>,
     run_durations: Ordered<RunLabels, Histogram>,
     queue_depth: Gauge,
@@ -97,6 +100,7 @@ impl Metrics {
             started: AtomicBool::new(false),
             reconciles: Ordered::new(Counter::default),
             reconcile_errors: Ordered::new(Counter::default),
+            reconcile_failures: Ordered::new(Counter::default),
             runs: Ordered::new(Counter::default),
             run_durations: Ordered::new(seconds),
             queue_depth: Gauge::default(),
@@ -123,6 +127,11 @@ impl Metrics {
             "kratix_reconcile_errors",
             "Reconciles that failed, by controller",
             self.reconcile_errors.clone(),
+        );
+        r.register(
+            "kratix_reconcile_failures",
+            "Reconciles that failed, by controller and what they failed on",
+            self.reconcile_failures.clone(),
         );
         r.register(
             "kratix_pipeline_runs",
@@ -176,16 +185,21 @@ impl Metrics {
         self
     }
 
-    /// A reconcile of an object of `kind` in `group` ended, well or not.
-    pub fn record(&self, group: &str, kind: &str, ok: bool) {
-        let labels = ControllerLabels {
-            controller: Controller::of(group, kind),
-        };
+    /// A reconcile of an object of `kind` in `group` ended: well, or failing on `failed`.
+    pub fn record(&self, group: &str, kind: &str, failed: Option<ErrorCategory>) {
+        let controller = Controller::of(group, kind);
+        let labels = ControllerLabels { controller };
         self.reconciles.get(&labels).inc();
         // Made with the first reconcile, so that the errors of a controller read 0, not nothing.
         let errors = self.reconcile_errors.get(&labels);
-        if !ok {
+        if let Some(category) = failed {
             errors.inc();
+            self.reconcile_failures
+                .get(&FailureLabels {
+                    controller,
+                    category,
+                })
+                .inc();
         }
     }
 

@@ -10,12 +10,13 @@ use crate::api::GROUP;
 /// Metrics with a known value in every family and several series in the labelled ones, recorded
 /// out of label order.
 fn filled(m: Metrics) -> Metrics {
-    m.record("example.com", "Redis", true);
-    m.record(GROUP, "Work", true);
-    m.record(GROUP, "Promise", false);
-    m.record(GROUP, "Promise", true);
-    m.record("other.org", "Database", false);
-    m.record(GROUP, "GitStateStore", true);
+    m.record("example.com", "Redis", None);
+    m.record(GROUP, "Work", None);
+    m.record(GROUP, "Promise", Some(ErrorCategory::StateStore));
+    m.record(GROUP, "Promise", None);
+    m.record("other.org", "Database", Some(ErrorCategory::ControlPlane));
+    m.record(GROUP, "Promise", Some(ErrorCategory::InvalidObject));
+    m.record(GROUP, "GitStateStore", None);
     let configure = RunLabels::of("resource", "configure", true);
     m.run_finished(configure, Duration::from_millis(750));
     m.run_finished(configure, Duration::from_secs(2));

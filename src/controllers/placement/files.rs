@@ -2,7 +2,7 @@
 //! filepath mode gives them, and in mode `aggregatedYAML` the Destination's one shared file.
 
 use crate::api::object::label;
-use crate::api::{labels, Destination, FilepathMode, Object, WorkPlacementSpec};
+use crate::api::{labels, Destination, FilepathMode, Object, WorkPlacementSpec, WorkType};
 use crate::controllers::placement::layout;
 use crate::controllers::placement::layout::PlacementContext;
 use crate::controllers::placement::layout::PlacementFiles;
@@ -20,7 +20,7 @@ pub(super) fn context(
     spec: &WorkPlacementSpec,
     work: Option<&Object>,
 ) -> PlacementContext {
-    let is_static = work.and_then(|w| label(w, labels::WORK_TYPE)) == Some("static-dependency");
+    let is_static = work.and_then(WorkType::of) == Some(WorkType::StaticDependency);
     let pipeline = label(wp, labels::PIPELINE_NAME).filter(|p| !p.is_empty() && !is_static);
     let resource = spec.resource_name.as_str();
     PlacementContext {

@@ -9,6 +9,7 @@ use statestores::{Change, Key, WriteInfo};
 use crate::api::object::label;
 use crate::api::{
     finalizers, labels, Destination, FilepathMode, Object, WorkPlacementSpec, WorkPlacementStatus,
+    WorkType,
 };
 use crate::controllers::placement::layout::FileBytes;
 use crate::controllers::placement::plan;
@@ -255,7 +256,7 @@ pub(super) fn write_info(
         resource: request_of(wp, spec),
         pipeline: label(wp, labels::PIPELINE_NAME),
         destination: dest.metadata.name.as_deref().unwrap_or_default(),
-        work_type: work.and_then(|w| label(w, labels::WORK_TYPE)),
+        work_type: work.and_then(WorkType::of),
         removal: wp
             .metadata
             .annotations

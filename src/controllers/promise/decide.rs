@@ -75,7 +75,7 @@ pub(super) fn decide<'a>(o: &Observed<'a>) -> Decision<'a> {
     conditions.push(crate::controllers::work::works_succeeded_condition(
         configured.works_state,
     ));
-    let was_available = o.before.status.as_deref() == Some("Available");
+    let was_available = o.before.says_available();
     let summary = Summary {
         status: if available {
             "Available"

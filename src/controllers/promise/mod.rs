@@ -265,11 +265,7 @@ async fn requirements_of(
             .find(|p| p.metadata.name.as_deref() == Some(name))
             .map(|p| Installed {
                 version: crate::api::object::label(p, labels::PROMISE_VERSION),
-                available: p.metadata.deletion_timestamp.is_none()
-                    && status::status_or_default::<PromiseStatus>(p)
-                        .status
-                        .as_deref()
-                        == Some("Available"),
+                available: crate::api::promise::is_available(p),
             })
     };
     Ok(requirements::evaluate(

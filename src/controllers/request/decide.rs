@@ -29,11 +29,6 @@ use crate::controllers::Next;
 /// `status.message` while the request waits (for its Promise, or its first workflow).
 pub(super) const PENDING: &str = "Pending";
 
-/// Requests wait for their Promise: it must say `Available` and not be going away.
-pub(super) fn promise_available(says_available: bool, deleting: bool) -> bool {
-    says_available && !deleting
-}
-
 /// The request's `PromiseAvailable` condition.
 pub(super) fn promise_available_condition(available: bool, promise_name: &str) -> Condition {
     if available {

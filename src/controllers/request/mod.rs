@@ -17,7 +17,7 @@ use crate::api::Action;
 use crate::api::WorkflowType;
 use crate::api::{finalizers, labels, promise_api, KindInfo, Object, ObjectKey, Promise};
 
-use decide::{promise_available, waiting_for_promise, PENDING};
+use decide::{waiting_for_promise, PENDING};
 
 use crate::controllers::lookups;
 use crate::controllers::now_ms;
@@ -129,10 +129,7 @@ pub async fn reconcile(rt: &Runtime, kind: &KindInfo, obj: Object) -> Result<Nex
     };
     let generation = obj.metadata.generation;
 
-    let available = promise_available(
-        status::condition_status(&promise_obj, "Available").is_some_and(|(s, _, _)| s == "True"),
-        promise_obj.metadata.deletion_timestamp.is_some(),
-    );
+    let available = crate::api::promise::is_available(&promise_obj);
     if !available {
         // The Promise's change wakes its requests again once it is available.
         let conditions = waiting_for_promise(&promise_name);

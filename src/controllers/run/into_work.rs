@@ -1,7 +1,7 @@
 //! The Work of a successful configure run: its output's workload groups, named and labelled as
 //! Kratix's work-creator names them, created or brought up to date.
 
-use crate::api::{labels, Object, PipelineRun, Promise, WorkflowType, SYSTEM_NAMESPACE};
+use crate::api::{labels, Object, PipelineRun, Promise, WorkType, WorkflowType, SYSTEM_NAMESPACE};
 use crate::controllers::run::failure;
 use crate::controllers::{work, Error, Runtime};
 use crate::pipeline::{Metadata, Output};
@@ -37,16 +37,13 @@ pub(super) async fn upsert(
         .namespace
         .clone()
         .unwrap_or_else(|| SYSTEM_NAMESPACE.into());
-    let (name, work_type) = match workflow_type {
-        WorkflowType::Promise => (format!("{promise_name}-{pipeline_name}"), "promise"),
-        WorkflowType::Resource => (
-            format!("{promise_name}-{resource}-{pipeline_name}"),
-            "resource",
-        ),
+    let name = match workflow_type {
+        WorkflowType::Promise => format!("{promise_name}-{pipeline_name}"),
+        WorkflowType::Resource => format!("{promise_name}-{resource}-{pipeline_name}"),
     };
     let mut work_labels = vec![
         (labels::PROMISE_NAME, promise_name.as_str()),
-        (labels::WORK_TYPE, work_type),
+        (labels::WORK_TYPE, WorkType::from(workflow_type).as_str()),
         (labels::PIPELINE_NAME, pipeline_name.as_str()),
     ];
     if workflow_type == WorkflowType::Resource {

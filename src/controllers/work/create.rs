@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use crate::api::work::WorkloadGroup;
 use crate::api::{
-    finalizers, labels, Object, ObjectKey, Promise, Work, WorkSpec, SYSTEM_NAMESPACE,
+    finalizers, labels, Object, ObjectKey, Promise, Work, WorkSpec, WorkType, SYSTEM_NAMESPACE,
 };
 
 use crate::controllers::work::delete::delete_works;
@@ -118,7 +118,7 @@ pub async fn sync_static_dependencies(rt: &Runtime, promise: &Promise) -> Result
     let name = promise.metadata.name.clone().unwrap_or_default();
     let work_labels = [
         (labels::PROMISE_NAME, name.as_str()),
-        (labels::WORK_TYPE, "static-dependency"),
+        (labels::WORK_TYPE, WorkType::StaticDependency.as_str()),
     ];
     let existing = rt
         .cp

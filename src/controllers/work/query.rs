@@ -1,7 +1,7 @@
 //! Finding Works and WorkPlacements by their labels.
 
-use crate::api::WorkflowType;
 use crate::api::{labels, Object, WorkPlacementStatus, SYSTEM_NAMESPACE};
+use crate::api::{WorkType, WorkflowType};
 use crate::store::Selector;
 
 use crate::controllers::subject::Subject;
@@ -41,7 +41,7 @@ pub async fn works_of(rt: &Runtime, subject: &Subject) -> Result<Vec<Object>, Er
         ),
         (
             labels::WORK_TYPE.to_string(),
-            subject.workflow_type.as_str().to_string(),
+            WorkType::from(subject.workflow_type).as_str().to_string(),
         ),
     ];
     if subject.workflow_type == WorkflowType::Resource {
@@ -64,7 +64,7 @@ pub async fn works_of(rt: &Runtime, subject: &Subject) -> Result<Vec<Object>, Er
                 Some(SYSTEM_NAMESPACE),
                 &selector(&[
                     (labels::PROMISE_NAME, &subject.promise_name),
-                    (labels::WORK_TYPE, "static-dependency"),
+                    (labels::WORK_TYPE, WorkType::StaticDependency.as_str()),
                 ]),
             )
             .await?;

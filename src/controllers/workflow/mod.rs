@@ -103,9 +103,7 @@ pub fn plan_configure(
 fn obsolete_works(works: &[Object], pipelines: &[String]) -> Vec<Object> {
     works
         .iter()
-        .filter(|w| {
-            crate::api::object::label(w, crate::api::labels::WORK_TYPE) != Some("static-dependency")
-        })
+        .filter(|w| crate::api::WorkType::of(w) != Some(crate::api::WorkType::StaticDependency))
         .filter(|w| {
             let pipeline = crate::api::object::label(w, crate::api::labels::PIPELINE_NAME)
                 .unwrap_or_default()

@@ -5,6 +5,8 @@ mod object;
 
 use std::collections::BTreeMap;
 
+use crate::api::WorkType;
+
 pub use crate::controllers::state_store::commit_template::Template;
 pub use object::{generation_and_annotations, ObjectMeta};
 
@@ -19,7 +21,7 @@ pub struct PlacementWrite<'a> {
     pub pipeline: Option<&'a str>,
     pub destination: &'a str,
     /// The Work's `kratix.io/work-type`, when the Work still exists.
-    pub work_type: Option<&'a str>,
+    pub work_type: Option<WorkType>,
     /// Why the placement goes ([`crate::api::labels::REMOVAL_REASON`]), if it does.
     pub removal: Option<&'a str>,
     /// Whether anything is written (else only deleted).
@@ -34,8 +36,9 @@ pub struct PlacementWrite<'a> {
 
 /// `Update from: <work>` (or `Delete from:` when nothing is written), then the trailers.
 pub fn placement_message(w: &PlacementWrite) -> String {
+    // Kratix names a static dependency's writes after the promise workflow.
     let work_type = match w.work_type {
-        Some("resource") => "resource",
+        Some(WorkType::Resource) => "resource",
         Some(_) => "promise",
         None if w.resource.is_some() => "resource",
         None => "promise",
@@ -112,7 +115,7 @@ mod tests {
                 PlacementWrite {
                     resource: Some(("default", "dev")),
                     pipeline: Some("main"),
-                    work_type: Some("resource"),
+                    work_type: Some(WorkType::Resource),
                     removal: Some("delete"),
                     puts: false,
                     ..base.clone()
@@ -131,7 +134,7 @@ mod tests {
                 "static dependency, removed with its pipeline",
                 PlacementWrite {
                     pipeline: Some(""),
-                    work_type: Some("static-dependency"),
+                    work_type: Some(WorkType::StaticDependency),
                     removal: Some("configure"),
                     ..base.clone()
                 },
@@ -156,7 +159,7 @@ mod tests {
             resource: Some(("team", "cache")),
             pipeline: Some("main"),
             destination: "dev",
-            work_type: Some("resource"),
+            work_type: Some(WorkType::Resource),
             puts: true,
             generation: Some(2),
             annotations: Some(&annotations),

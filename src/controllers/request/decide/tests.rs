@@ -4,19 +4,6 @@ use crate::controllers::request::decide::*;
 use crate::controllers::workflow::decide::StartReason;
 
 #[test]
-fn requests_wait_for_an_available_promise_that_stays() {
-    let cases = [
-        ("available", true, false, true),
-        ("available but being deleted", true, true, false),
-        ("not available", false, false, false),
-        ("not available and being deleted", false, true, false),
-    ];
-    for (name, says_available, deleting, want) in cases {
-        assert_eq!(promise_available(says_available, deleting), want, "{name}");
-    }
-}
-
-#[test]
 fn promise_available_condition_names_the_promise_while_waiting() {
     let cases = [
         (
