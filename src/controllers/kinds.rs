@@ -10,7 +10,7 @@ use crate::api::{promise_api, KindInfo};
 use crate::platform::{self, Platform};
 
 #[derive(Debug, Default)]
-pub struct Kinds {
+pub(crate) struct Kinds {
     known: Mutex<Option<Arc<Known>>>,
 }
 
@@ -24,7 +24,7 @@ struct Known {
 
 impl Kinds {
     /// The kind of a stored object, given its group and kind name.
-    pub async fn kind_of(
+    pub(crate) async fn kind_of(
         &self,
         platform: &Platform,
         group: &str,
@@ -37,7 +37,7 @@ impl Kinds {
     }
 
     /// The request kind the Promise `promise` defines, if it exists and defines one.
-    pub async fn request_kind_of(
+    pub(crate) async fn request_kind_of(
         &self,
         platform: &Platform,
         promise: &str,
@@ -55,7 +55,10 @@ impl Kinds {
     }
 
     /// Every kind, read afresh.
-    pub async fn read(&self, platform: &Platform) -> Result<Arc<Vec<KindInfo>>, platform::Error> {
+    pub(crate) async fn read(
+        &self,
+        platform: &Platform,
+    ) -> Result<Arc<Vec<KindInfo>>, platform::Error> {
         let promises = platform.promises().await?;
         let of_promise = promises
             .iter()
@@ -75,7 +78,7 @@ impl Kinds {
     }
 
     /// Forgets what is kept: a Promise changed.
-    pub fn forget(&self) {
+    pub(crate) fn forget(&self) {
         *self.known.lock().unwrap_or_else(PoisonError::into_inner) = None;
     }
 

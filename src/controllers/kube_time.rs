@@ -4,20 +4,20 @@
 use jiff::Timestamp;
 
 /// Now as RFC 3339 in UTC with milliseconds (`2026-01-01T00:00:00.000Z`).
-pub fn now_rfc3339() -> String {
+pub(crate) fn now_rfc3339() -> String {
     format!("{:.3}", Timestamp::now())
 }
 
-pub fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     Timestamp::now().as_millisecond()
 }
 
 /// Milliseconds since the epoch of an RFC 3339 time.
-pub fn parse_ms(text: &str) -> Option<i64> {
+pub(crate) fn parse_ms(text: &str) -> Option<i64> {
     text.parse::<Timestamp>().ok().map(|t| t.as_millisecond())
 }
 
-pub use crate::api::formats::rfc3339_secs;
+pub(crate) use crate::api::formats::rfc3339_secs;
 
 #[cfg(test)]
 mod tests {

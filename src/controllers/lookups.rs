@@ -6,7 +6,7 @@ use crate::store::Selector;
 
 use crate::controllers::{Error, Runtime};
 
-pub async fn promise(rt: &Runtime, name: &str) -> Result<Option<Object>, Error> {
+pub(crate) async fn promise(rt: &Runtime, name: &str) -> Result<Option<Object>, Error> {
     Ok(rt
         .cp
         .get(&rt.kind(crate::api::Builtin::Promise), None, name)
@@ -14,7 +14,10 @@ pub async fn promise(rt: &Runtime, name: &str) -> Result<Option<Object>, Error> 
 }
 
 /// The request kind a Promise defines, if it exists and defines one.
-pub async fn request_kind_of(rt: &Runtime, promise_name: &str) -> Result<Option<KindInfo>, Error> {
+pub(crate) async fn request_kind_of(
+    rt: &Runtime,
+    promise_name: &str,
+) -> Result<Option<KindInfo>, Error> {
     let Some(obj) = promise(rt, promise_name).await? else {
         return Ok(None);
     };
@@ -24,7 +27,10 @@ pub async fn request_kind_of(rt: &Runtime, promise_name: &str) -> Result<Option<
 }
 
 /// Keys of every request of a Promise.
-pub async fn request_keys(rt: &Runtime, promise_name: &str) -> Result<Vec<ObjectKey>, Error> {
+pub(crate) async fn request_keys(
+    rt: &Runtime,
+    promise_name: &str,
+) -> Result<Vec<ObjectKey>, Error> {
     let Some(kind) = request_kind_of(rt, promise_name).await? else {
         return Ok(vec![]);
     };
@@ -38,7 +44,7 @@ pub async fn request_keys(rt: &Runtime, promise_name: &str) -> Result<Vec<Object
 }
 
 /// Every Promise with its typed view; one that does not parse is left out.
-pub async fn typed_promises(rt: &Runtime) -> Result<Vec<(Object, Promise)>, Error> {
+pub(crate) async fn typed_promises(rt: &Runtime) -> Result<Vec<(Object, Promise)>, Error> {
     Ok(rt
         .platform
         .promises()
@@ -53,7 +59,10 @@ pub async fn typed_promises(rt: &Runtime) -> Result<Vec<(Object, Promise)>, Erro
 
 /// Keys of the Promises whose `spec.requiredPromises` name `promise_name`: whether they are
 /// available depends on it.
-pub async fn promises_requiring(rt: &Runtime, promise_name: &str) -> Result<Vec<ObjectKey>, Error> {
+pub(crate) async fn promises_requiring(
+    rt: &Runtime,
+    promise_name: &str,
+) -> Result<Vec<ObjectKey>, Error> {
     Ok(typed_promises(rt)
         .await?
         .iter()
@@ -71,7 +80,7 @@ pub async fn promises_requiring(rt: &Runtime, promise_name: &str) -> Result<Vec<
 /// Keys of the Promises that list `promise_name` in their `status.requiredBy`, or that it
 /// requires (`promise`, its stored object, when it still exists): their `requiredBy` changes
 /// with it, including when it stops requiring them or is deleted.
-pub async fn promises_required_by(
+pub(crate) async fn promises_required_by(
     rt: &Runtime,
     promise_name: &str,
     promise: Option<&Object>,

@@ -30,11 +30,11 @@ use crate::api::{KindInfo, ObjectKey, GROUP};
 use crate::platform::{builtin, Platform};
 use crate::store::{self, ControlPlane, Selector};
 
-pub use kube_time::{now_ms, now_rfc3339};
+pub(crate) use kube_time::{now_ms, now_rfc3339};
 use runtime::queue::{Queue, Reason};
 use runtime::workers::Finished;
-pub use settings::{parse_duration_setting, Settings, BINDING_VERSION_ENV};
-pub use statestores::error_chain::ErrorChain;
+pub(crate) use settings::{parse_duration_setting, Settings, BINDING_VERSION_ENV};
+pub(crate) use statestores::error_chain::ErrorChain;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -76,13 +76,6 @@ pub enum Error {
         #[source]
         source: statestores::KeyError,
     },
-    /// A state store could not be used.
-    #[error("state store {name}")]
-    StateStore {
-        name: String,
-        #[source]
-        source: statestores::Error,
-    },
     /// A reconcile's task ended without an answer (it panicked).
     #[error("reconcile task")]
     Reconcile(#[source] tokio::task::JoinError),
@@ -123,7 +116,6 @@ impl Error {
             | Error::InvalidWorkflows { .. }
             | Error::InvalidDependencies { .. }
             | Error::InvalidPath { .. } => C::InvalidObject,
-            Error::StateStore { .. } => C::StateStore,
             Error::Reconcile(_) => C::Panic,
             Error::EncodeRun { .. } | Error::Work { .. } | Error::Run { .. } => C::PipelineRun,
         }
@@ -149,7 +141,7 @@ impl Error {
 
 /// What a reconcile asks for next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Next {
+pub(crate) enum Next {
     /// Nothing until something changes.
     Done,
     /// Look again after this long even if nothing changes.
@@ -227,25 +219,25 @@ impl Runtime {
     /// added, say) must still be written before the process ends, or nothing would write it
     /// until the controllers run again. Stopping then first carries that out, for at most
     /// `limit`.
-    pub fn draining_on_stop(mut self, limit: Duration) -> Self {
+    pub(crate) fn draining_on_stop(mut self, limit: Duration) -> Self {
         self.drain_on_stop = Some(limit);
         self
     }
 
     /// Carries out pipeline runs with `executor` (Jobs on Kubernetes) instead of on this machine.
-    pub fn with_executor(mut self, executor: Arc<dyn crate::pipeline::Executor>) -> Self {
+    pub(crate) fn with_executor(mut self, executor: Arc<dyn crate::pipeline::Executor>) -> Self {
         self.pipelines = executor;
         self
     }
 
     /// Counts into `metrics` instead of metrics of its own.
-    pub fn with_metrics(mut self, metrics: Arc<crate::metrics::Metrics>) -> Self {
+    pub(crate) fn with_metrics(mut self, metrics: Arc<crate::metrics::Metrics>) -> Self {
         self.metrics = metrics;
         self
     }
 
     /// Changes the settings read from the environment.
-    pub fn with_settings(mut self, change: impl FnOnce(&mut Settings)) -> Self {
+    pub(crate) fn with_settings(mut self, change: impl FnOnce(&mut Settings)) -> Self {
         change(&mut self.settings);
         self
     }
@@ -258,37 +250,37 @@ impl Runtime {
     }
 
     /// What the controllers count (for `/metrics`).
-    pub fn metrics(&self) -> &Arc<crate::metrics::Metrics> {
+    pub(crate) fn metrics(&self) -> &Arc<crate::metrics::Metrics> {
         &self.metrics
     }
 
-    pub fn settings(&self) -> &Settings {
+    pub(crate) fn settings(&self) -> &Settings {
         &self.settings
     }
 
     /// Opens state stores through `cache` instead of one of its own.
-    pub fn with_state_stores(mut self, cache: Arc<state_store::Cache>) -> Self {
+    pub(crate) fn with_state_stores(mut self, cache: Arc<state_store::Cache>) -> Self {
         self.state_stores = cache;
         self
     }
 
     /// Pipeline sandboxes hide `folder` too, as they hide the home: the home of a platform this
     /// one is a scratch copy of holds the same Secrets.
-    pub fn hiding_also(mut self, folder: std::path::PathBuf) -> Self {
+    pub(crate) fn hiding_also(mut self, folder: std::path::PathBuf) -> Self {
         self.also_hidden.push(folder);
         self
     }
 
     /// Binds new requests of versioned Promises as `strategy` says, instead of the setting
     /// from the environment.
-    pub fn with_binding_strategy(mut self, strategy: request::binding::Strategy) -> Self {
+    pub(crate) fn with_binding_strategy(mut self, strategy: request::binding::Strategy) -> Self {
         self.settings.binding_strategy = strategy;
         self
     }
 
     /// Lets up to `n` (at least 1) pipeline runs execute at once, instead of the setting from
     /// the environment.
-    pub fn with_max_parallel(mut self, n: usize) -> Self {
+    pub(crate) fn with_max_parallel(mut self, n: usize) -> Self {
         self.settings.max_parallel = n.max(1);
         self.pipeline_slots = Arc::new(tokio::sync::Semaphore::new(self.settings.max_parallel));
         self
@@ -446,7 +438,7 @@ impl Runtime {
     }
 
     /// The kind info of a built-in kind.
-    pub fn kind(&self, kind: crate::api::Builtin) -> KindInfo {
+    pub(crate) fn kind(&self, kind: crate::api::Builtin) -> KindInfo {
         builtin(kind)
     }
 }

@@ -9,46 +9,46 @@ use crate::controllers::workflow::intervals;
 #[derive(Debug, Clone)]
 pub struct Settings {
     /// Longest a pipeline run may take (`KRATIX_PIPELINE_TIMEOUT` seconds, default 600).
-    pub pipeline_timeout: Duration,
+    pub(crate) pipeline_timeout: Duration,
     /// How often everything is looked at again even without changes (`KRATIX_RESYNC` seconds).
-    pub resync: Duration,
+    pub(crate) resync: Duration,
     /// How often a ready state store's access is checked again, so that an outage shows on the
     /// store and its Destinations (`KRATIX_STORE_RECHECK` seconds, default 60).
-    pub store_recheck: Duration,
+    pub(crate) store_recheck: Duration,
     /// How long stopping controllers let the pipeline runs they carry out finish before killing
     /// them and giving their claims back (`KRATIX_SHUTDOWN_GRACE` seconds, default 10).
-    pub shutdown_grace: Duration,
+    pub(crate) shutdown_grace: Duration,
     /// The longest wait between retries of a write that keeps failing; they start at 5 s and
     /// grow with the failure (`KRATIX_WRITE_RETRY_MAX` seconds, default 60).
-    pub write_retry_max: Duration,
+    pub(crate) write_retry_max: Duration,
     /// How long one Git operation (fetch, push and their re-applies) may take before it fails
     /// as unreachable (`KRATIX_GIT_TIMEOUT` seconds, default 60).
-    pub git_timeout: Duration,
+    pub(crate) git_timeout: Duration,
     /// How many pipeline runs (of different objects) may run at once (`KRATIX_MAX_PARALLEL`,
     /// default the number of cores). One object's pipelines run one after another whatever
     /// this is: a workflow creates its next run only once the previous one finished.
-    pub max_parallel: usize,
+    pub(crate) max_parallel: usize,
     /// How a new request of a versioned Promise is bound to a version
     /// (`KRATIX_RESOURCE_BINDING_VERSION`: `floating`, the default, or `pinned`).
-    pub binding_strategy: crate::controllers::request::binding::Strategy,
+    pub(crate) binding_strategy: crate::controllers::request::binding::Strategy,
     /// Reconciliation intervals: `KRATIX_RECONCILIATION_INTERVAL` (a Go duration or seconds,
     /// default Kratix's `10h`), `KRATIX_MIN_RECONCILIATION_INTERVAL` (default `1m`, Kratix's
     /// floor) and `KRATIX_RECONCILE_AFTER_FAILURE` (default `true`).
-    pub intervals: intervals::Policy,
+    pub(crate) intervals: intervals::Policy,
     /// How often every written placement is written again, restoring its files where others
     /// changed or deleted them in the store (`KRATIX_STATE_STORE_RECONCILIATION_INTERVAL`, a Go
     /// duration or seconds, default Kratix's `10h`; `0` turns it off).
-    pub drift_interval: Option<Duration>,
+    pub(crate) drift_interval: Option<Duration>,
     /// How many objects are reconciled at once (`KRATIX_WORKERS`; by default twice
     /// `max_parallel`, see [`Settings::workers`]). Never two for one object.
-    pub workers: Option<usize>,
+    pub(crate) workers: Option<usize>,
 }
 
 /// The environment variable of [`Settings::binding_strategy`].
-pub const BINDING_VERSION_ENV: &str = "KRATIX_RESOURCE_BINDING_VERSION";
+pub(crate) const BINDING_VERSION_ENV: &str = "KRATIX_RESOURCE_BINDING_VERSION";
 
 impl Settings {
-    pub fn from_env() -> Self {
+    pub(crate) fn from_env() -> Self {
         let secs = |name: &str, default: u64| {
             std::env::var(name)
                 .ok()
@@ -93,7 +93,7 @@ impl Settings {
     /// How many objects are reconciled at once: the setting, else twice the pipeline runs at
     /// once — a reconcile mostly waits on the control plane or a state store, so a core has
     /// room for more than one.
-    pub fn workers(&self) -> usize {
+    pub(crate) fn workers(&self) -> usize {
         self.workers
             .unwrap_or(self.max_parallel.saturating_mul(2))
             .max(1)
@@ -115,7 +115,7 @@ fn duration_from_env(name: &str, default: Duration) -> Duration {
 }
 
 /// A Go duration (`10h`, `90s`) or a whole number of seconds.
-pub fn parse_duration_setting(text: &str) -> Option<Duration> {
+pub(crate) fn parse_duration_setting(text: &str) -> Option<Duration> {
     let text = text.trim();
     text.parse::<u64>()
         .ok()
@@ -129,7 +129,7 @@ fn max_parallel(given: Option<&str>) -> usize {
 }
 
 /// The number of cores this process may use (1 when unknown).
-pub fn default_max_parallel() -> usize {
+pub(crate) fn default_max_parallel() -> usize {
     std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
 }
 

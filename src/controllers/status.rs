@@ -71,7 +71,7 @@ async fn read_modify_write(
 
 /// Applies `change` to the object's `status` (always a mapping) and writes it if anything
 /// changed. Returns the object as stored afterwards, or `None` if it is gone.
-pub async fn update_status(
+pub(crate) async fn update_status(
     cp: &dyn ControlPlane,
     kind: &KindInfo,
     key: &ObjectKey,
@@ -82,7 +82,7 @@ pub async fn update_status(
 
 /// [`update_status`] starting from the object as the caller read it (see
 /// [`read_modify_write`]).
-pub async fn update_status_of(
+pub(crate) async fn update_status_of(
     cp: &dyn ControlPlane,
     kind: &KindInfo,
     obj: &Object,
@@ -115,7 +115,9 @@ async fn change_status(
 }
 
 /// The object's status as its typed view; an object without a status has the default one.
-pub fn typed_status<S: DeserializeOwned + Default>(obj: &Object) -> Result<S, serde_json::Error> {
+pub(crate) fn typed_status<S: DeserializeOwned + Default>(
+    obj: &Object,
+) -> Result<S, serde_json::Error> {
     match obj.data.get("status") {
         None | Some(Value::Null) => Ok(S::default()),
         Some(status) => S::deserialize(status),
@@ -123,13 +125,13 @@ pub fn typed_status<S: DeserializeOwned + Default>(obj: &Object) -> Result<S, se
 }
 
 /// The object's typed status for reading; a status that does not parse says nothing.
-pub fn status_or_default<S: DeserializeOwned + Default>(obj: &Object) -> S {
+pub(crate) fn status_or_default<S: DeserializeOwned + Default>(obj: &Object) -> S {
     typed_status(obj).unwrap_or_default()
 }
 
 /// Applies `change` to the object's typed status (`what` names the kind) and writes it if
 /// anything changed. A status that does not parse is left alone and reported as malformed.
-pub async fn update_typed_status<S>(
+pub(crate) async fn update_typed_status<S>(
     cp: &dyn ControlPlane,
     kind: &KindInfo,
     key: &ObjectKey,
@@ -144,7 +146,7 @@ where
 
 /// [`update_typed_status`] starting from the object as the caller read it (see
 /// [`read_modify_write`]).
-pub async fn update_typed_status_of<S>(
+pub(crate) async fn update_typed_status_of<S>(
     cp: &dyn ControlPlane,
     kind: &KindInfo,
     obj: &Object,
@@ -200,7 +202,7 @@ where
 }
 
 /// Applies `change` to the object (metadata or spec) and writes it if anything changed.
-pub async fn update_object(
+pub(crate) async fn update_object(
     cp: &dyn ControlPlane,
     kind: &KindInfo,
     key: &ObjectKey,
@@ -209,7 +211,7 @@ pub async fn update_object(
     read_modify_write(cp, kind, key, Part::Object, None, change).await
 }
 
-pub fn has_finalizer(obj: &Object, finalizer: &str) -> bool {
+pub(crate) fn has_finalizer(obj: &Object, finalizer: &str) -> bool {
     obj.metadata
         .finalizers
         .as_ref()
@@ -217,7 +219,7 @@ pub fn has_finalizer(obj: &Object, finalizer: &str) -> bool {
 }
 
 /// Adds a finalizer; returns the stored object.
-pub async fn add_finalizer(
+pub(crate) async fn add_finalizer(
     cp: &dyn ControlPlane,
     kind: &KindInfo,
     obj: &Object,
@@ -237,7 +239,7 @@ pub async fn add_finalizer(
 
 /// Adds a finalizer and sets a label (unless both are there already) in one write; the object
 /// as stored, `None` once it is gone.
-pub async fn add_finalizer_and_label(
+pub(crate) async fn add_finalizer_and_label(
     cp: &dyn ControlPlane,
     kind: &KindInfo,
     obj: &Object,
@@ -262,7 +264,7 @@ pub async fn add_finalizer_and_label(
 }
 
 /// Removes a finalizer; an object being deleted that has none left disappears.
-pub async fn remove_finalizer(
+pub(crate) async fn remove_finalizer(
     cp: &dyn ControlPlane,
     kind: &KindInfo,
     obj: &Object,
@@ -278,7 +280,7 @@ pub async fn remove_finalizer(
 }
 
 /// The conditions in a status value.
-pub fn conditions(status: &Value) -> Vec<Condition> {
+pub(crate) fn conditions(status: &Value) -> Vec<Condition> {
     status
         .get("conditions")
         .cloned()
@@ -287,7 +289,7 @@ pub fn conditions(status: &Value) -> Vec<Condition> {
 }
 
 /// Sets conditions in a status value, keeping transition times of unchanged ones.
-pub fn set_conditions(status: &mut Value, new: impl IntoIterator<Item = Condition>) {
+pub(crate) fn set_conditions(status: &mut Value, new: impl IntoIterator<Item = Condition>) {
     let mut conds = conditions(status);
     merge_conditions(&mut conds, new);
     if let (Some(map), Ok(value)) = (status.as_object_mut(), serde_json::to_value(conds)) {
@@ -296,7 +298,10 @@ pub fn set_conditions(status: &mut Value, new: impl IntoIterator<Item = Conditio
 }
 
 /// Sets conditions in a typed status, keeping transition times of unchanged ones.
-pub fn merge_conditions(conditions: &mut Vec<Condition>, new: impl IntoIterator<Item = Condition>) {
+pub(crate) fn merge_conditions(
+    conditions: &mut Vec<Condition>,
+    new: impl IntoIterator<Item = Condition>,
+) {
     let now = now_rfc3339();
     for c in new {
         set_condition(conditions, c, &now);
@@ -304,13 +309,13 @@ pub fn merge_conditions(conditions: &mut Vec<Condition>, new: impl IntoIterator<
 }
 
 /// Sets one top-level status field.
-pub fn set_field(status: &mut Value, field: &str, value: Value) {
+pub(crate) fn set_field(status: &mut Value, field: &str, value: Value) {
     if let Some(map) = status.as_object_mut() {
         map.insert(field.to_string(), value);
     }
 }
 
-pub fn condition_status(obj: &Object, type_: &str) -> Option<(String, String, String)> {
+pub(crate) fn condition_status(obj: &Object, type_: &str) -> Option<(String, String, String)> {
     let status = obj.data.get("status")?;
     conditions(status)
         .into_iter()
@@ -320,7 +325,7 @@ pub fn condition_status(obj: &Object, type_: &str) -> Option<(String, String, St
 
 /// Deletes an object (or marks it for deletion when it has finalizers); an object that is
 /// already gone is fine.
-pub async fn delete_if_present(
+pub(crate) async fn delete_if_present(
     cp: &dyn ControlPlane,
     kind: &KindInfo,
     obj: &Object,
@@ -332,7 +337,7 @@ pub async fn delete_if_present(
     }
 }
 /// The object at `field` of `value`, made an empty object when it is missing or not an object.
-pub fn object_at<'a>(
+pub(crate) fn object_at<'a>(
     value: &'a mut Value,
     field: &str,
 ) -> Option<&'a mut serde_json::Map<String, Value>> {

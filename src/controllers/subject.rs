@@ -7,29 +7,29 @@ use crate::api::{labels, KindInfo, Object, ObjectKey, SYSTEM_NAMESPACE};
 
 /// The object a workflow runs for.
 #[derive(Debug, Clone)]
-pub struct Subject {
-    pub kind: KindInfo,
-    pub object: Object,
-    pub promise_name: String,
-    pub workflow_type: WorkflowType,
+pub(crate) struct Subject {
+    pub(crate) kind: KindInfo,
+    pub(crate) object: Object,
+    pub(crate) promise_name: String,
+    pub(crate) workflow_type: WorkflowType,
     /// `kratix.io/hash`: md5 of the Promise spec (promise workflows), or of both specs (resources).
-    pub hash: String,
+    pub(crate) hash: String,
     /// The Promise version its workflows run at (`KRATIX_PROMISE_VERSION`): the Promise's own
     /// for promise workflows, the bound revision's for a request; `not-set` when unversioned.
-    pub promise_version: String,
+    pub(crate) promise_version: String,
 }
 
 impl Subject {
-    pub fn key(&self) -> ObjectKey {
+    pub(crate) fn key(&self) -> ObjectKey {
         ObjectKey::of(&self.object)
     }
 
-    pub fn name(&self) -> String {
+    pub(crate) fn name(&self) -> String {
         self.object.metadata.name.clone().unwrap_or_default()
     }
 
     /// What the executor's leftovers for this object belong to.
-    pub fn owner(&self) -> crate::pipeline::Owner {
+    pub(crate) fn owner(&self) -> crate::pipeline::Owner {
         match self.workflow_type {
             WorkflowType::Promise => crate::pipeline::Owner::Promise {
                 name: self.promise_name.clone(),
@@ -43,7 +43,7 @@ impl Subject {
     }
 
     /// Promise workflows run in the system namespace, resource workflows in the request's.
-    pub fn run_namespace(&self) -> String {
+    pub(crate) fn run_namespace(&self) -> String {
         match self.workflow_type {
             WorkflowType::Promise => SYSTEM_NAMESPACE.to_string(),
             WorkflowType::Resource => self
@@ -56,7 +56,7 @@ impl Subject {
     }
 
     /// Labels that find every run (and Work) of this object.
-    pub fn selector_labels(&self) -> Vec<(String, String)> {
+    pub(crate) fn selector_labels(&self) -> Vec<(String, String)> {
         let mut l = vec![
             (labels::PROMISE_NAME.to_string(), self.promise_name.clone()),
             (
@@ -70,7 +70,7 @@ impl Subject {
         l
     }
 
-    pub fn manual_reconcile(&self) -> bool {
+    pub(crate) fn manual_reconcile(&self) -> bool {
         label(&self.object, labels::MANUAL_RECONCILIATION) == Some("true")
     }
 }

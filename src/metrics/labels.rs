@@ -103,8 +103,6 @@ pub enum ErrorCategory {
     ControlPlane,
     /// A stored object that the controllers cannot use as it is (fixed by changing it).
     InvalidObject,
-    /// A state store (Git or bucket) refused or could not be reached.
-    StateStore,
     /// Carrying out a pipeline run, or storing what it produced.
     PipelineRun,
     /// The executor (containers, processes or Jobs) outside of a run.
@@ -120,7 +118,6 @@ impl ErrorCategory {
         match self {
             ErrorCategory::ControlPlane => "control_plane",
             ErrorCategory::InvalidObject => "invalid_object",
-            ErrorCategory::StateStore => "state_store",
             ErrorCategory::PipelineRun => "pipeline_run",
             ErrorCategory::Executor => "executor",
             ErrorCategory::Platform => "platform",

@@ -12,7 +12,7 @@ use crate::api::GROUP;
 fn filled(m: Metrics) -> Metrics {
     m.record("example.com", "Redis", None);
     m.record(GROUP, "Work", None);
-    m.record(GROUP, "Promise", Some(ErrorCategory::StateStore));
+    m.record(GROUP, "Promise", Some(ErrorCategory::PipelineRun));
     m.record(GROUP, "Promise", None);
     m.record("other.org", "Database", Some(ErrorCategory::ControlPlane));
     m.record(GROUP, "Promise", Some(ErrorCategory::InvalidObject));

@@ -26,7 +26,11 @@ use crate::controllers::Next;
 use crate::controllers::Runtime;
 
 /// Destinations writing to a state store.
-pub async fn using_store(rt: &Runtime, kind: &str, name: &str) -> Result<Vec<ObjectKey>, Error> {
+pub(crate) async fn using_store(
+    rt: &Runtime,
+    kind: &str,
+    name: &str,
+) -> Result<Vec<ObjectKey>, Error> {
     Ok(rt
         .cp
         .list(
@@ -85,7 +89,7 @@ fn canary_info(dest_name: &str, subject: &str, author: (&str, &str)) -> WriteInf
     }
 }
 
-pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
+pub(crate) async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
     let kind = rt.kind(crate::api::Builtin::Destination);
     let dest = typed(&obj)?;
     let key = ObjectKey::of(&obj);

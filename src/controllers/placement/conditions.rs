@@ -4,7 +4,7 @@
 use crate::api::{reasons, Condition, ConditionStatus};
 
 /// A placement's conditions once its files are written: `Ready` unless it is misplaced.
-pub fn written_conditions(misplaced: bool) -> [Condition; 2] {
+pub(crate) fn written_conditions(misplaced: bool) -> [Condition; 2] {
     let ready = if misplaced {
         Condition::new(
             "Ready",
@@ -32,7 +32,7 @@ pub fn written_conditions(misplaced: bool) -> [Condition; 2] {
 }
 
 /// A placement's conditions when its files could not be written: failing, for `reason`.
-pub fn failed_conditions(reason: &str, message: &str) -> [Condition; 2] {
+pub(crate) fn failed_conditions(reason: &str, message: &str) -> [Condition; 2] {
     [
         Condition::new("WriteSucceeded", ConditionStatus::False, reason, message),
         Condition::new("Ready", ConditionStatus::False, reason, "Failing"),

@@ -15,7 +15,7 @@ use crate::api::ObjectKey;
 
 /// What a written placement needs now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Decision {
+pub(crate) enum Decision {
     /// Drift repair is off: nothing until the placement changes.
     Off,
     /// Its interval has passed: write it again.
@@ -26,7 +26,7 @@ pub enum Decision {
 
 /// When a placement last checked at `last` (milliseconds since the epoch; `None` when never
 /// seen) is checked next, with drift repair every `interval` (`None`: off).
-pub fn decide(last: Option<i64>, interval: Option<Duration>, now: i64) -> Decision {
+pub(crate) fn decide(last: Option<i64>, interval: Option<Duration>, now: i64) -> Decision {
     let Some(interval) = interval else {
         return Decision::Off;
     };
@@ -44,14 +44,14 @@ pub fn decide(last: Option<i64>, interval: Option<Duration>, now: i64) -> Decisi
 
 /// When each placement was last written or checked, in this process.
 #[derive(Debug, Default)]
-pub struct Clock {
+pub(crate) struct Clock {
     last: Mutex<HashMap<ObjectKey, i64>>,
 }
 
 impl Clock {
     /// What the written placement `key` needs now; a placement seen for the first time counts
     /// as checked now.
-    pub fn decide(&self, key: &ObjectKey, interval: Option<Duration>, now: i64) -> Decision {
+    pub(crate) fn decide(&self, key: &ObjectKey, interval: Option<Duration>, now: i64) -> Decision {
         let mut last = self
             .last
             .lock()
@@ -64,7 +64,7 @@ impl Clock {
     }
 
     /// Records that the placements were written (or found unchanged) at `now`.
-    pub fn checked<'a>(&self, keys: impl IntoIterator<Item = &'a ObjectKey>, now: i64) {
+    pub(crate) fn checked<'a>(&self, keys: impl IntoIterator<Item = &'a ObjectKey>, now: i64) {
         let mut last = self
             .last
             .lock()
@@ -75,7 +75,7 @@ impl Clock {
     }
 
     /// Forgets a placement that is gone.
-    pub fn forget(&self, key: &ObjectKey) {
+    pub(crate) fn forget(&self, key: &ObjectKey) {
         self.last
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)

@@ -66,7 +66,7 @@ async fn update_wp_status(
     .await
 }
 
-pub async fn reconcile(rt: &Runtime, wp: Object) -> Result<Next, Error> {
+pub(crate) async fn reconcile(rt: &Runtime, wp: Object) -> Result<Next, Error> {
     let deleting = wp.metadata.deletion_timestamp.is_some();
     // Written already: nothing to do, unless its drift check is due.
     let mut drift_check = false;

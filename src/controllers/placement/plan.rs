@@ -11,7 +11,7 @@ use crate::controllers::placement::layout::FileBytes;
 
 /// Errors in what placements ask for.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum Error {
+pub(crate) enum Error {
     /// Two placements on one Destination would write the same path (possible in mode `none`,
     /// where every placement writes flat under the Destination's path). Kratix lets them
     /// overwrite and delete each other's file; we refuse to write either.
@@ -25,17 +25,17 @@ pub enum Error {
 
 /// The changes to hand to a state store.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Plan {
+pub(crate) struct Plan {
     /// Every desired file, in the order given. The store skips content that is unchanged, so a
     /// re-run that produces the same files changes nothing.
-    pub puts: Vec<FileBytes>,
+    pub(crate) puts: Vec<FileBytes>,
     /// Paths we wrote before and want no more, sorted.
-    pub deletes: Vec<String>,
+    pub(crate) deletes: Vec<String>,
 }
 
 /// Puts everything desired; deletes what we owned before that is not desired any more, and
 /// nothing else.
-pub fn plan(desired: &[FileBytes], previously_owned: &[String]) -> Plan {
+pub(crate) fn plan(desired: &[FileBytes], previously_owned: &[String]) -> Plan {
     let desired_paths: BTreeSet<&str> = desired.iter().map(|(path, _)| path.as_str()).collect();
     let deletes: BTreeSet<String> = previously_owned
         .iter()
@@ -51,7 +51,7 @@ pub fn plan(desired: &[FileBytes], previously_owned: &[String]) -> Plan {
 /// Checks that no path is claimed by two placements of one Destination. `claims` holds, per
 /// placement name, the paths it would write. The first collision in path order is reported, so
 /// the error is the same whatever order placements are listed in.
-pub fn check_collisions(claims: &[(String, Vec<String>)]) -> Result<(), Error> {
+pub(crate) fn check_collisions(claims: &[(String, Vec<String>)]) -> Result<(), Error> {
     let mut claimants: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
     for (placement, paths) in claims {
         for path in paths {

@@ -13,15 +13,19 @@ use crate::api::{condition, ConditionStatus, Object, WorkPlacementStatus};
 use crate::controllers::kube_time::parse_ms;
 
 /// The first retry of a failure other than contention, and the shortest.
-pub const FIRST_RETRY: Duration = Duration::from_secs(5);
+pub(crate) const FIRST_RETRY: Duration = Duration::from_secs(5);
 /// The retry after contention.
-pub const CONTENDED_RETRY: Duration = Duration::from_secs(1);
+pub(crate) const CONTENDED_RETRY: Duration = Duration::from_secs(1);
 /// The longest wait between retries unless `KRATIX_WRITE_RETRY_MAX` says otherwise.
-pub const DEFAULT_MAX_RETRY: Duration = Duration::from_secs(60);
+pub(crate) const DEFAULT_MAX_RETRY: Duration = Duration::from_secs(60);
 
 /// The wait before the next attempt: contention [`CONTENDED_RETRY`]; otherwise half of how long
 /// the placement has been failing, at least [`FIRST_RETRY`] and at most `max`.
-pub fn retry_after(error: &statestores::Error, failing_for: Duration, max: Duration) -> Duration {
+pub(crate) fn retry_after(
+    error: &statestores::Error,
+    failing_for: Duration,
+    max: Duration,
+) -> Duration {
     if matches!(error, statestores::Error::Contended { .. }) {
         return CONTENDED_RETRY;
     }
@@ -30,7 +34,7 @@ pub fn retry_after(error: &statestores::Error, failing_for: Duration, max: Durat
 
 /// How long the placement's writes have been failing at `now_ms`: since its `WriteSucceeded`
 /// condition turned False; zero when it is not False (or its time cannot be read).
-pub fn failing_for(wp: &Object, now_ms: i64) -> Duration {
+pub(crate) fn failing_for(wp: &Object, now_ms: i64) -> Duration {
     let status: WorkPlacementStatus = crate::controllers::status::status_or_default(wp);
     let since = condition::find(&status.conditions, "WriteSucceeded")
         .filter(|c| c.status == ConditionStatus::False)

@@ -8,18 +8,18 @@ use serde::Serialize;
 /// The files one write added, changed and deleted for one placement, and the version (Git
 /// commit) holding them.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct LastWrite {
+pub(crate) struct LastWrite {
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub version: Option<String>,
-    pub added: Vec<String>,
-    pub changed: Vec<String>,
-    pub deleted: Vec<String>,
+    pub(crate) version: Option<String>,
+    pub(crate) added: Vec<String>,
+    pub(crate) changed: Vec<String>,
+    pub(crate) deleted: Vec<String>,
 }
 
 impl LastWrite {
     /// What the write did for a placement that had `before` and wants `desired`, given what the
     /// store reports it `written` (created or replaced) and `deleted` for the whole batch.
-    pub fn of(
+    pub(crate) fn of(
         before: &[String],
         desired: &[String],
         written: &BTreeSet<String>,
@@ -50,12 +50,12 @@ impl LastWrite {
     }
 
     /// Whether the write changed anything of this placement.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.added.is_empty() && self.changed.is_empty() && self.deleted.is_empty()
     }
 
     /// `2 added, 1 changed, 0 deleted`.
-    pub fn counts(&self) -> String {
+    pub(crate) fn counts(&self) -> String {
         format!(
             "{} added, {} changed, {} deleted",
             self.added.len(),

@@ -31,38 +31,38 @@ use crate::controllers::Next;
 /// What a Promise's configure reconcile observed, beside its workflow's plan.
 #[derive(Debug)]
 pub(super) struct Observed<'a> {
-    pub configured: &'a Configured,
+    pub(crate) configured: &'a Configured,
     /// The promise configure workflow's pipelines, by name.
-    pub names: &'a [String],
-    pub hash: &'a str,
-    pub generation: Option<i64>,
+    pub(crate) names: &'a [String],
+    pub(crate) hash: &'a str,
+    pub(crate) generation: Option<i64>,
     /// Its status as read.
-    pub before: &'a PromiseStatus,
-    pub requirements: &'a Requirements,
-    pub required_by: &'a [RequiredBy],
+    pub(crate) before: &'a PromiseStatus,
+    pub(crate) requirements: &'a Requirements,
+    pub(crate) required_by: &'a [RequiredBy],
     /// `status.version`: its `kratix.io/promise-version`, else `not-set`.
-    pub version: &'a str,
+    pub(crate) version: &'a str,
     /// The request kind and its lower-case `group/version`, for a Promise with an API.
-    pub api: Option<(String, String)>,
+    pub(crate) api: Option<(String, String)>,
     /// The periodic re-run: the delay until it is due, or whether it is due now.
-    pub interval: (Option<Duration>, bool),
-    pub retry_failures: bool,
-    pub now_ms: i64,
+    pub(crate) interval: (Option<Duration>, bool),
+    pub(crate) retry_failures: bool,
+    pub(crate) now_ms: i64,
 }
 
 /// What the reconcile does about the Promise itself.
 #[derive(Debug)]
 pub(super) struct Decision<'a> {
-    pub status: StatusChange<'a>,
+    pub(crate) status: StatusChange<'a>,
     /// It has just become available: say so with an event.
-    pub became_available: bool,
+    pub(crate) became_available: bool,
     /// It is available: its requests may be asked to run again (`kratix.io/reconcile-resources`).
-    pub available: bool,
+    pub(crate) available: bool,
     /// Clear `kratix.io/manual-reconciliation`: the re-run it asked for has started.
-    pub clear_manual_label: bool,
+    pub(crate) clear_manual_label: bool,
     /// Set `kratix.io/manual-reconciliation`: the reconciliation interval has passed.
-    pub rerun_label: bool,
-    pub next: Next,
+    pub(crate) rerun_label: bool,
+    pub(crate) next: Next,
 }
 
 /// Decides the Promise's status, event, labels and next look from what it observed.

@@ -42,7 +42,7 @@ fn typed(obj: &Object) -> Result<Promise, Error> {
 }
 
 /// The pipelines of one of a Promise's workflows.
-pub fn pipelines(
+pub(crate) fn pipelines(
     promise: &Promise,
     ty: WorkflowType,
     action: Action,
@@ -73,7 +73,7 @@ pub fn pipelines(
     })
 }
 
-pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
+pub(crate) async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
     let promise = typed(&obj)?;
     let name = obj.metadata.name.clone().unwrap_or_default();
     let kind = rt.kind(crate::api::Builtin::Promise);

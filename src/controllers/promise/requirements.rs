@@ -8,20 +8,20 @@ use crate::api::promise::{RequiredPromise, RequiredPromiseStatus};
 use crate::api::{Condition, ConditionStatus};
 
 /// The condition type that says whether every required Promise is there.
-pub const REQUIREMENTS_FULFILLED: &str = "RequirementsFulfilled";
+pub(crate) const REQUIREMENTS_FULFILLED: &str = "RequirementsFulfilled";
 
 /// What is known of a required Promise that exists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Installed<'a> {
+pub(crate) struct Installed<'a> {
     /// Its `kratix.io/promise-version` label.
-    pub version: Option<&'a str>,
+    pub(crate) version: Option<&'a str>,
     /// Whether it says `status.status: Available`.
-    pub available: bool,
+    pub(crate) available: bool,
 }
 
 /// Where one requirement stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum State {
+pub(crate) enum State {
     Installed,
     NotInstalled,
     NotInstalledAtSpecifiedVersion,
@@ -30,7 +30,7 @@ pub enum State {
 
 impl State {
     /// Kratix's wording in `status.requiredPromises[].state`.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             State::Installed => "Requirement installed",
             State::NotInstalled => "Requirement not installed",
@@ -55,7 +55,7 @@ impl State {
 
 /// The state of one requirement, given the required Promise if it exists. An empty version
 /// accepts any version.
-pub fn state(required: &RequiredPromise, found: Option<Installed<'_>>) -> State {
+pub(crate) fn state(required: &RequiredPromise, found: Option<Installed<'_>>) -> State {
     match found {
         None => State::NotInstalled,
         Some(p) if !required.version.is_empty() && p.version != Some(&required.version) => {
@@ -68,14 +68,14 @@ pub fn state(required: &RequiredPromise, found: Option<Installed<'_>>) -> State 
 
 /// Every requirement's status and the `RequirementsFulfilled` condition.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Requirements {
-    pub statuses: Vec<RequiredPromiseStatus>,
+pub(crate) struct Requirements {
+    pub(crate) statuses: Vec<RequiredPromiseStatus>,
     /// `None` for a Promise that requires nothing and never did: Kratix sets no condition then.
-    pub condition: Option<Condition>,
+    pub(crate) condition: Option<Condition>,
 }
 
 impl Requirements {
-    pub fn fulfilled(&self) -> bool {
+    pub(crate) fn fulfilled(&self) -> bool {
         self.condition
             .as_ref()
             .is_none_or(|c| c.status == ConditionStatus::True)
@@ -84,7 +84,7 @@ impl Requirements {
 
 /// Evaluates every requirement. `found` looks a required Promise up by name; `had_requirements`
 /// says whether the status still describes requirements (so removing them all says so).
-pub fn evaluate<'a>(
+pub(crate) fn evaluate<'a>(
     required: &[RequiredPromise],
     found: impl Fn(&str) -> Option<Installed<'a>>,
     had_requirements: bool,
@@ -132,7 +132,7 @@ pub fn evaluate<'a>(
 /// What `apply` warns about a Promise whose requirements are not there yet, as Kratix's
 /// admission webhook does (`validateRequiredPromisesAreAvailable`). `version_of` gives the
 /// `kratix.io/promise-version` label of a Promise that exists (`Some(None)` when unlabelled).
-pub fn apply_warnings<'a>(
+pub(crate) fn apply_warnings<'a>(
     required: &[RequiredPromise],
     version_of: impl Fn(&str) -> Option<Option<&'a str>>,
 ) -> Vec<String> {
@@ -163,7 +163,7 @@ pub fn apply_warnings<'a>(
 }
 
 /// The conditions of a Promise that waits for its requirements, as Kratix sets them.
-pub fn waiting_conditions() -> [Condition; 2] {
+pub(crate) fn waiting_conditions() -> [Condition; 2] {
     [
         Condition::new(
             "Available",

@@ -13,7 +13,7 @@ use crate::controllers::workflow::decide::Step;
 
 /// The version a Promise records in `status.version`: its `kratix.io/promise-version` label,
 /// else Kratix's `not-set`.
-pub fn version_of(promise: &Object) -> String {
+pub(crate) fn version_of(promise: &Object) -> String {
     crate::api::object::label(promise, labels::PROMISE_VERSION)
         .unwrap_or("not-set")
         .to_string()
@@ -24,7 +24,7 @@ pub fn version_of(promise: &Object) -> String {
 /// adds an entry when the requiring Promise checks its requirements and never takes one away;
 /// here the list is what the Promises require now, so a Promise deleted or no longer requiring
 /// it drops out.
-pub fn required_by(name: &str, promises: &[(Object, Promise)]) -> Vec<RequiredBy> {
+pub(crate) fn required_by(name: &str, promises: &[(Object, Promise)]) -> Vec<RequiredBy> {
     let mut out: Vec<RequiredBy> = promises
         .iter()
         .filter(|(obj, _)| obj.metadata.name.as_deref() != Some(name))
@@ -50,7 +50,7 @@ pub fn required_by(name: &str, promises: &[(Object, Promise)]) -> Vec<RequiredBy
 /// `status.lastAvailableTime`: `now` when the Promise becomes available (or is available without
 /// one, as after an upgrade), otherwise what it was: it keeps the last time the Promise became
 /// available while it is unavailable.
-pub fn last_available_time(
+pub(crate) fn last_available_time(
     before: Option<&str>,
     was_available: bool,
     available: bool,
@@ -66,24 +66,24 @@ pub fn last_available_time(
 /// pipelines, all of them succeeded once the workflow completed (else none). As in Kratix, which
 /// deprecates these counters, `workflowsFailed` stays 0: a failure shows in the conditions and
 /// in `status.pipelines`.
-pub fn workflow_counters(pipelines: usize, completed: bool) -> (i64, i64, i64) {
+pub(crate) fn workflow_counters(pipelines: usize, completed: bool) -> (i64, i64, i64) {
     let total = i64::try_from(pipelines).unwrap_or(i64::MAX);
     (total, if completed { total } else { 0 }, 0)
 }
 
 /// The values `status.kratix` repeats from the top level of a Promise's status.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Summary {
+pub(crate) struct Summary {
     /// `Available` or `Unavailable`.
-    pub status: &'static str,
-    pub version: String,
+    pub(crate) status: &'static str,
+    pub(crate) version: String,
     /// The request kind and its lower-case `group/version`, for a Promise with an API.
-    pub api: Option<(String, String)>,
-    pub last_available_time: Option<String>,
+    pub(crate) api: Option<(String, String)>,
+    pub(crate) last_available_time: Option<String>,
 }
 
 /// Sets `field` to a list, or removes it when the list is empty.
-pub fn set_list(status: &mut Value, field: &str, list: &Value) {
+pub(crate) fn set_list(status: &mut Value, field: &str, list: &Value) {
     let Some(map) = status.as_object_mut() else {
         return;
     };
@@ -99,7 +99,7 @@ pub fn set_list(status: &mut Value, field: &str, list: &Value) {
 
 /// Writes the summary into `status.kratix`, keeping whatever else is there (its `workflows`
 /// are each workflow's own, keyed by action).
-pub fn set_kratix(status: &mut Value, summary: &Summary) {
+pub(crate) fn set_kratix(status: &mut Value, summary: &Summary) {
     let Some(kratix) = crate::controllers::status::object_at(status, "kratix") else {
         return;
     };
@@ -127,7 +127,7 @@ fn set_or_remove(map: &mut Map<String, Value>, field: &str, value: Option<Value>
 /// suspends it, Kratix's `WorkflowSuspended`
 /// (<https://github.com/syntasso/kratix/blob/ae170e22e974e45bb7cfda00986057e01b3ccfde/internal/controller/promise_controller.go>,
 /// `reconcileSuspendedWorkflow`).
-pub fn available_condition(step: &Step) -> Condition {
+pub(crate) fn available_condition(step: &Step) -> Condition {
     match step {
         Step::Completed { .. } | Step::NothingToRun => Condition::new(
             "Available",

@@ -80,36 +80,36 @@ pub(super) fn waiting_for_promise(promise_name: &str) -> Vec<Condition> {
 /// What a request's configure reconcile observed, beside its workflow's plan.
 #[derive(Debug)]
 pub(super) struct Observed<'a> {
-    pub configured: &'a Configured,
+    pub(crate) configured: &'a Configured,
     /// The configure workflow's pipelines, by name.
-    pub names: &'a [String],
-    pub hash: &'a str,
-    pub generation: Option<i64>,
-    pub promise_name: &'a str,
+    pub(crate) names: &'a [String],
+    pub(crate) hash: &'a str,
+    pub(crate) generation: Option<i64>,
+    pub(crate) promise_name: &'a str,
     /// The generation of the Promise the request's status is written for.
-    pub promise_generation: Option<i64>,
+    pub(crate) promise_generation: Option<i64>,
     /// Per pipeline, where its files landed.
-    pub landed: &'a HashMap<String, Vec<Landing>>,
+    pub(crate) landed: &'a HashMap<String, Vec<Landing>>,
     /// `status.healthStatus` as it should be now.
-    pub health: Option<&'a Value>,
+    pub(crate) health: Option<&'a Value>,
     /// For a request of a versioned Promise: the versions it records (see
     /// [`crate::controllers::request::binding::request_versions`]).
-    pub versions: Option<RequestVersions>,
+    pub(crate) versions: Option<RequestVersions>,
     /// The periodic re-run: the delay until it is due, or whether it is due now.
-    pub interval: (Option<Duration>, bool),
-    pub retry_failures: bool,
-    pub now_ms: i64,
+    pub(crate) interval: (Option<Duration>, bool),
+    pub(crate) retry_failures: bool,
+    pub(crate) now_ms: i64,
 }
 
 /// What the reconcile does about the request itself.
 #[derive(Debug)]
 pub(super) struct Decision<'a> {
-    pub status: StatusChange<'a>,
+    pub(crate) status: StatusChange<'a>,
     /// Clear `kratix.io/manual-reconciliation`: the re-run it asked for has started.
-    pub clear_manual_label: bool,
+    pub(crate) clear_manual_label: bool,
     /// Set `kratix.io/manual-reconciliation`: the reconciliation interval has passed.
-    pub rerun_label: bool,
-    pub next: Next,
+    pub(crate) rerun_label: bool,
+    pub(crate) next: Next,
 }
 
 /// How the request's binding sees its workflow: its outcome, with the failed pipeline's message.

@@ -29,20 +29,20 @@ fn rank(state: &str) -> u8 {
 /// What a request is: the Promise it belongs to, the Promise version it runs with, its
 /// namespace and name.
 #[derive(Debug, Clone, Copy)]
-pub struct Target<'a> {
-    pub promise: &'a str,
+pub(crate) struct Target<'a> {
+    pub(crate) promise: &'a str,
     /// The version the request runs with (`KRATIX_PROMISE_VERSION` of its pipelines: its
     /// binding's revision, or `not-set` for an unversioned Promise).
-    pub promise_version: &'a str,
-    pub namespace: &'a str,
-    pub name: &'a str,
+    pub(crate) promise_version: &'a str,
+    pub(crate) namespace: &'a str,
+    pub(crate) name: &'a str,
 }
 
 /// Whether a record counts for the request: it names the request and its Promise, and its
 /// `data.promiseVersion`, when it has one, is the version the request runs with (a record a
 /// health check of another version made says nothing about this one; a record without a
 /// version, from a health check that does not know versions, always counts).
-pub fn counts(record: &HealthRecord, target: &Target) -> bool {
+pub(crate) fn counts(record: &HealthRecord, target: &Target) -> bool {
     let names_it = record.data.promise_ref.name == target.promise
         && record
             .data
@@ -58,7 +58,7 @@ pub fn counts(record: &HealthRecord, target: &Target) -> bool {
 
 /// `status.healthStatus` from the records that count, sorted by namespace and name: the worst
 /// state among them (`ready` when there are none) and one entry per record.
-pub fn aggregate(records: &[HealthRecord]) -> Value {
+pub(crate) fn aggregate(records: &[HealthRecord]) -> Value {
     let mut sorted: Vec<&HealthRecord> = records.iter().collect();
     sorted.sort_by(|a, b| {
         (&a.metadata.namespace, &a.metadata.name).cmp(&(&b.metadata.namespace, &b.metadata.name))
@@ -102,7 +102,7 @@ pub fn aggregate(records: &[HealthRecord]) -> Value {
 /// - none, still waiting for the first record of the version (`unknown`, nothing listed):
 ///   still `unknown`;
 /// - none, once there were some at this version: `ready` again.
-pub fn next_health(
+pub(crate) fn next_health(
     prior: Option<&Value>,
     version: Option<&str>,
     counted: &[HealthRecord],
@@ -132,7 +132,7 @@ pub fn next_health(
 }
 
 /// The binding's copy of the request's health: its state and the version it describes.
-pub fn binding_health(health: &Value) -> Option<BindingHealth> {
+pub(crate) fn binding_health(health: &Value) -> Option<BindingHealth> {
     Some(BindingHealth {
         state: health.get("state")?.as_str()?.to_string(),
         promise_version: health
@@ -145,7 +145,7 @@ pub fn binding_health(health: &Value) -> Option<BindingHealth> {
 
 /// The request's `status.healthStatus` now (see [`next_health`]). `version` is the Promise
 /// version the request runs with (`None` for an unversioned Promise).
-pub async fn health_status(
+pub(crate) async fn health_status(
     rt: &Runtime,
     promise: &str,
     version: Option<&str>,
@@ -186,7 +186,7 @@ pub async fn health_status(
 }
 
 /// The request a HealthRecord is about, so that a record's change (deletion included) wakes it.
-pub async fn owners(rt: &Runtime, obj: &Object) -> Result<Vec<ObjectKey>, Error> {
+pub(crate) async fn owners(rt: &Runtime, obj: &Object) -> Result<Vec<ObjectKey>, Error> {
     let Ok(record) = crate::api::object::to_typed::<HealthRecord>(obj) else {
         return Ok(vec![]);
     };

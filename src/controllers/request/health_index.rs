@@ -16,15 +16,15 @@ use crate::api::{HealthRecord, Object, ObjectKey, GROUP};
 
 /// The request a record names: its Promise, namespace and name.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Named {
-    pub promise: String,
-    pub namespace: String,
-    pub name: String,
+pub(crate) struct Named {
+    pub(crate) promise: String,
+    pub(crate) namespace: String,
+    pub(crate) name: String,
 }
 
 impl Named {
     /// The request a stored HealthRecord names, if it parses and names one.
-    pub fn of(obj: &Object) -> Option<Self> {
+    pub(crate) fn of(obj: &Object) -> Option<Self> {
         let record = crate::api::object::to_typed::<HealthRecord>(obj).ok()?;
         let resource = record.data.resource_ref?;
         Some(Self {
@@ -42,13 +42,13 @@ struct Maps {
 }
 
 #[derive(Debug, Default)]
-pub struct HealthIndex {
+pub(crate) struct HealthIndex {
     maps: Mutex<Maps>,
 }
 
 impl HealthIndex {
     /// Takes in what `key` now is (`None`: gone). Keys of other kinds are ignored.
-    pub fn saw(&self, key: &ObjectKey, obj: Option<&Object>) {
+    pub(crate) fn saw(&self, key: &ObjectKey, obj: Option<&Object>) {
         if key.group != GROUP || key.kind != "HealthRecord" {
             return;
         }
@@ -76,7 +76,7 @@ impl HealthIndex {
     }
 
     /// The records last seen naming the request, sorted.
-    pub fn records_of(&self, request: &Named) -> Vec<ObjectKey> {
+    pub(crate) fn records_of(&self, request: &Named) -> Vec<ObjectKey> {
         self.maps
             .lock()
             .unwrap_or_else(PoisonError::into_inner)

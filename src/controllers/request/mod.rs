@@ -54,7 +54,7 @@ async fn promise_for(rt: &Runtime, kind: &KindInfo, obj: &Object) -> Result<Opti
     Ok(None)
 }
 
-pub async fn reconcile(rt: &Runtime, kind: &KindInfo, obj: Object) -> Result<Next, Error> {
+pub(crate) async fn reconcile(rt: &Runtime, kind: &KindInfo, obj: Object) -> Result<Next, Error> {
     let key = ObjectKey::of(&obj);
     let Some(promise_obj) = promise_for(rt, kind, &obj).await? else {
         // A request whose Promise is gone can only be let go.

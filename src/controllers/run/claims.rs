@@ -5,19 +5,19 @@
 //! a live executor is carrying out is never started again.
 
 /// One controller instance in one process, as stored in a run's claim.
-pub use crate::api::RunExecutor as Executor;
+pub(crate) use crate::api::RunExecutor as Executor;
 
 /// What a process looks like from outside, for liveness checks.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProcessSeen {
-    pub boot_id: String,
+pub(crate) struct ProcessSeen {
+    pub(crate) boot_id: String,
     /// `None` when no such process exists.
-    pub start_of_pid: Option<u64>,
+    pub(crate) start_of_pid: Option<u64>,
 }
 
 /// Where a run found `Running` stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// This controller instance is carrying it out right now.
     ExecutingHere,
     /// Claimed by another executor that is still alive: leave it alone.
@@ -29,7 +29,7 @@ pub enum Verdict {
 
 impl Executor {
     /// This process, as a new controller instance.
-    pub fn this_process() -> Executor {
+    pub(crate) fn this_process() -> Executor {
         let pid = std::process::id();
         Executor {
             boot_id: crate::pipeline::groups::boot_id(),
@@ -40,7 +40,7 @@ impl Executor {
     }
 
     /// How `other`'s process looks from here.
-    pub fn observe(other: &Executor) -> ProcessSeen {
+    pub(crate) fn observe(other: &Executor) -> ProcessSeen {
         ProcessSeen {
             boot_id: crate::pipeline::groups::boot_id(),
             start_of_pid: process_start(other.pid),
@@ -51,7 +51,7 @@ impl Executor {
 /// Decides about a `Running` run claimed by `claim` (`None`: stored before claims existed, or
 /// written by hand), seen from executor `me`, which is or is not executing it (`executing_here`);
 /// `seen` is what the claimant's process looks like now.
-pub fn verdict(
+pub(crate) fn verdict(
     claim: Option<&Executor>,
     me: &Executor,
     executing_here: bool,

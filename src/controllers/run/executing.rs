@@ -15,7 +15,7 @@ use crate::controllers::Runtime;
 
 impl Runtime {
     /// Whether this instance is carrying out `run` right now.
-    pub fn is_executing(&self, run: &ObjectKey) -> bool {
+    pub(crate) fn is_executing(&self, run: &ObjectKey) -> bool {
         self.running
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -48,7 +48,7 @@ impl Runtime {
     /// Stops executing: lets the runs in progress finish for up to the shutdown grace, then
     /// kills the rest (their containers die with their tasks) and gives their claims back, so
     /// that they run again from the start — never twice at once, never lost.
-    pub async fn stop_executing(&self) {
+    pub(crate) async fn stop_executing(&self) {
         let deadline = tokio::time::Instant::now() + self.settings.shutdown_grace;
         loop {
             let left = self

@@ -65,7 +65,7 @@ async fn update_run_status(
 
 /// Looks at every run found `Running` when the controllers start: those whose executor is gone
 /// were interrupted and run again; those a live executor carries out are left alone.
-pub async fn recover_interrupted(rt: &Runtime) -> Result<(), Error> {
+pub(crate) async fn recover_interrupted(rt: &Runtime) -> Result<(), Error> {
     let kind = rt.kind(crate::api::Builtin::PipelineRun);
     for run in rt.cp.list(&kind, None, &Selector::everything()).await? {
         if phase(&run) == Some(PipelineRunPhase::Running) {
@@ -75,7 +75,7 @@ pub async fn recover_interrupted(rt: &Runtime) -> Result<(), Error> {
     Ok(())
 }
 
-pub async fn reconcile(rt: &Runtime, run: Object) -> Result<Next, Error> {
+pub(crate) async fn reconcile(rt: &Runtime, run: Object) -> Result<Next, Error> {
     match phase(&run) {
         Some(PipelineRunPhase::Pending) => claim_and_start(rt, &ObjectKey::of(&run)).await,
         Some(PipelineRunPhase::Running) => settle_running(rt, &run).await,

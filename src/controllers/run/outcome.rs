@@ -9,17 +9,17 @@ use crate::pipeline::RunResult;
 
 /// How a run ended, to be recorded on it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Finished {
-    pub phase: PipelineRunPhase,
+pub(crate) struct Finished {
+    pub(crate) phase: PipelineRunPhase,
     /// Empty when there is nothing to say (then no message is recorded).
-    pub message: String,
-    pub exit_code: Option<i32>,
-    pub control: Option<WorkflowControl>,
+    pub(crate) message: String,
+    pub(crate) exit_code: Option<i32>,
+    pub(crate) control: Option<WorkflowControl>,
 }
 
 impl Finished {
     /// A run the controller could not carry out.
-    pub fn failed(message: String) -> Self {
+    pub(crate) fn failed(message: String) -> Self {
         Finished {
             phase: PipelineRunPhase::Failed,
             message,
@@ -31,7 +31,11 @@ impl Finished {
 
 /// The record of a run whose containers ran to `result`; `timeout` is the limit a timed-out
 /// container hit, `requested` what the pipeline asked of its workflow.
-pub fn finished(result: &RunResult, timeout: Duration, requested: &RequestedControl) -> Finished {
+pub(crate) fn finished(
+    result: &RunResult,
+    timeout: Duration,
+    requested: &RequestedControl,
+) -> Finished {
     let (phase, message, exit_code) = match result {
         RunResult::Succeeded => (PipelineRunPhase::Succeeded, String::new(), Some(0)),
         RunResult::Failed {

@@ -12,7 +12,7 @@ use crate::pipeline::DockerConfig;
 use crate::controllers::{Error, Runtime};
 
 /// The Secret names of `spec.imagePullSecrets`, in order.
-pub fn secret_names(pipeline: &Pipeline) -> Vec<String> {
+pub(crate) fn secret_names(pipeline: &Pipeline) -> Vec<String> {
     pipeline
         .spec
         .extra
@@ -29,7 +29,7 @@ pub fn secret_names(pipeline: &Pipeline) -> Vec<String> {
 }
 
 /// The Docker config of a Secret's values: `.dockerconfigjson`, else the legacy `.dockercfg`.
-pub fn config_of(
+pub(crate) fn config_of(
     values: &std::collections::BTreeMap<String, Vec<u8>>,
 ) -> Option<Result<DockerConfig, String>> {
     let (bytes, legacy) = match (values.get(".dockerconfigjson"), values.get(".dockercfg")) {
@@ -41,7 +41,7 @@ pub fn config_of(
 }
 
 /// The registry credentials of `pipeline`, whose Secrets live in `namespace`.
-pub async fn registries(
+pub(crate) async fn registries(
     rt: &Runtime,
     pipeline: &Pipeline,
     namespace: &str,

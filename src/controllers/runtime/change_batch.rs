@@ -11,21 +11,21 @@ use crate::store;
 /// The objects changed in a run of changes read together, each once, in the order first seen.
 #[derive(Debug, Default)]
 pub(crate) struct ChangeBatch {
-    pub keys: Vec<ObjectKey>,
+    pub(crate) keys: Vec<ObjectKey>,
     seen: std::collections::HashSet<ObjectKey>,
     /// The keys whose every change in the batch was a modification (neither made nor deleted).
-    pub modified_only: std::collections::HashSet<ObjectKey>,
+    pub(crate) modified_only: std::collections::HashSet<ObjectKey>,
     /// The keys changed exactly once in the batch, with the `resourceVersion` of that change.
-    pub single: std::collections::HashMap<ObjectKey, String>,
+    pub(crate) single: std::collections::HashMap<ObjectKey, String>,
     /// The feed failed or ended: everything must be looked at again.
-    pub feed_lost: bool,
+    pub(crate) feed_lost: bool,
     /// The position of the last change taken.
-    pub newest: Option<String>,
+    pub(crate) newest: Option<String>,
 }
 
 impl ChangeBatch {
     /// `first` and every change of `changes` that is already read.
-    pub fn take(
+    pub(crate) fn take(
         first: Option<Result<store::Change, store::Error>>,
         changes: &mut ChangeFeed,
     ) -> Self {

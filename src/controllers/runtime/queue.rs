@@ -15,7 +15,7 @@ use crate::api::ObjectKey;
 
 /// Why a key is queued.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Reason {
+pub(crate) enum Reason {
     /// The object itself changed.
     Change,
     /// Something it waits on changed (one of its dependants: a request's PipelineRun or Work,
@@ -31,7 +31,7 @@ pub enum Reason {
 }
 
 impl Reason {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Reason::Change => "change",
             Reason::Owner => "owner",
@@ -54,7 +54,7 @@ impl Reason {
     ///
     /// The due time is merged on its own (the sooner wins); the sooner is always the change
     /// or the owner's change when one of those meets a delayed retry or requeue.
-    pub fn merge(self, other: Reason) -> Reason {
+    pub(crate) fn merge(self, other: Reason) -> Reason {
         if other.rank() < self.rank() {
             other
         } else {
@@ -80,7 +80,7 @@ impl std::fmt::Display for Reason {
 }
 
 #[derive(Debug, Default)]
-pub struct Queue {
+pub(crate) struct Queue {
     /// When each queued key is due, and why it is queued.
     due: HashMap<ObjectKey, (Instant, Reason)>,
     /// The same entries ordered by when they are due (then by key, so that every entry is
@@ -99,19 +99,19 @@ pub struct Queue {
 
 impl Queue {
     /// Due now.
-    pub fn add(&mut self, key: ObjectKey, reason: Reason) {
+    pub(crate) fn add(&mut self, key: ObjectKey, reason: Reason) {
         self.add_at(key, Instant::now(), reason);
     }
 
     /// Due once nothing else is; for a [`Reason::Resync`].
-    pub fn add_background(&mut self, key: ObjectKey) {
+    pub(crate) fn add_background(&mut self, key: ObjectKey) {
         if self.in_background.insert(key.clone()) {
             self.background.push_back(key);
         }
     }
 
     /// Due after `delay`, unless it is already due sooner.
-    pub fn add_after(&mut self, key: ObjectKey, delay: Duration, reason: Reason) {
+    pub(crate) fn add_after(&mut self, key: ObjectKey, delay: Duration, reason: Reason) {
         self.add_at(key, Instant::now() + delay, reason);
     }
 
@@ -130,21 +130,21 @@ impl Queue {
 
     /// Takes the key that has been due the longest, else the oldest background key, and marks it
     /// busy until [`Queue::finish`]. A busy key is not taken again meanwhile.
-    pub fn take(&mut self) -> Option<(ObjectKey, Reason)> {
+    pub(crate) fn take(&mut self) -> Option<(ObjectKey, Reason)> {
         let (key, reason) = self.pop_due().or_else(|| self.pop_background())?;
         self.busy.insert(key.clone());
         Some((key, reason))
     }
 
     /// [`Queue::take`] of due keys only: background ones stay queued.
-    pub fn take_due(&mut self) -> Option<(ObjectKey, Reason)> {
+    pub(crate) fn take_due(&mut self) -> Option<(ObjectKey, Reason)> {
         let (key, reason) = self.pop_due()?;
         self.busy.insert(key.clone());
         Some((key, reason))
     }
 
     /// Marks a taken key as no longer busy; due again at once if it came due meanwhile.
-    pub fn finish(&mut self, key: &ObjectKey) {
+    pub(crate) fn finish(&mut self, key: &ObjectKey) {
         self.busy.remove(key);
         if let Some(reason) = self.again.remove(key) {
             self.add(key.clone(), reason);
@@ -194,7 +194,7 @@ impl Queue {
         busy
     }
 
-    pub fn time_to_next(&self) -> Option<Duration> {
+    pub(crate) fn time_to_next(&self) -> Option<Duration> {
         if !self.in_background.is_empty() {
             return Some(Duration::ZERO);
         }
@@ -204,18 +204,18 @@ impl Queue {
     }
 
     /// How many keys are queued.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.due.len() + self.in_background.len()
     }
 
     /// Exponential backoff for a key whose reconcile failed: 1 s doubling to 2 min.
-    pub fn failure_backoff(&mut self, key: &ObjectKey) -> Duration {
+    pub(crate) fn failure_backoff(&mut self, key: &ObjectKey) -> Duration {
         let n = self.failures.entry(key.clone()).or_insert(0);
         *n = n.saturating_add(1);
         Duration::from_secs((1u64 << (*n - 1).min(7)).min(120))
     }
 
-    pub fn forget_failures(&mut self, key: &ObjectKey) {
+    pub(crate) fn forget_failures(&mut self, key: &ObjectKey) {
         self.failures.remove(key);
     }
 }

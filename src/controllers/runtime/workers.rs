@@ -20,9 +20,9 @@ use crate::controllers::{Error, Next, Runtime};
 /// for (or how its task failed).
 #[derive(Debug)]
 pub(crate) struct Finished {
-    pub key: ObjectKey,
-    pub span: tracing::Span,
-    pub outcome: Result<Result<Next, Error>, JoinError>,
+    pub(crate) key: ObjectKey,
+    pub(crate) span: tracing::Span,
+    pub(crate) outcome: Result<Result<Next, Error>, JoinError>,
 }
 
 /// The span of one reconcile of `key`, queued for `reason`. At ERROR level so that it is on
@@ -57,24 +57,24 @@ impl std::fmt::Debug for Workers {
 
 impl Workers {
     /// Room for `limit` (at least 1) reconciles at once.
-    pub fn new(limit: usize) -> Self {
+    pub(crate) fn new(limit: usize) -> Self {
         Workers {
             limit: limit.max(1),
             running: FuturesUnordered::new(),
         }
     }
 
-    pub fn is_full(&self) -> bool {
+    pub(crate) fn is_full(&self) -> bool {
         self.running.len() >= self.limit
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.running.is_empty()
     }
 
     /// Starts a reconcile for each key the queue gives, until every worker is busy or nothing
     /// is due.
-    pub fn start(&mut self, queue: &mut Queue, runtime: &Runtime, which: Take) {
+    pub(crate) fn start(&mut self, queue: &mut Queue, runtime: &Runtime, which: Take) {
         while !self.is_full() {
             let taken = match which {
                 Take::All => queue.take(),
@@ -102,7 +102,7 @@ impl Workers {
     }
 
     /// The next reconcile to end; `None` when none runs.
-    pub async fn next(&mut self) -> Option<Finished> {
+    pub(crate) async fn next(&mut self) -> Option<Finished> {
         self.running.next().await
     }
 }

@@ -6,10 +6,10 @@
 use std::collections::BTreeMap;
 
 /// The longest template accepted: a commit message, not a document.
-pub const MAX_LEN: usize = 4096;
+pub(crate) const MAX_LEN: usize = 4096;
 
 /// The variables a template may use, as documented.
-pub const VARIABLES: &[&str] = &[
+pub(crate) const VARIABLES: &[&str] = &[
     "promise",
     "request",
     "namespace",
@@ -22,7 +22,7 @@ pub const VARIABLES: &[&str] = &[
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Error {
+pub(crate) enum Error {
     #[error("the template is empty")]
     Empty,
     #[error("the template is longer than {MAX_LEN} characters")]
@@ -39,7 +39,7 @@ pub enum Error {
 
 /// A checked template.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Template {
+pub(crate) struct Template {
     parts: Vec<Part>,
 }
 
@@ -65,17 +65,17 @@ enum Var {
 /// What a commit is about, for a template. Request, namespace, generation and annotations
 /// are the request's, or the Promise's (request and namespace empty) for a promise workflow.
 #[derive(Debug, Clone, Default)]
-pub struct Values<'a> {
-    pub promise: &'a str,
-    pub request: &'a str,
-    pub namespace: &'a str,
-    pub pipeline: &'a str,
-    pub destination: &'a str,
-    pub generation: Option<i64>,
-    pub work: &'a str,
+pub(crate) struct Values<'a> {
+    pub(crate) promise: &'a str,
+    pub(crate) request: &'a str,
+    pub(crate) namespace: &'a str,
+    pub(crate) pipeline: &'a str,
+    pub(crate) destination: &'a str,
+    pub(crate) generation: Option<i64>,
+    pub(crate) work: &'a str,
     /// As in the `Kratix-Workflow` trailer: `resource/configure`, `promise/delete`, ...
-    pub workflow: &'a str,
-    pub annotations: Option<&'a BTreeMap<String, String>>,
+    pub(crate) workflow: &'a str,
+    pub(crate) annotations: Option<&'a BTreeMap<String, String>>,
 }
 
 fn variable(name: &str, at: usize) -> Result<Var, Error> {
@@ -102,7 +102,7 @@ fn variable(name: &str, at: usize) -> Result<Var, Error> {
 }
 
 impl Template {
-    pub fn parse(text: &str) -> Result<Template, Error> {
+    pub(crate) fn parse(text: &str) -> Result<Template, Error> {
         if text.trim().is_empty() {
             return Err(Error::Empty);
         }
@@ -149,7 +149,7 @@ impl Template {
 
     /// Whether the template uses the object's generation or annotations, which the writer
     /// must then read.
-    pub fn needs_object(&self) -> bool {
+    pub(crate) fn needs_object(&self) -> bool {
         self.parts.iter().any(|p| {
             matches!(
                 p,
@@ -159,7 +159,7 @@ impl Template {
     }
 
     /// The text; a missing value (an annotation the object lacks) renders empty.
-    pub fn render(&self, v: &Values) -> String {
+    pub(crate) fn render(&self, v: &Values) -> String {
         let mut out = String::new();
         for part in &self.parts {
             match part {

@@ -28,24 +28,25 @@ const RETRY_NOT_READY: Duration = Duration::from_secs(5);
 
 /// An opened state store and what writers need to know about it.
 #[derive(Debug, Clone)]
-pub struct StoreHandle {
-    pub store: Arc<dyn StateStore>,
+pub(crate) struct StoreHandle {
+    pub(crate) store: Arc<dyn StateStore>,
     /// The store's `spec.path`, prefixed to every key.
-    pub path: Option<String>,
-    pub author_name: String,
-    pub author_email: String,
+    pub(crate) path: Option<String>,
+    pub(crate) author_name: String,
+    pub(crate) author_email: String,
     /// The text above the trailers of each commit, from the store's
     /// `kratix.io/commit-message-template` annotation.
-    pub message_template: Option<Arc<Template>>,
+    pub(crate) message_template: Option<Arc<Template>>,
     /// Changes whenever the store's spec or Secret changes.
     fingerprint: String,
 }
 
 /// Turns the backend opened for store `(kind, name)` into the one the controllers use.
-pub type Wrap = Arc<dyn Fn(&str, &str, Arc<dyn StateStore>) -> Arc<dyn StateStore> + Send + Sync>;
+pub(crate) type Wrap =
+    Arc<dyn Fn(&str, &str, Arc<dyn StateStore>) -> Arc<dyn StateStore> + Send + Sync>;
 
 /// Opened stores by `(kind, name)`, reopened when their spec or Secret changes.
-pub struct Cache {
+pub(crate) struct Cache {
     cache_dir: PathBuf,
     home: PathBuf,
     entries: Mutex<HashMap<(String, String), StoreHandle>>,
@@ -64,9 +65,9 @@ impl std::fmt::Debug for Cache {
 
 /// Why a store cannot be opened; becomes the `Ready` condition's reason.
 #[derive(Debug)]
-pub struct NotReady {
-    pub reason: &'static str,
-    pub message: String,
+pub(crate) struct NotReady {
+    pub(crate) reason: &'static str,
+    pub(crate) message: String,
 }
 
 /// What a store's opened backend depends on: the object itself (its uid: a store deleted and
@@ -86,7 +87,7 @@ fn fingerprint(obj: &Object, secret: Option<&secret::Secret>) -> String {
 }
 
 impl Cache {
-    pub fn new(cache_dir: PathBuf, home: PathBuf) -> Self {
+    pub(crate) fn new(cache_dir: PathBuf, home: PathBuf) -> Self {
         Self {
             cache_dir,
             home,
@@ -97,7 +98,7 @@ impl Cache {
 
     /// Every backend it opens goes through `wrap` before anybody uses it (`diff` keeps writes
     /// in memory this way). `home` resolves relative repository paths, as in [`Cache::new`].
-    pub fn wrapped(cache_dir: PathBuf, home: PathBuf, wrap: Wrap) -> Self {
+    pub(crate) fn wrapped(cache_dir: PathBuf, home: PathBuf, wrap: Wrap) -> Self {
         Self {
             wrap: Some(wrap),
             ..Self::new(cache_dir, home)
@@ -105,7 +106,7 @@ impl Cache {
     }
 
     /// The backend of a store, opened (or reopened after a change) as needed.
-    pub async fn get(
+    pub(crate) async fn get(
         &self,
         rt: &Runtime,
         kind: &str,
@@ -346,7 +347,7 @@ async fn secret_of(
 
 /// A repository given as a local path: absolute, `file://`, or relative — relative paths are
 /// inside the home folder, so a platform's own store travels with its home.
-pub fn local_repository_path(home: &Path, url: &str) -> Option<PathBuf> {
+pub(crate) fn local_repository_path(home: &Path, url: &str) -> Option<PathBuf> {
     if let Some(path) = url.strip_prefix("file://") {
         return Some(PathBuf::from(path));
     }
@@ -371,7 +372,7 @@ pub fn local_repository_path(home: &Path, url: &str) -> Option<PathBuf> {
 }
 
 /// Stores whose `secretRef` names this Secret.
-pub async fn stores_using_secret(
+pub(crate) async fn stores_using_secret(
     rt: &Runtime,
     secret: &ObjectKey,
 ) -> Result<Vec<ObjectKey>, Error> {
@@ -393,7 +394,7 @@ pub async fn stores_using_secret(
     Ok(out)
 }
 
-pub async fn reconcile(rt: &Runtime, kind: &KindInfo, obj: Object) -> Result<Next, Error> {
+pub(crate) async fn reconcile(rt: &Runtime, kind: &KindInfo, obj: Object) -> Result<Next, Error> {
     let key = ObjectKey::of(&obj);
     let generation = obj.metadata.generation;
     let ready = match rt.state_stores.get(rt, &kind.kind, &key.name).await? {

@@ -6,7 +6,7 @@ use crate::api::{Condition, ConditionStatus};
 
 /// What opening and probing a state store showed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StoreProbe<'a> {
+pub(crate) enum StoreProbe<'a> {
     /// The backend could not be opened (no Secret, a bad URL…): `reason` says why.
     NotOpened { reason: &'a str, message: &'a str },
     /// Opened, but the write-permission check failed.
@@ -16,7 +16,7 @@ pub enum StoreProbe<'a> {
 }
 
 /// A state store's `Ready` condition.
-pub fn store_ready(probe: StoreProbe) -> Condition {
+pub(crate) fn store_ready(probe: StoreProbe) -> Condition {
     match probe {
         StoreProbe::NotOpened { reason, message } => {
             Condition::new("Ready", ConditionStatus::False, reason, message)
@@ -37,7 +37,7 @@ pub fn store_ready(probe: StoreProbe) -> Condition {
 }
 
 /// The one-word `status.status` a state store shows beside its condition.
-pub fn store_status_word(ready: &Condition) -> &'static str {
+pub(crate) fn store_status_word(ready: &Condition) -> &'static str {
     if ready.status == ConditionStatus::True {
         "Ready"
     } else {
@@ -47,7 +47,7 @@ pub fn store_status_word(ready: &Condition) -> &'static str {
 
 /// A Destination is only as ready as its store: a store whose own `Ready` is False makes the
 /// Destination not ready, with the store's message. `None` when the store does not say so.
-pub fn mirrored_store_failure(
+pub(crate) fn mirrored_store_failure(
     store_ref: &StateStoreRef,
     store_ready: Option<&Condition>,
 ) -> Option<Condition> {
@@ -62,22 +62,22 @@ pub fn mirrored_store_failure(
 
 /// What the Destination controller sees before writing anything.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct DestinationSeen {
-    pub store_ready: bool,
-    pub destination_ready: bool,
+pub(crate) struct DestinationSeen {
+    pub(crate) store_ready: bool,
+    pub(crate) destination_ready: bool,
     /// Its status was written for its current generation.
-    pub observed_current: bool,
-    pub has_finalizer: bool,
+    pub(crate) observed_current: bool,
+    pub(crate) has_finalizer: bool,
 }
 
 /// Everything is in place: the canary files need not be written again.
-pub fn destination_settled(seen: DestinationSeen) -> bool {
+pub(crate) fn destination_settled(seen: DestinationSeen) -> bool {
     seen.store_ready && seen.destination_ready && seen.observed_current && seen.has_finalizer
 }
 
 /// What writing the Destination's canary files came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CanaryWrite<'a> {
+pub(crate) enum CanaryWrite<'a> {
     /// The store could not be opened: `reason` as the store reports it.
     StoreUnavailable {
         reason: &'a str,
@@ -93,7 +93,7 @@ pub enum CanaryWrite<'a> {
 }
 
 /// A Destination's `Ready` condition once its canary files were written (or not).
-pub fn destination_ready(write: CanaryWrite) -> Condition {
+pub(crate) fn destination_ready(write: CanaryWrite) -> Condition {
     match write {
         CanaryWrite::StoreUnavailable { reason, message } => Condition::new(
             "Ready",

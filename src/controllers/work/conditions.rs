@@ -6,20 +6,20 @@ use crate::api::{reasons, Condition, ConditionStatus};
 
 /// What a Work's conditions are decided from.
 #[derive(Debug, Clone, Default)]
-pub struct Placed<'a> {
+pub(crate) struct Placed<'a> {
     /// Workload groups no Destination matches.
-    pub unscheduled: &'a [&'a str],
+    pub(crate) unscheduled: &'a [&'a str],
     /// Some placement failed to write.
-    pub failing: bool,
+    pub(crate) failing: bool,
     /// Some placement sits on a Destination its selectors no longer match.
-    pub misplaced: bool,
+    pub(crate) misplaced: bool,
     /// Every placement is written for its current generation.
-    pub all_written: bool,
+    pub(crate) all_written: bool,
 }
 
 /// `Ready` then `ScheduleSucceeded`. Unscheduled groups come first, then failures, then
 /// misplacement, then pending writes.
-pub fn work_conditions(placed: &Placed) -> [Condition; 2] {
+pub(crate) fn work_conditions(placed: &Placed) -> [Condition; 2] {
     let (readiness, reason) = if !placed.unscheduled.is_empty() {
         (WorkReadiness::Pending, reasons::UNSCHEDULED_WORKLOADS)
     } else if placed.failing {
@@ -67,7 +67,7 @@ pub fn work_conditions(placed: &Placed) -> [Condition; 2] {
 /// the status is written with the outcome, once. (A Work of several groups records the
 /// generation it scheduled at once: the writer waits for that before writing its placements
 /// together.)
-pub fn status_due(groups: usize, placed: &Placed) -> bool {
+pub(crate) fn status_due(groups: usize, placed: &Placed) -> bool {
     let waiting_for_write = placed.unscheduled.is_empty()
         && !placed.failing
         && !placed.misplaced

@@ -74,7 +74,7 @@ async fn remove(rt: &Runtime, work: &Object, placements: &[Object]) -> Result<Ne
 }
 
 /// Schedules a Work: creates, updates and deletes its WorkPlacements, then reports.
-pub async fn reconcile(rt: &Runtime, work: Object) -> Result<Next, Error> {
+pub(crate) async fn reconcile(rt: &Runtime, work: Object) -> Result<Next, Error> {
     let kind = rt.kind(crate::api::Builtin::Work);
     let wp_kind = rt.kind(crate::api::Builtin::WorkPlacement);
     let key = ObjectKey::of(&work);

@@ -23,12 +23,12 @@ pub(crate) fn promise_selectors(promise: &Promise) -> Vec<BTreeMap<String, Strin
 
 /// What a Work is made of.
 pub(crate) struct NewWork<'a> {
-    pub namespace: &'a str,
-    pub name: &'a str,
-    pub labels: &'a [(&'a str, &'a str)],
-    pub promise_name: &'a str,
-    pub resource: &'a str,
-    pub groups: &'a [WorkloadGroup],
+    pub(crate) namespace: &'a str,
+    pub(crate) name: &'a str,
+    pub(crate) labels: &'a [(&'a str, &'a str)],
+    pub(crate) promise_name: &'a str,
+    pub(crate) resource: &'a str,
+    pub(crate) groups: &'a [WorkloadGroup],
 }
 
 /// Why a Work could not be written this time.
@@ -114,7 +114,7 @@ pub(crate) async fn upsert_work(rt: &Runtime, new: &NewWork<'_>) -> Result<(), U
 }
 
 /// Keeps the Promise's static-dependency Work in line with `spec.dependencies`.
-pub async fn sync_static_dependencies(rt: &Runtime, promise: &Promise) -> Result<(), Error> {
+pub(crate) async fn sync_static_dependencies(rt: &Runtime, promise: &Promise) -> Result<(), Error> {
     let name = promise.metadata.name.clone().unwrap_or_default();
     let work_labels = [
         (labels::PROMISE_NAME, name.as_str()),

@@ -7,7 +7,11 @@ use crate::controllers::work::query::selector;
 use crate::controllers::{status, Error, Runtime};
 
 /// Marks why the Works go, then deletes them (their placements' files follow).
-pub async fn delete_works(rt: &Runtime, works: &[Object], reason: &str) -> Result<(), Error> {
+pub(crate) async fn delete_works(
+    rt: &Runtime,
+    works: &[Object],
+    reason: &str,
+) -> Result<(), Error> {
     let kind = rt.kind(crate::api::Builtin::Work);
     for work in works {
         remove_with_reason(rt, &kind, work, reason).await?;
@@ -17,7 +21,7 @@ pub async fn delete_works(rt: &Runtime, works: &[Object], reason: &str) -> Resul
 
 /// Records why a Work or WorkPlacement goes ([`labels::REMOVAL_REASON`]), then deletes it.
 /// Objects already being deleted keep the reason they were given.
-pub async fn remove_with_reason(
+pub(crate) async fn remove_with_reason(
     rt: &Runtime,
     kind: &KindInfo,
     obj: &Object,
@@ -37,7 +41,7 @@ pub async fn remove_with_reason(
 }
 
 /// Deletes every Work of a Promise (all namespaces); returns how many still exist.
-pub async fn delete_all_of_promise(rt: &Runtime, promise: &str) -> Result<usize, Error> {
+pub(crate) async fn delete_all_of_promise(rt: &Runtime, promise: &str) -> Result<usize, Error> {
     let works = rt
         .cp
         .list(

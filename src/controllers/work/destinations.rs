@@ -10,7 +10,7 @@ use crate::controllers::{Error, Runtime};
 use crate::store::Selector;
 
 #[derive(Debug, Default)]
-pub struct Destinations {
+pub(crate) struct Destinations {
     kept: Mutex<Kept>,
 }
 
@@ -23,7 +23,7 @@ struct Kept {
 
 impl Destinations {
     /// Every Destination, as listed since the last change of one (listed now otherwise).
-    pub async fn all(&self, rt: &Runtime) -> Result<Arc<Vec<Object>>, Error> {
+    pub(crate) async fn all(&self, rt: &Runtime) -> Result<Arc<Vec<Object>>, Error> {
         let epoch = {
             let kept = self.lock();
             if let Some(listed) = &kept.listed {
@@ -48,7 +48,7 @@ impl Destinations {
     }
 
     /// A Destination changed: what is kept no longer holds.
-    pub fn forget(&self) {
+    pub(crate) fn forget(&self) {
         let mut kept = self.lock();
         kept.epoch += 1;
         kept.listed = None;

@@ -38,7 +38,7 @@ pub(super) fn landings(placements: &[Object]) -> Vec<Landing> {
 
 /// Per pipeline: the destinations its files went to and the version (commit) holding them, as
 /// its Work records them.
-pub fn where_files_landed(works: &[Object]) -> HashMap<String, Vec<Landing>> {
+pub(crate) fn where_files_landed(works: &[Object]) -> HashMap<String, Vec<Landing>> {
     works
         .iter()
         .filter_map(|work| {

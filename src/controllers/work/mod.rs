@@ -13,10 +13,10 @@ mod query;
 pub(crate) mod schedule;
 mod state;
 
-pub use controller::reconcile;
+pub(crate) use controller::reconcile;
 pub(crate) use create::{promise_selectors, upsert_work, NewWork, Upsert};
-pub use create::{sync_static_dependencies, Refusal};
-pub use delete::{delete_all_of_promise, delete_works, remove_with_reason};
-pub use landed::where_files_landed;
-pub use query::works_of;
-pub use state::{works_state_with, works_succeeded_condition, WorksState};
+pub(crate) use create::{sync_static_dependencies, Refusal};
+pub(crate) use delete::{delete_all_of_promise, delete_works, remove_with_reason};
+pub(crate) use landed::where_files_landed;
+pub(crate) use query::works_of;
+pub(crate) use state::{works_state_with, works_succeeded_condition, WorksState};

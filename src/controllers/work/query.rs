@@ -33,7 +33,7 @@ pub(super) fn placement_written(wp: &Object) -> bool {
 }
 
 /// The Works a Promise's or request's workflow produced.
-pub async fn works_of(rt: &Runtime, subject: &Subject) -> Result<Vec<Object>, Error> {
+pub(crate) async fn works_of(rt: &Runtime, subject: &Subject) -> Result<Vec<Object>, Error> {
     let mut pairs = vec![
         (
             labels::PROMISE_NAME.to_string(),

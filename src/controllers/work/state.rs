@@ -6,7 +6,7 @@ use crate::controllers::status;
 
 /// The aggregate of an object's Works' readiness.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum WorksState {
+pub(crate) enum WorksState {
     /// Some Work is not scheduled or not written yet.
     Pending,
     Failing,
@@ -18,7 +18,7 @@ pub enum WorksState {
 
 /// Where one Work stands, from its `Ready` condition (whose message is Kratix's word for it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum WorkReadiness {
+pub(crate) enum WorkReadiness {
     Ready,
     /// Not scheduled or not written yet, or written for another generation.
     Pending,
@@ -30,7 +30,7 @@ pub enum WorkReadiness {
 
 impl WorkReadiness {
     /// The `Ready` condition's message for it, as Kratix writes it.
-    pub fn message(self) -> &'static str {
+    pub(crate) fn message(self) -> &'static str {
         match self {
             Self::Ready => "Ready",
             Self::Pending => "Pending",
@@ -71,7 +71,7 @@ fn readiness(work: &Object, going: bool) -> WorkReadiness {
 
 /// The aggregate of Works' `Ready` messages, failing before pending before misplaced.
 /// Those of `going` (being deleted now) are pending as well.
-pub fn works_state_with(works: &[Object], going: &[Object]) -> WorksState {
+pub(crate) fn works_state_with(works: &[Object], going: &[Object]) -> WorksState {
     if works.is_empty() {
         return WorksState::NoWorks;
     }
@@ -88,7 +88,7 @@ pub fn works_state_with(works: &[Object], going: &[Object]) -> WorksState {
     }
 }
 
-pub fn works_succeeded_condition(state: WorksState) -> Condition {
+pub(crate) fn works_succeeded_condition(state: WorksState) -> Condition {
     let (status, reason, message) = match state {
         WorksState::Ready | WorksState::NoWorks => (
             ConditionStatus::True,

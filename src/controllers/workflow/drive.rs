@@ -22,23 +22,23 @@ const RUNS_TO_KEEP: usize = 5;
 
 /// What one look at a workflow decided: the step and, for a start, where the new run stands.
 #[derive(Debug, Clone)]
-pub struct Decided {
-    pub step: Step,
-    pub start: Option<Position>,
+pub(crate) struct Decided {
+    pub(crate) step: Step,
+    pub(crate) start: Option<Position>,
     /// The manual-reconciliation label asked for this look: it goes once the step started a
     /// run or found nothing to run.
-    pub manual: bool,
+    pub(crate) manual: bool,
 }
 
 impl Decided {
     /// Whether the manual-reconciliation label is done with.
-    pub fn clears_manual_label(&self) -> bool {
+    pub(crate) fn clears_manual_label(&self) -> bool {
         self.manual && matches!(self.step, Step::Start { .. } | Step::NothingToRun)
     }
 }
 
 /// Decides the next step of `action`'s workflow from its runs (pure).
-pub fn decide(
+pub(crate) fn decide(
     subject: &Subject,
     action: Action,
     names: &[String],
@@ -76,7 +76,7 @@ pub fn decide(
 
 /// The record of the run a start creates, as the status shows it from the start on (its
 /// sequence is not known before the run is stored: it counts as the newest).
-pub fn started_record(
+pub(crate) fn started_record(
     decided: &Decided,
     subject: &Subject,
     action: Action,
@@ -100,7 +100,7 @@ pub fn started_record(
 
 /// Carries out what [`decide`] decided, but for the object's own status and labels: creates the
 /// run it starts (with its event), and prunes the workflow's runs. Returns the started run.
-pub async fn carry_out(
+pub(crate) async fn carry_out(
     rt: &Runtime,
     subject: &Subject,
     action: Action,
@@ -131,7 +131,7 @@ pub async fn carry_out(
 /// Decides and acts for one workflow action, the manual-reconciliation label included (the
 /// delete workflow, whose object's status is only its own). Returns the step as decided, and
 /// the runs with their records as read before acting.
-pub async fn drive(
+pub(crate) async fn drive(
     rt: &Runtime,
     subject: &Subject,
     action: Action,
@@ -163,10 +163,10 @@ pub async fn drive(
 /// Where a new run stands: its pipeline's index, whether that is the workflow's last, and the
 /// run's number among its pipeline's runs in the current attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Position {
-    pub index: usize,
-    pub last: bool,
-    pub attempt: u32,
+pub(crate) struct Position {
+    pub(crate) index: usize,
+    pub(crate) last: bool,
+    pub(crate) attempt: u32,
 }
 
 /// Creates the run of `pipeline`; its record as created.
@@ -275,7 +275,7 @@ async fn start_run(
 }
 
 /// `<object>-<action?>-<pipeline>-<sequence>`, cut to fit a Kubernetes name.
-pub fn run_name(prefix: &str, action: Action, pipeline: &str, sequence: i64) -> String {
+pub(crate) fn run_name(prefix: &str, action: Action, pipeline: &str, sequence: i64) -> String {
     let action_part = match action {
         Action::Configure => String::new(),
         Action::Delete => "delete-".into(),
@@ -316,7 +316,7 @@ async fn prune(
 }
 
 /// The exit reason of the newest failed run, for condition messages (e.g. `exit code 3`).
-pub fn failure_reason(runs: &[(Object, RunRecord)], step: &Step) -> String {
+pub(crate) fn failure_reason(runs: &[(Object, RunRecord)], step: &Step) -> String {
     let Step::Failed { pipeline, .. } = step else {
         return String::new();
     };
@@ -328,12 +328,12 @@ pub fn failure_reason(runs: &[(Object, RunRecord)], step: &Step) -> String {
 }
 
 /// How long until the step wants another look without any change.
-pub fn wake_after(step: &Step) -> Option<std::time::Duration> {
+pub(crate) fn wake_after(step: &Step) -> Option<std::time::Duration> {
     wake_after_at(step, now_ms())
 }
 
 /// [`wake_after`] at `now` (milliseconds since the epoch).
-pub fn wake_after_at(step: &Step, now: i64) -> Option<std::time::Duration> {
+pub(crate) fn wake_after_at(step: &Step, now: i64) -> Option<std::time::Duration> {
     step.wake_at_ms().map(|at| {
         let ms = (at - now).clamp(0, 24 * 3600 * 1000);
         std::time::Duration::from_millis(u64::try_from(ms).unwrap_or(0) + 50)

@@ -18,19 +18,19 @@ use crate::store::Selector;
 use crate::controllers::{lookups, status, Error, Runtime};
 
 /// Kratix's platform-wide interval when a Promise sets none.
-pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(10 * 3600);
+pub(crate) const DEFAULT_INTERVAL: Duration = Duration::from_secs(10 * 3600);
 /// Kratix's smallest interval: shorter ones are refused.
-pub const MIN_INTERVAL: Duration = Duration::from_secs(60);
+pub(crate) const MIN_INTERVAL: Duration = Duration::from_secs(60);
 
 /// The platform's interval settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Policy {
+pub(crate) struct Policy {
     /// The interval of Promises that set none.
-    pub default: Duration,
+    pub(crate) default: Duration,
     /// Intervals below this are ignored (Kratix: one minute).
-    pub minimum: Duration,
+    pub(crate) minimum: Duration,
     /// Whether a failed workflow also runs again at the interval.
-    pub after_failure: bool,
+    pub(crate) after_failure: bool,
 }
 
 impl Default for Policy {
@@ -45,7 +45,7 @@ impl Default for Policy {
 
 /// Where an object's interval comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Source {
+pub(crate) enum Source {
     /// The Promise's annotation `kratix.io/reconciliation-interval`.
     Annotation,
     /// The Promise's `spec.workflows.config.reconciliationInterval`.
@@ -56,7 +56,7 @@ pub enum Source {
 
 /// The interval of a Promise's workflows (and its requests'): the annotation when it is a valid
 /// duration of at least the minimum, else the Promise's setting when it is, else the default.
-pub fn interval(
+pub(crate) fn interval(
     annotation: Option<&str>,
     setting: Option<&str>,
     policy: &Policy,
@@ -76,7 +76,7 @@ pub fn interval(
 
 /// Refuses a Promise's interval that is no duration or shorter than the minimum, as Kratix's
 /// webhook does.
-pub fn check_setting(text: &str, minimum: Duration) -> Result<(), String> {
+pub(crate) fn check_setting(text: &str, minimum: Duration) -> Result<(), String> {
     match crate::pipeline::metadata::parse_duration(text.trim()) {
         None => Err(format!(
             "{text:?} is not a duration (e.g. \"10h\", \"90m\")"
@@ -88,14 +88,14 @@ pub fn check_setting(text: &str, minimum: Duration) -> Result<(), String> {
 
 /// How a configure workflow last finished.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Finished {
+pub(crate) enum Finished {
     Succeeded { at_ms: i64 },
     Failed { at_ms: i64 },
 }
 
 /// What the interval asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Decision {
+pub(crate) enum Decision {
     /// Run the workflow again now.
     RerunNow,
     /// Look again at this time (milliseconds since the epoch).
@@ -106,7 +106,7 @@ pub enum Decision {
 
 /// Whether the interval has passed since the workflow finished: strictly more than `interval`
 /// since it completed, or failed when failures are re-run too.
-pub fn decide(
+pub(crate) fn decide(
     last: Option<Finished>,
     interval: Duration,
     after_failure: bool,
@@ -126,7 +126,7 @@ pub fn decide(
 }
 
 /// How the configure workflow finished, from its step and run records.
-pub fn finished(step: &Step, records: &[RunRecord]) -> Option<Finished> {
+pub(crate) fn finished(step: &Step, records: &[RunRecord]) -> Option<Finished> {
     let newest = |phase: RunPhase| {
         records
             .iter()
@@ -150,7 +150,7 @@ pub fn finished(step: &Step, records: &[RunRecord]) -> Option<Finished> {
 /// When the configure workflow of an object whose Promise (or revision) is `promise` runs again
 /// by itself: `(wake, rerun)`, the delay until it is due, or `rerun` when it is due now (the
 /// caller sets the manual-reconciliation label, unless `manual` says it is set already).
-pub fn plan(
+pub(crate) fn plan(
     promise: &Object,
     policy: &Policy,
     step: &Step,
@@ -182,7 +182,7 @@ pub fn plan(
 }
 
 /// Sets the manual-reconciliation label on `obj`: its configure workflow runs again.
-pub fn label_for_rerun(obj: &mut Object) {
+pub(crate) fn label_for_rerun(obj: &mut Object) {
     obj.metadata
         .labels
         .get_or_insert_with(Default::default)
@@ -200,7 +200,7 @@ async fn label_for_reconciliation(
 
 /// The Promise label `kratix.io/reconcile-resources=true`: every request of the Promise runs
 /// its configure workflow again, once; then the label goes.
-pub async fn reconcile_resources(rt: &Runtime, promise: &Object) -> Result<(), Error> {
+pub(crate) async fn reconcile_resources(rt: &Runtime, promise: &Object) -> Result<(), Error> {
     if label(promise, labels::RECONCILE_RESOURCES) != Some("true") {
         return Ok(());
     }
@@ -224,7 +224,7 @@ pub async fn reconcile_resources(rt: &Runtime, promise: &Object) -> Result<(), E
 }
 
 /// The sooner of two wake-ups.
-pub fn sooner(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
+pub(crate) fn sooner(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
     match (a, b) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),

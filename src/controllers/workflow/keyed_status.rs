@@ -17,7 +17,7 @@ use crate::controllers::workflow::runs::runs_of;
 use crate::controllers::{now_ms, status, Error, Runtime};
 
 /// The inputs of `subject`'s keyed status for `action`, now.
-pub fn inputs<'a>(
+pub(crate) fn inputs<'a>(
     rt: &Runtime,
     subject: &'a Subject,
     action: Action,
@@ -38,7 +38,7 @@ pub fn inputs<'a>(
 }
 
 /// The names of `pipelines`, in order.
-pub fn names(pipelines: &[Pipeline]) -> Vec<String> {
+pub(crate) fn names(pipelines: &[Pipeline]) -> Vec<String> {
     pipelines.iter().map(|p| p.name().to_string()).collect()
 }
 
@@ -53,7 +53,7 @@ fn workflows_in(status: &Value) -> WorkflowStatuses {
 
 /// Writes `action`'s workflow into `status.kratix.workflows`, leaving the other actions' as
 /// they are; an empty one is left out. What the flat layout left there goes.
-pub fn set_workflow(status: &mut Value, action: Action, workflow: WorkflowStatus) {
+pub(crate) fn set_workflow(status: &mut Value, action: Action, workflow: WorkflowStatus) {
     let mut workflows = workflows_in(status);
     if workflow.is_empty() {
         workflows.0.remove(action.as_str());
@@ -80,7 +80,7 @@ pub fn set_workflow(status: &mut Value, action: Action, workflow: WorkflowStatus
 
 /// Brings `action`'s keyed status up to date from the runs, keeping what only the previous
 /// status knows (transition times, the last successful completion).
-pub fn update(status: &mut Value, inputs: &KeyedInputs) {
+pub(crate) fn update(status: &mut Value, inputs: &KeyedInputs) {
     let previous = workflows_in(status).0.remove(inputs.action.as_str());
     let next = decide::workflow_status(inputs, previous.as_ref());
     set_workflow(status, inputs.action, next);
@@ -89,7 +89,7 @@ pub fn update(status: &mut Value, inputs: &KeyedInputs) {
 /// Migrates a status stored with the flat layout (see [`decide::migrated`]): drops the flat
 /// fields and rebuilds `action`'s entries from each pipeline's newest run. Whether it did; the
 /// write wakes the object, whose next reconcile goes on from the migrated status.
-pub async fn migrate(
+pub(crate) async fn migrate(
     rt: &Runtime,
     subject: &Subject,
     action: Action,

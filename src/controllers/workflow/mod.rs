@@ -28,35 +28,35 @@ use crate::controllers::Runtime;
 
 /// Where a configure workflow stands after this look, and what the look does about it.
 #[derive(Debug)]
-pub struct Configured {
-    pub decided: Decided,
+pub(crate) struct Configured {
+    pub(crate) decided: Decided,
     /// The runs' records as the object's status shows them: as read, and the run this look
     /// starts.
-    pub records: Vec<RunRecord>,
+    pub(crate) records: Vec<RunRecord>,
     /// The Works the workflow produced (those of removed pipelines too).
-    pub works: Vec<Object>,
+    pub(crate) works: Vec<Object>,
     /// The Works of removed pipelines this look deletes (once the workflow has finished).
-    pub obsolete: Vec<Object>,
-    pub works_state: WorksState,
+    pub(crate) obsolete: Vec<Object>,
+    pub(crate) works_state: WorksState,
     /// The workflow's conditions (`ConfigureWorkflowCompleted`, `Reconciled`, ...).
-    pub conditions: Vec<Condition>,
+    pub(crate) conditions: Vec<Condition>,
 }
 
 impl Configured {
-    pub fn step(&self) -> &Step {
+    pub(crate) fn step(&self) -> &Step {
         &self.decided.step
     }
 }
 
 /// Whether a workflow has nothing left to run.
-pub fn finished(step: &Step) -> bool {
+pub(crate) fn finished(step: &Step) -> bool {
     matches!(step, Step::Completed { .. } | Step::NothingToRun)
 }
 
 /// What the configure workflow of `subject` does at this look, from its runs and Works (pure):
 /// the step, the run it starts, the Works of removed pipelines that go once it has finished
 /// (with no pipelines left it is finished at once), and its conditions.
-pub fn plan_configure(
+pub(crate) fn plan_configure(
     subject: &Subject,
     names: &[String],
     runs: &[(Object, RunRecord)],
@@ -116,7 +116,7 @@ fn obsolete_works(works: &[Object], pipelines: &[String]) -> Vec<Object> {
 }
 
 /// Reads what [`plan_configure`] decides from: the subject's runs and Works.
-pub async fn observe_configure(
+pub(crate) async fn observe_configure(
     rt: &Runtime,
     subject: &Subject,
 ) -> Result<(Vec<(Object, RunRecord)>, Vec<Object>), Error> {
@@ -127,7 +127,7 @@ pub async fn observe_configure(
 
 /// Carries out a [`plan_configure`] but for the object's own status and labels: the run it
 /// starts, pruning, and the Works of removed pipelines.
-pub async fn carry_out_configure(
+pub(crate) async fn carry_out_configure(
     rt: &Runtime,
     subject: &Subject,
     pipelines: &[Pipeline],
@@ -149,7 +149,7 @@ pub async fn carry_out_configure(
 
 /// Drives the subject's delete workflow one step and reports it. Returns what to ask for next
 /// while it has not finished; `None` once it has.
-pub async fn delete(
+pub(crate) async fn delete(
     rt: &Runtime,
     subject: &Subject,
     pipelines: &[Pipeline],

@@ -17,18 +17,18 @@ use crate::controllers::subject::Subject;
 use crate::controllers::{status, Error, Next, Runtime};
 
 /// The reason of the conditions a pause sets.
-pub const PAUSED_REASON: &str = "PausedReconciliation";
+pub(crate) const PAUSED_REASON: &str = "PausedReconciliation";
 
 /// Which label holds the object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PausedBy {
+pub(crate) enum PausedBy {
     Itself,
     ItsPromise,
 }
 
 /// What the controller does about pausing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Decision {
+pub(crate) enum Decision {
     /// Nothing to do with pausing: reconcile as usual.
     Proceed,
     /// Paused: record it and do nothing else.
@@ -39,7 +39,7 @@ pub enum Decision {
 
 /// Decides from the object's label, its Promise's label (for requests) and its `Reconciled`
 /// condition (`(status, reason)`), which remembers a pause that has ended.
-pub fn decide(
+pub(crate) fn decide(
     own_label: Option<&str>,
     promise_label: Option<&str>,
     reconciled: Option<(&str, &str)>,
@@ -57,7 +57,7 @@ pub fn decide(
 }
 
 /// The decision for `obj`; `promise` is the Promise of a request, `None` for a Promise.
-pub fn decision_for(obj: &Object, promise: Option<&Object>) -> Decision {
+pub(crate) fn decision_for(obj: &Object, promise: Option<&Object>) -> Decision {
     let reconciled = status::condition_status(obj, RECONCILED);
     decide(
         label(obj, labels::PAUSED),
@@ -69,7 +69,7 @@ pub fn decision_for(obj: &Object, promise: Option<&Object>) -> Decision {
 }
 
 /// The conditions of a paused object: `Reconciled`, and for a Promise also `Available`.
-pub fn paused_conditions(is_promise: bool) -> Vec<Condition> {
+pub(crate) fn paused_conditions(is_promise: bool) -> Vec<Condition> {
     let mut out = vec![Condition::new(
         RECONCILED,
         ConditionStatus::Unknown,
@@ -88,7 +88,7 @@ pub fn paused_conditions(is_promise: bool) -> Vec<Condition> {
 }
 
 /// Carries out a decision other than [`Decision::Proceed`]; returns `None` to proceed.
-pub async fn act(
+pub(crate) async fn act(
     rt: &Runtime,
     subject: &Subject,
     decision: Decision,

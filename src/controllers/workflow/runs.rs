@@ -15,7 +15,7 @@ use crate::store::Selector;
 
 /// A run record read back from a stored PipelineRun; `None` when its spec does not parse. A
 /// status this version cannot read (an unknown phase) counts as not started.
-pub fn run_record(run: &Object) -> Option<RunRecord> {
+pub(crate) fn run_record(run: &Object) -> Option<RunRecord> {
     let spec = PipelineRunSpec::deserialize(run.data.get("spec")?).ok()?;
     let status: PipelineRunStatus =
         crate::controllers::status::typed_status(run).unwrap_or_default();
@@ -46,7 +46,10 @@ pub fn run_record(run: &Object) -> Option<RunRecord> {
 }
 
 /// Every stored run of the subject's workflow type, with its record.
-pub async fn runs_of(rt: &Runtime, subject: &Subject) -> Result<Vec<(Object, RunRecord)>, Error> {
+pub(crate) async fn runs_of(
+    rt: &Runtime,
+    subject: &Subject,
+) -> Result<Vec<(Object, RunRecord)>, Error> {
     let sel_labels = subject.selector_labels();
     let selector = Selector::from_labels(sel_labels.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     let runs = rt
@@ -64,7 +67,7 @@ pub async fn runs_of(rt: &Runtime, subject: &Subject) -> Result<Vec<(Object, Run
 }
 
 /// Deletes the run records (and their folders) of a Promise or request that is going away.
-pub async fn delete_runs(rt: &Runtime, subject: &Subject) -> Result<(), Error> {
+pub(crate) async fn delete_runs(rt: &Runtime, subject: &Subject) -> Result<(), Error> {
     let kind = rt.kind(crate::api::Builtin::PipelineRun);
     for (run, _) in runs_of(rt, subject).await? {
         let _ = std::fs::remove_dir_all(rt.platform.run_dir(&run));

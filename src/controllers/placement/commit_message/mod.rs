@@ -7,35 +7,35 @@ use std::collections::BTreeMap;
 
 use crate::api::WorkType;
 
-pub use crate::controllers::state_store::commit_template::Template;
-pub use object::{generation_and_annotations, ObjectMeta};
+pub(crate) use crate::controllers::state_store::commit_template::Template;
+pub(crate) use object::{generation_and_annotations, ObjectMeta};
 
 /// What one write of a Work's placements on a Destination is about.
 #[derive(Debug, Clone, Default)]
-pub struct PlacementWrite<'a> {
-    pub work: &'a str,
-    pub promise: &'a str,
+pub(crate) struct PlacementWrite<'a> {
+    pub(crate) work: &'a str,
+    pub(crate) promise: &'a str,
     /// The request's namespace and name; none for a promise workflow's Work.
-    pub resource: Option<(&'a str, &'a str)>,
+    pub(crate) resource: Option<(&'a str, &'a str)>,
     /// The pipeline that made the Work; none for static dependencies.
-    pub pipeline: Option<&'a str>,
-    pub destination: &'a str,
+    pub(crate) pipeline: Option<&'a str>,
+    pub(crate) destination: &'a str,
     /// The Work's `kratix.io/work-type`, when the Work still exists.
-    pub work_type: Option<WorkType>,
+    pub(crate) work_type: Option<WorkType>,
     /// Why the placement goes ([`crate::api::labels::REMOVAL_REASON`]), if it does.
-    pub removal: Option<&'a str>,
+    pub(crate) removal: Option<&'a str>,
     /// Whether anything is written (else only deleted).
-    pub puts: bool,
+    pub(crate) puts: bool,
     /// The store's template for the text above the trailers, if it has one.
-    pub template: Option<&'a Template>,
+    pub(crate) template: Option<&'a Template>,
     /// The request's (or, for a promise workflow, the Promise's) generation and annotations,
     /// when the template uses them.
-    pub generation: Option<i64>,
-    pub annotations: Option<&'a BTreeMap<String, String>>,
+    pub(crate) generation: Option<i64>,
+    pub(crate) annotations: Option<&'a BTreeMap<String, String>>,
 }
 
 /// `Update from: <work>` (or `Delete from:` when nothing is written), then the trailers.
-pub fn placement_message(w: &PlacementWrite) -> String {
+pub(crate) fn placement_message(w: &PlacementWrite) -> String {
     // Kratix names a static dependency's writes after the promise workflow.
     let work_type = match w.work_type {
         Some(WorkType::Resource) => "resource",
@@ -87,7 +87,7 @@ pub fn placement_message(w: &PlacementWrite) -> String {
 }
 
 /// The message of a Destination's canary write (`subject` says what was done to it).
-pub fn canary_message(destination: &str, subject: &str) -> String {
+pub(crate) fn canary_message(destination: &str, subject: &str) -> String {
     format!("{subject}: kratix-canary\n\nKratix-Destination: {destination}\n")
 }
 

@@ -6,14 +6,14 @@ use crate::controllers::{lookups, Error, Runtime};
 
 /// What a template may say of the object a Work was made for.
 #[derive(Debug, Clone, Default)]
-pub struct ObjectMeta {
-    pub generation: Option<i64>,
-    pub annotations: BTreeMap<String, String>,
+pub(crate) struct ObjectMeta {
+    pub(crate) generation: Option<i64>,
+    pub(crate) annotations: BTreeMap<String, String>,
 }
 
 /// The generation and annotations of a Work's object: the request named by `resource`
 /// (namespace, name), or the Promise for a promise workflow. Default values when it is gone.
-pub async fn generation_and_annotations(
+pub(crate) async fn generation_and_annotations(
     rt: &Runtime,
     promise: &str,
     resource: Option<(&str, &str)>,

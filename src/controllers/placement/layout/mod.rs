@@ -18,7 +18,7 @@ use crate::controllers::work::schedule::short_id;
 
 /// Errors turning a placement's stored workloads back into files.
 #[derive(Debug, thiserror::Error)]
-pub enum Error {
+pub(crate) enum Error {
     /// A workload's `content` is not base64 of gzip.
     #[error("workload {filepath:?}")]
     Content {
@@ -36,20 +36,20 @@ pub enum Error {
 }
 
 /// A file: its path and its bytes.
-pub type FileBytes = (String, Vec<u8>);
+pub(crate) type FileBytes = (String, Vec<u8>);
 /// A placement's name and its decoded workloads.
-pub type NamedWorkloads = (String, Vec<FileBytes>);
+pub(crate) type NamedWorkloads = (String, Vec<FileBytes>);
 
 /// The files of one placement, decoded: (filepath relative to the pipeline output, bytes), in
 /// the Work's order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PlacementFiles {
-    pub workloads: Vec<FileBytes>,
+pub(crate) struct PlacementFiles {
+    pub(crate) workloads: Vec<FileBytes>,
 }
 
 impl PlacementFiles {
     /// Decodes workloads as Works store them: base64 (standard alphabet) of gzip of the bytes.
-    pub fn decode(workloads: &[Workload]) -> Result<Self, Error> {
+    pub(crate) fn decode(workloads: &[Workload]) -> Result<Self, Error> {
         let workloads = workloads
             .iter()
             .map(|workload| Ok((workload.filepath.clone(), decode_content(workload)?)))
@@ -67,24 +67,24 @@ fn decode_content(workload: &Workload) -> Result<Vec<u8>, Error> {
 
 /// Everything that decides where one placement's files go.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PlacementContext {
+pub(crate) struct PlacementContext {
     /// The state store's `spec.path`.
-    pub store_path: Option<String>,
+    pub(crate) store_path: Option<String>,
     /// The Destination's `spec.path`.
-    pub destination_path: String,
-    pub mode: FilepathMode,
+    pub(crate) destination_path: String,
+    pub(crate) mode: FilepathMode,
     /// The Destination's `filepath.filename` (mode `aggregatedYAML`).
-    pub aggregated_filename: Option<String>,
+    pub(crate) aggregated_filename: Option<String>,
     /// The Work's namespace, which is the placement's (normally the request's namespace,
     /// `kratix-platform-system` for promise workflows).
-    pub namespace: String,
-    pub promise: String,
+    pub(crate) namespace: String,
+    pub(crate) promise: String,
     /// The request's name; `None` (or empty) for dependency Works.
-    pub resource: Option<String>,
+    pub(crate) resource: Option<String>,
     /// The pipeline's name; `None` for a Promise's static dependencies.
-    pub pipeline: Option<String>,
+    pub(crate) pipeline: Option<String>,
     /// The workload group id (md5 hex of its directory).
-    pub group_id: String,
+    pub(crate) group_id: String,
 }
 
 impl PlacementContext {
@@ -94,14 +94,14 @@ impl PlacementContext {
 }
 
 /// Default file of mode `aggregatedYAML` when the Destination names none.
-pub const DEFAULT_AGGREGATED_FILENAME: &str = "aggregated.yaml";
+pub(crate) const DEFAULT_AGGREGATED_FILENAME: &str = "aggregated.yaml";
 /// Where mode `none` keeps each placement's list of files, under the Destination's path.
-pub const STATE_DIR: &str = ".kratix";
+pub(crate) const STATE_DIR: &str = ".kratix";
 /// The canary Namespace, as Kratix writes it (sigs.k8s.io/yaml output).
-pub const CANARY_NAMESPACE_YAML: &str =
+pub(crate) const CANARY_NAMESPACE_YAML: &str =
     "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: kratix-worker-system\nspec: {}\nstatus: {}\n";
 /// The canary ConfigMap, as Kratix writes it (sigs.k8s.io/yaml output).
-pub const CANARY_CONFIGMAP_YAML: &str = "apiVersion: v1\ndata:\n  canary: this confirms your infrastructure is reading from Kratix state stores\nkind: ConfigMap\nmetadata:\n  name: kratix-info\n  namespace: kratix-worker-system\n";
+pub(crate) const CANARY_CONFIGMAP_YAML: &str = "apiVersion: v1\ndata:\n  canary: this confirms your infrastructure is reading from Kratix state stores\nkind: ConfigMap\nmetadata:\n  name: kratix-info\n  namespace: kratix-worker-system\n";
 const CANARY_NAMESPACE_FILE: &str = "kratix-canary-namespace.yaml";
 const CANARY_CONFIGMAP_FILE: &str = "kratix-canary-configmap.yaml";
 
@@ -109,7 +109,7 @@ const CANARY_CONFIGMAP_FILE: &str = "kratix-canary-configmap.yaml";
 /// `D/dependencies/<promise>/<pipeline>/<id5>` for dependency Works (the pipeline segment is
 /// dropped for static dependencies), `D/resources/<ns>/<promise>/<request>/<pipeline>/<id5>` for
 /// requests. `None` in the flat modes, where a placement has no directory of its own.
-pub fn placement_dir(ctx: &PlacementContext) -> Option<String> {
+pub(crate) fn placement_dir(ctx: &PlacementContext) -> Option<String> {
     if ctx.mode != FilepathMode::NestedByMetadata {
         return None;
     }
@@ -142,7 +142,7 @@ pub fn placement_dir(ctx: &PlacementContext) -> Option<String> {
 /// path (add [`none_mode_state_file`] to what is written). Mode `aggregatedYAML`: nothing,
 /// because a placement has no file of its own there: the Destination's single file, at
 /// [`aggregated_file_path`], holds [`aggregated_yaml`] of all its placements.
-pub fn file_paths(ctx: &PlacementContext, workloads: &PlacementFiles) -> Vec<FileBytes> {
+pub(crate) fn file_paths(ctx: &PlacementContext, workloads: &PlacementFiles) -> Vec<FileBytes> {
     let base = match ctx.mode {
         FilepathMode::AggregatedYaml => return Vec::new(),
         FilepathMode::NestedByMetadata => placement_dir(ctx).unwrap_or_default(),
@@ -157,7 +157,7 @@ pub fn file_paths(ctx: &PlacementContext, workloads: &PlacementFiles) -> Vec<Fil
 
 /// The one file of a Destination in mode `aggregatedYAML`: `D/<filename>`, `aggregated.yaml`
 /// unless the Destination names another.
-pub fn aggregated_file_path(
+pub(crate) fn aggregated_file_path(
     store_path: Option<&str>,
     destination_path: &str,
     filename: Option<&str>,
@@ -172,7 +172,7 @@ pub fn aggregated_file_path(
 /// Namespace and the `kratix-info` ConfigMap. Nested mode puts them in `D/dependencies/` and
 /// `D/resources/` (so the GitOps agent reading `resources` after `dependencies` finds the
 /// namespace first); the flat modes put both directly in `D/`.
-pub fn canary_files(
+pub(crate) fn canary_files(
     destination_path: &str,
     store_path: Option<&str>,
     mode: FilepathMode,
@@ -208,7 +208,7 @@ struct StateFile<'a> {
 /// content `files:` followed by `D/<filepath>` for each of `filepaths` (paths relative to the
 /// store's root without its `spec.path`, exactly as Kratix lists them, so Kratix can take over
 /// a store we wrote). We never read it back: deletions come from our own ownership records.
-pub fn none_mode_state_file(
+pub(crate) fn none_mode_state_file(
     ctx: &PlacementContext,
     placement_namespace: &str,
     placement_name: &str,
@@ -237,7 +237,7 @@ pub fn none_mode_state_file(
 
 /// The content of a Destination's aggregated file: the workloads of every placement, placements
 /// sorted by name and workloads in their order, joined with `\n---\n` (no trailing newline added).
-pub fn aggregated_yaml(placements: &[NamedWorkloads]) -> Vec<u8> {
+pub(crate) fn aggregated_yaml(placements: &[NamedWorkloads]) -> Vec<u8> {
     let mut sorted: Vec<&NamedWorkloads> = placements.iter().collect();
     sorted.sort_by(|a, b| a.0.cmp(&b.0));
     let mut out = Vec::new();
@@ -257,7 +257,7 @@ pub fn aggregated_yaml(placements: &[NamedWorkloads]) -> Vec<u8> {
 /// `relative` under the store's `spec.path`, as Kratix's Git writer roots it.
 /// The key under which every file of a Destination lies: the store's `spec.path`, then the
 /// Destination's (empty: the store's root).
-pub fn destination_root(store_path: Option<&str>, destination_path: &str) -> String {
+pub(crate) fn destination_root(store_path: Option<&str>, destination_path: &str) -> String {
     store_key(store_path, &go_join(&[destination_path]))
 }
 

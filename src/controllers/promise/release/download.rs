@@ -18,7 +18,7 @@ const MAX_BYTES: usize = 3 * 1024 * 1024;
 /// Why a release's Promise could not be fetched or is not acceptable. Never holds a credential:
 /// the URL is redacted and the Authorization header is never part of a message.
 #[derive(Debug, thiserror::Error)]
-pub enum Error {
+pub(crate) enum Error {
     #[error("request to {url} failed")]
     Request {
         url: String,
@@ -52,7 +52,7 @@ pub enum Error {
 
 impl Error {
     /// The `Installed` condition's reason, as Kratix names it.
-    pub fn reason(&self) -> &'static str {
+    pub(crate) fn reason(&self) -> &'static str {
         match self {
             Error::NoVersionLabel => "VersionLabelNotFound",
             Error::VersionMismatch { .. } => "VersionNotMatching",
@@ -62,7 +62,7 @@ impl Error {
 }
 
 /// GETs `url` (with `authorization` as the `Authorization` header) and returns the body.
-pub async fn get(url: &str, authorization: Option<&str>) -> Result<Vec<u8>, Error> {
+pub(crate) async fn get(url: &str, authorization: Option<&str>) -> Result<Vec<u8>, Error> {
     let shown = statestores::redact_url(url);
     let request_error = |source: reqwest::Error| Error::Request {
         url: shown.clone(),
@@ -95,7 +95,7 @@ pub async fn get(url: &str, authorization: Option<&str>) -> Result<Vec<u8>, Erro
 
 /// The Promise in a fetched body: exactly one document, of kind Promise, that would be a valid
 /// Promise, labelled with a version.
-pub fn promise_from(url: &str, body: &[u8]) -> Result<(Value, String), Error> {
+pub(crate) fn promise_from(url: &str, body: &[u8]) -> Result<(Value, String), Error> {
     let shown = statestores::redact_url(url);
     let mut documents = Vec::new();
     for document in serde_yaml::Deserializer::from_slice(body) {
@@ -152,7 +152,7 @@ pub fn promise_from(url: &str, body: &[u8]) -> Result<(Value, String), Error> {
 }
 
 /// Whether the fetched version is the one the release asks for (any, when it names none).
-pub fn check_version(wanted: &str, found: &str) -> Result<(), Error> {
+pub(crate) fn check_version(wanted: &str, found: &str) -> Result<(), Error> {
     if wanted.is_empty() || wanted == found {
         Ok(())
     } else {

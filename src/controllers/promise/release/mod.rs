@@ -22,16 +22,16 @@ use crate::store::Selector;
 use crate::controllers::{now_rfc3339, status, Error, Next, Runtime};
 
 /// The finalizer that deletes a release's Promise before the release goes.
-pub const FINALIZER: &str = "kratix.io/promise-cleanup";
+pub(crate) const FINALIZER: &str = "kratix.io/promise-cleanup";
 /// How soon a release that failed to install tries again.
 const RETRY: Duration = Duration::from_secs(15);
 
 /// What a reconcile of a release found: installed, or why not.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Outcome {
-    pub status: &'static str,
-    pub reason: &'static str,
-    pub message: String,
+pub(crate) struct Outcome {
+    pub(crate) status: &'static str,
+    pub(crate) reason: &'static str,
+    pub(crate) message: String,
 }
 
 impl Outcome {
@@ -52,7 +52,7 @@ impl Outcome {
     }
 
     /// The `Installed` condition.
-    pub fn condition(&self) -> Condition {
+    pub(crate) fn condition(&self) -> Condition {
         let ok = self.reason == "InstalledSuccessfully";
         let status = if ok {
             ConditionStatus::True
@@ -63,7 +63,7 @@ impl Outcome {
     }
 }
 
-pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
+pub(crate) async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
     let kind = rt.kind(Builtin::PromiseRelease);
     let release: PromiseRelease =
         to_typed(&obj).map_err(|source| Error::malformed(&obj, "PromiseRelease", source))?;
@@ -277,7 +277,10 @@ async fn set_outcome(rt: &Runtime, obj: &Object, outcome: &Outcome) -> Result<()
 }
 
 /// Releases whose `sourceRef.secretRef` names this Secret.
-pub async fn using_secret(rt: &Runtime, secret: &ObjectKey) -> Result<Vec<ObjectKey>, Error> {
+pub(crate) async fn using_secret(
+    rt: &Runtime,
+    secret: &ObjectKey,
+) -> Result<Vec<ObjectKey>, Error> {
     let releases = rt
         .cp
         .list(

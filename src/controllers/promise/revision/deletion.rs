@@ -17,11 +17,11 @@ use crate::controllers::promise::revision::is_latest;
 use crate::controllers::{lookups, status, Error, Next, Runtime};
 
 /// At most this many requests are named in the event; the others are counted.
-pub const LISTED: usize = 10;
+pub(crate) const LISTED: usize = 10;
 
 /// What to say when a revision of `version` goes while the bindings of `requests`
 /// (`namespace/name`, sorted) name that version; `None` when none does.
-pub fn in_use_message(revision: &str, version: &str, requests: &[String]) -> Option<String> {
+pub(crate) fn in_use_message(revision: &str, version: &str, requests: &[String]) -> Option<String> {
     if requests.is_empty() {
         return None;
     }
@@ -47,7 +47,7 @@ pub fn in_use_message(revision: &str, version: &str, requests: &[String]) -> Opt
 
 /// Whether the deletion of a revision is reported: not the latest one (made again at once, with
 /// its own event), and not while its Promise is gone or going (its requests go with it).
-pub fn reported(latest: bool, promise_stays: bool) -> bool {
+pub(crate) fn reported(latest: bool, promise_stays: bool) -> bool {
     !latest && promise_stays
 }
 
@@ -78,7 +78,7 @@ async fn requests_naming(rt: &Runtime, promise: &str, version: &str) -> Result<V
 }
 
 /// A revision being deleted: says which requests still name its version, then lets it go.
-pub async fn finish(rt: &Runtime, revision: &Object) -> Result<Next, Error> {
+pub(crate) async fn finish(rt: &Runtime, revision: &Object) -> Result<Next, Error> {
     let kind = rt.kind(Builtin::PromiseRevision);
     if !status::has_finalizer(revision, finalizers::PROMISE_REVISION) {
         return Ok(Next::Done);

@@ -23,15 +23,15 @@ use crate::events::Reason;
 
 /// A revision as the decisions need it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RevisionInfo {
-    pub name: String,
-    pub version: String,
-    pub latest: bool,
+pub(crate) struct RevisionInfo {
+    pub(crate) name: String,
+    pub(crate) version: String,
+    pub(crate) latest: bool,
 }
 
 /// Why no revision answers a version.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ResolveError {
+pub(crate) enum ResolveError {
     #[error(
         "cannot find any PromiseRevision for Promise {promise} with status.latest set to true"
     )]
@@ -44,7 +44,7 @@ pub enum ResolveError {
 
 /// The revision `desired` names among a Promise's revisions: `latest` is the one marked latest,
 /// anything else the one of exactly that version (Kratix's `fetchRevision`).
-pub fn resolve<'a>(
+pub(crate) fn resolve<'a>(
     promise: &str,
     desired: &str,
     revisions: &'a [RevisionInfo],
@@ -83,7 +83,7 @@ fn is_latest(revision: &Object) -> bool {
 
 /// Why deleting a revision is refused, if it is: the latest one may not go (Kratix's admission
 /// webhook refuses it); it goes with its Promise.
-pub fn deletion_refused(revision: &Object) -> Option<String> {
+pub(crate) fn deletion_refused(revision: &Object) -> Option<String> {
     is_latest(revision).then(|| {
         let promise = revision
             .data
@@ -100,17 +100,17 @@ pub fn deletion_refused(revision: &Object) -> Option<String> {
 /// Whether creating the revision of `version` makes again one that was deleted: the Promise
 /// already recorded that version (`status.version`), so its revision existed before. A new
 /// version, or a Promise not reconciled yet, gets its revision for the first time.
-pub fn made_again(recorded_version: Option<&str>, version: &str) -> bool {
+pub(crate) fn made_again(recorded_version: Option<&str>, version: &str) -> bool {
     recorded_version == Some(version)
 }
 
 /// The name of a Promise's revision of `version`, as Kratix names it.
-pub fn revision_name(promise: &str, version: &str) -> String {
+pub(crate) fn revision_name(promise: &str, version: &str) -> String {
     names::deterministic_name(promise, &[version])
 }
 
 /// Every revision of a Promise (stored objects).
-pub async fn revisions_of(rt: &Runtime, promise: &str) -> Result<Vec<Object>, Error> {
+pub(crate) async fn revisions_of(rt: &Runtime, promise: &str) -> Result<Vec<Object>, Error> {
     let selector = Selector::from_labels([(labels::PROMISE_NAME, promise)]);
     Ok(rt
         .cp
@@ -119,7 +119,7 @@ pub async fn revisions_of(rt: &Runtime, promise: &str) -> Result<Vec<Object>, Er
 }
 
 /// A stored revision as the decisions need it.
-pub fn info(obj: &Object) -> Result<RevisionInfo, Error> {
+pub(crate) fn info(obj: &Object) -> Result<RevisionInfo, Error> {
     let typed: PromiseRevision =
         to_typed(obj).map_err(|source| Error::malformed(obj, "PromiseRevision", source))?;
     Ok(RevisionInfo {
@@ -131,7 +131,7 @@ pub fn info(obj: &Object) -> Result<RevisionInfo, Error> {
 
 /// Makes the revision of the Promise's current version hold its spec and be the only latest
 /// one. Does nothing for a Promise without a version label.
-pub async fn sync(rt: &Runtime, promise: &Object) -> Result<(), Error> {
+pub(crate) async fn sync(rt: &Runtime, promise: &Object) -> Result<(), Error> {
     let Some(version) = label(promise, labels::PROMISE_VERSION) else {
         return Ok(());
     };
@@ -228,7 +228,7 @@ async fn set_latest_status(rt: &Runtime, key: &ObjectKey, latest: bool) -> Resul
 
 /// The PromiseRevision controller: `status.latest` follows the latest-revision label; a
 /// revision carries the finalizer that lets its deletion be reported ([`deletion`]).
-pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
+pub(crate) async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
     if obj.metadata.deletion_timestamp.is_some() {
         return deletion::finish(rt, &obj).await;
     }
@@ -245,7 +245,7 @@ pub async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
 
 /// Deletes every revision of a Promise that is going away (each goes once the revision
 /// controller has seen it go).
-pub async fn delete_all(rt: &Runtime, promise: &str) -> Result<(), Error> {
+pub(crate) async fn delete_all(rt: &Runtime, promise: &str) -> Result<(), Error> {
     let kind = rt.kind(Builtin::PromiseRevision);
     for obj in revisions_of(rt, promise).await? {
         status::delete_if_present(rt.cp.as_ref(), &kind, &obj).await?;
@@ -254,7 +254,7 @@ pub async fn delete_all(rt: &Runtime, promise: &str) -> Result<(), Error> {
 }
 
 /// The Promise of a revision, to wake when the revision changes.
-pub fn promise_key(obj: &Object) -> Option<ObjectKey> {
+pub(crate) fn promise_key(obj: &Object) -> Option<ObjectKey> {
     label(obj, labels::PROMISE_NAME).map(|p| ObjectKey::new(GROUP, "Promise", None, p))
 }
 

@@ -17,7 +17,7 @@ pub enum Strategy {
 
 impl Strategy {
     /// The setting's value; anything else is `floating`, as in Kratix.
-    pub fn parse(value: Option<&str>) -> Self {
+    pub(crate) fn parse(value: Option<&str>) -> Self {
         match value.map(str::trim) {
             Some("pinned") => Strategy::Pinned,
             _ => Strategy::Floating,
@@ -28,7 +28,7 @@ impl Strategy {
 /// The version a request's binding asks for: the binding's own; else the one the request last
 /// recorded (`status.resourceBindingVersion`, for a binding deleted by hand); else, for a new
 /// request, per the strategy. `None` when pinned and no revision is latest yet.
-pub fn desired_version(
+pub(crate) fn desired_version(
     binding: Option<&str>,
     recorded: Option<&str>,
     strategy: Strategy,
@@ -44,7 +44,7 @@ pub fn desired_version(
 
 /// Where the request's configure workflow stands for the version it runs with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome<'a> {
+pub(crate) enum Outcome<'a> {
     InProgress,
     Succeeded,
     Failed(&'a str),
@@ -52,7 +52,7 @@ pub enum Outcome<'a> {
 
 impl<'a> Outcome<'a> {
     /// From the workflow's step; `failure` is the failed pipeline's message.
-    pub fn of(step: &Step, failure: &'a str) -> Self {
+    pub(crate) fn of(step: &Step, failure: &'a str) -> Self {
         match step {
             Step::Completed { .. } | Step::NothingToRun => Outcome::Succeeded,
             Step::Failed { .. } => Outcome::Failed(failure),
@@ -65,7 +65,7 @@ impl<'a> Outcome<'a> {
 /// `syncResourceBindingUpgradeStatus` and `applyResourceBindingUpgradeStatus`). A first
 /// reconcile only records `lastAppliedVersion`; `UpgradeSucceeded` appears once a version
 /// changed or failed.
-pub fn next_status(
+pub(crate) fn next_status(
     current: &ResourceBindingStatus,
     attempted: &str,
     outcome: Outcome<'_>,

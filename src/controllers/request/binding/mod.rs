@@ -18,20 +18,20 @@ use crate::controllers::promise::revision::ResolveError;
 use crate::controllers::{now_rfc3339, status, Error, Runtime};
 
 mod decide;
-pub use decide::{desired_version, next_status, Outcome, Strategy};
+pub(crate) use decide::{desired_version, next_status, Outcome, Strategy};
 
 /// A request's pinning: the Promise it runs with, and the version it is bound to.
 #[derive(Debug, Clone)]
-pub struct Pinned {
+pub(crate) struct Pinned {
     /// The Promise as stored, its `spec` replaced by the bound revision's.
-    pub promise: Object,
-    pub bound: Option<Bound>,
+    pub(crate) promise: Object,
+    pub(crate) bound: Option<Bound>,
 }
 
 impl Pinned {
     /// The version the request's workflows run at: the bound revision's; for a request going
     /// away whose revision is gone, the Promise's label; `None` for an unversioned Promise.
-    pub fn version(&self) -> Option<&str> {
+    pub(crate) fn version(&self) -> Option<&str> {
         match &self.bound {
             Some(bound) => Some(bound.version.as_str()),
             None => label(&self.promise, labels::PROMISE_VERSION),
@@ -41,18 +41,18 @@ impl Pinned {
 
 /// The version a request of a versioned Promise is bound to.
 #[derive(Debug, Clone)]
-pub struct Bound {
+pub(crate) struct Bound {
     /// The binding's `spec.version` (`latest` or a version).
-    pub desired: String,
+    pub(crate) desired: String,
     /// The revision's version.
-    pub version: String,
-    pub binding: Option<Object>,
+    pub(crate) version: String,
+    pub(crate) binding: Option<Object>,
 }
 
 /// The Promise a request runs with: as stored when it has no version label; otherwise the
 /// revision its binding names (for a request being deleted, the version it was last configured
 /// with). `Err` says why no revision answers.
-pub async fn pinned(
+pub(crate) async fn pinned(
     rt: &Runtime,
     promise: &Object,
     request: &Object,
@@ -154,7 +154,7 @@ async fn find(rt: &Runtime, promise: &str, request: &Object) -> Result<Option<Ob
 /// Records on the request's binding (made on first use) how the workflow for its version
 /// stands, and the request's health. The request's own `promiseVersion` and
 /// `resourceBindingVersion` are the caller's to write, from [`request_versions`].
-pub async fn record(
+pub(crate) async fn record(
     rt: &Runtime,
     request: &Object,
     pinned: &Pinned,
@@ -189,7 +189,7 @@ pub async fn record(
 /// What a bound request records of its binding in its own status: `promiseVersion` (the
 /// version it last completed at, once it has) and `resourceBindingVersion` (what its binding
 /// asks for). `None` for a request of an unversioned Promise.
-pub fn request_versions(pinned: &Pinned, outcome: Outcome<'_>) -> Option<RequestVersions> {
+pub(crate) fn request_versions(pinned: &Pinned, outcome: Outcome<'_>) -> Option<RequestVersions> {
     let bound = pinned.bound.as_ref()?;
     Some(RequestVersions {
         completed: (outcome == Outcome::Succeeded).then(|| bound.version.clone()),
@@ -199,14 +199,14 @@ pub fn request_versions(pinned: &Pinned, outcome: Outcome<'_>) -> Option<Request
 
 /// See [`request_versions`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RequestVersions {
-    pub completed: Option<String>,
-    pub binding: String,
+pub(crate) struct RequestVersions {
+    pub(crate) completed: Option<String>,
+    pub(crate) binding: String,
 }
 
 impl RequestVersions {
     /// Writes them into a request's status.
-    pub fn apply(&self, status: &mut Value) {
+    pub(crate) fn apply(&self, status: &mut Value) {
         if let Some(version) = &self.completed {
             crate::controllers::status::set_field(status, "promiseVersion", json!(version));
         }
@@ -251,7 +251,7 @@ async fn create(
 }
 
 /// Deletes the binding of a request that is going away.
-pub async fn delete_of(rt: &Runtime, promise: &str, request: &Object) -> Result<(), Error> {
+pub(crate) async fn delete_of(rt: &Runtime, promise: &str, request: &Object) -> Result<(), Error> {
     if let Some(binding) = find(rt, promise, request).await? {
         status::delete_if_present(rt.cp.as_ref(), &rt.kind(Builtin::ResourceBinding), &binding)
             .await?;
@@ -260,7 +260,7 @@ pub async fn delete_of(rt: &Runtime, promise: &str, request: &Object) -> Result<
 }
 
 /// The request a binding tracks, to wake when the binding changes.
-pub fn request_of(rt_kind: Option<&KindInfo>, binding: &Object) -> Option<ObjectKey> {
+pub(crate) fn request_of(rt_kind: Option<&KindInfo>, binding: &Object) -> Option<ObjectKey> {
     let kind = rt_kind?;
     let typed: crate::api::ResourceBinding = to_typed(binding).ok()?;
     let namespace = Some(typed.spec.resource_ref.namespace.as_str()).filter(|n| !n.is_empty());

@@ -12,9 +12,9 @@ use crate::api::WorkflowType;
 use crate::pipeline::{DestinationSelectorEntry, Output};
 
 /// The directory of the default workload group.
-pub const ROOT_DIRECTORY: &str = ".";
+pub(crate) const ROOT_DIRECTORY: &str = ".";
 /// `source` of selectors that come from the Promise's `spec.destinationSelectors`.
-pub const PROMISE_SOURCE: &str = "promise";
+pub(crate) const PROMISE_SOURCE: &str = "promise";
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -42,7 +42,7 @@ pub enum Error {
 /// directory (in the order listed), then the default group `.` with every other file, only if it
 /// has any. `promise_selectors` are the Promise's own `spec.destinationSelectors`; they apply to
 /// the default group only.
-pub fn workload_groups(
+pub(crate) fn workload_groups(
     output: &Output,
     selectors: &[DestinationSelectorEntry],
     promise_selectors: &[BTreeMap<String, String>],
@@ -141,19 +141,19 @@ fn workloads<'a>(
 }
 
 /// A workload group's id: the md5 hex of its directory (`.` for the default group).
-pub fn group_id(directory: &str) -> String {
+pub(crate) fn group_id(directory: &str) -> String {
     hex::encode(Md5::digest(directory.as_bytes()))
 }
 
 /// The path of a Promise's static dependencies in its workload group.
-pub fn static_dependencies_path(promise_name: &str) -> String {
+pub(crate) fn static_dependencies_path(promise_name: &str) -> String {
     format!("static/{promise_name}-dependencies.yaml")
 }
 
 /// The one workload group of a Promise's static `dependencies`: `.` holding
 /// `static/<promise>-dependencies.yaml`, every dependency a YAML document of it, scheduled by the
 /// Promise's own selectors.
-pub fn static_dependencies_group(
+pub(crate) fn static_dependencies_group(
     promise_name: &str,
     dependencies: &[serde_json::Value],
     promise_selectors: &[BTreeMap<String, String>],

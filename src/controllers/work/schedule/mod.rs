@@ -29,65 +29,65 @@ use sha2::{Digest, Sha256};
 
 use crate::api::work::WorkloadGroup;
 
-pub use selectors::{matching_destinations, merged_selectors};
+pub(crate) use selectors::{matching_destinations, merged_selectors};
 
 /// What the scheduler needs to know about a Destination.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct DestinationInfo {
-    pub name: String,
-    pub labels: BTreeMap<String, String>,
-    pub strict_match_labels: bool,
+pub(crate) struct DestinationInfo {
+    pub(crate) name: String,
+    pub(crate) labels: BTreeMap<String, String>,
+    pub(crate) strict_match_labels: bool,
     /// The Destination has a deletion timestamp: it takes no new work.
-    pub deleting: bool,
+    pub(crate) deleting: bool,
 }
 
 /// A WorkPlacement of the Work being scheduled, as it exists now.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ExistingPlacement {
-    pub name: String,
+pub(crate) struct ExistingPlacement {
+    pub(crate) name: String,
     /// `spec.id`, the workload group id.
-    pub group_id: String,
+    pub(crate) group_id: String,
     /// `spec.targetDestinationName`.
-    pub destination: String,
+    pub(crate) destination: String,
 }
 
 /// A dependency Work (promise workflow or static dependencies, no `resourceName`) goes
 /// everywhere it matches; a resource Work's group goes to one place.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WorkKind {
+pub(crate) enum WorkKind {
     Dependency,
     Resource,
 }
 
 /// The decision for one workload group.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct GroupDecision {
-    pub group_id: String,
+pub(crate) struct GroupDecision {
+    pub(crate) group_id: String,
     /// Destinations (sorted) that must each hold an up-to-date placement of this group, named
     /// [`placement_name`]: create it, or update its workloads. Includes the Destinations of
     /// misplaced placements, which Kratix keeps updating.
-    pub targets: Vec<String>,
+    pub(crate) targets: Vec<String>,
     /// Names (sorted) of existing placements whose Destination no longer matches the group's
     /// selectors: label them `kratix.io/misplaced=true` and mark them not Ready.
-    pub misplaced: Vec<String>,
+    pub(crate) misplaced: Vec<String>,
     /// No Destination matches and nothing was placed before: nothing to create, the Work reports
     /// `UnscheduledWorkloads` and is retried when Destinations change.
-    pub unscheduled: bool,
+    pub(crate) unscheduled: bool,
 }
 
 /// The decision for a whole Work.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Schedule {
+pub(crate) struct Schedule {
     /// One per workload group, in the Work's order.
-    pub groups: Vec<GroupDecision>,
+    pub(crate) groups: Vec<GroupDecision>,
     /// Names (sorted) of existing placements whose group is gone from the Work: delete them (their
     /// finalizer removes their files).
-    pub delete: Vec<String>,
+    pub(crate) delete: Vec<String>,
 }
 
 impl Schedule {
     /// Groups that could not be placed anywhere, for the Work's `ScheduleSucceeded` message.
-    pub fn unscheduled_group_ids(&self) -> Vec<&str> {
+    pub(crate) fn unscheduled_group_ids(&self) -> Vec<&str> {
         self.groups
             .iter()
             .filter(|g| g.unscheduled)
@@ -96,13 +96,13 @@ impl Schedule {
     }
 
     /// Some placement sits on a Destination that no longer matches.
-    pub fn has_misplaced(&self) -> bool {
+    pub(crate) fn has_misplaced(&self) -> bool {
         self.groups.iter().any(|g| !g.misplaced.is_empty())
     }
 }
 
 /// Decides where every workload group of the Work named `work_name` goes.
-pub fn schedule(
+pub(crate) fn schedule(
     work_name: &str,
     kind: WorkKind,
     groups: &[WorkloadGroup],
@@ -199,13 +199,13 @@ fn rendezvous_score(work_name: &str, group_id: &str, destination: &str) -> [u8; 
 
 /// The WorkPlacement of `work_name`'s group `group_id` on `destination`:
 /// `<work>.<destination>-<first five characters of the group id>` (scheduler.go:371).
-pub fn placement_name(work_name: &str, destination: &str, group_id: &str) -> String {
+pub(crate) fn placement_name(work_name: &str, destination: &str, group_id: &str) -> String {
     format!("{work_name}.{destination}-{}", short_id(group_id))
 }
 
 /// The first five characters of a workload group id (md5 hex, so ASCII), as used in placement
 /// names and paths; a shorter id is used whole.
-pub fn short_id(group_id: &str) -> &str {
+pub(crate) fn short_id(group_id: &str) -> &str {
     group_id
         .char_indices()
         .nth(5)

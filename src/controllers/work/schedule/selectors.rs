@@ -12,7 +12,7 @@ use crate::controllers::work::schedule::DestinationInfo;
 /// priority, `resource-workflow` < `promise-workflow` < `promise`, so on a key both set the
 /// Promise's own label wins. Within one source, later entries overwrite earlier ones; an unknown
 /// source ranks with `resource-workflow` (Kratix's comparator treats it the same way).
-pub fn merged_selectors(group: &WorkloadGroup) -> BTreeMap<String, String> {
+pub(crate) fn merged_selectors(group: &WorkloadGroup) -> BTreeMap<String, String> {
     let mut by_priority: Vec<&WorkloadGroupSelector> = group.destination_selectors.iter().collect();
     // Stable, so entries of one source keep their order.
     by_priority.sort_by_key(|selector| source_priority(&selector.source));
@@ -37,7 +37,7 @@ fn source_priority(source: &str) -> u8 {
 /// Kubernetes API lists them in). Deleting Destinations never match. With no selectors at all,
 /// Destinations that ask for `strictMatchLabels` and carry labels are left out: they only take
 /// work that explicitly selects them.
-pub fn matching_destinations<'a>(
+pub(crate) fn matching_destinations<'a>(
     selectors: &BTreeMap<String, String>,
     destinations: &'a [DestinationInfo],
 ) -> Vec<&'a DestinationInfo> {

@@ -6,7 +6,10 @@ use std::collections::BTreeSet;
 /// Works, and with them their files in every state store, are deleted after a successful run.
 /// `work_pipeline_names` are the `kratix.io/pipeline-name` labels of the object's Works of this
 /// workflow; the answer keeps their order, without repeats.
-pub fn obsolete_pipelines(work_pipeline_names: &[String], current: &[String]) -> Vec<String> {
+pub(crate) fn obsolete_pipelines(
+    work_pipeline_names: &[String],
+    current: &[String],
+) -> Vec<String> {
     let mut seen = BTreeSet::new();
     work_pipeline_names
         .iter()

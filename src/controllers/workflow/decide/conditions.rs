@@ -5,9 +5,9 @@ use crate::controllers::work::WorksState;
 
 use crate::controllers::workflow::decide::model::Step;
 
-pub const CONFIGURE_WORKFLOW_COMPLETED: &str = "ConfigureWorkflowCompleted";
-pub const DELETE_WORKFLOW_COMPLETED: &str = "DeleteWorkflowCompleted";
-pub const RECONCILED: &str = "Reconciled";
+pub(crate) const CONFIGURE_WORKFLOW_COMPLETED: &str = "ConfigureWorkflowCompleted";
+pub(crate) const DELETE_WORKFLOW_COMPLETED: &str = "DeleteWorkflowCompleted";
+pub(crate) const RECONCILED: &str = "Reconciled";
 
 /// `ConfigureWorkflowCompleted` and `Reconciled` for the configure workflow's `step`.
 ///
@@ -18,7 +18,11 @@ pub const RECONCILED: &str = "Reconciled";
 /// A workflow with no pipelines gets no `ConfigureWorkflowCompleted` (as in Kratix) but, unlike
 /// Kratix, does get `Reconciled` from its Works: with nothing to run the workflow is done, and an
 /// object that could never become Reconciled would leave `wait` and `apply` hanging.
-pub fn configure_conditions(step: &Step, exit_reason: &str, works: WorksState) -> Vec<Condition> {
+pub(crate) fn configure_conditions(
+    step: &Step,
+    exit_reason: &str,
+    works: WorksState,
+) -> Vec<Condition> {
     let in_progress = || {
         Condition::new(
             CONFIGURE_WORKFLOW_COMPLETED,
@@ -70,7 +74,7 @@ pub fn configure_conditions(step: &Step, exit_reason: &str, works: WorksState) -
 /// the in-progress and True values say the same thing for objects whose deletion is watched.
 /// Suspended: Kratix's reason and message
 /// (<https://github.com/syntasso/kratix/blob/ae170e22e974e45bb7cfda00986057e01b3ccfde/lib/resourceutil/util.go>).
-pub fn delete_condition(step: &Step, exit_reason: &str) -> Condition {
+pub(crate) fn delete_condition(step: &Step, exit_reason: &str) -> Condition {
     match step {
         Step::Wait | Step::Start { .. } => Condition::new(
             DELETE_WORKFLOW_COMPLETED,
@@ -103,7 +107,7 @@ pub fn delete_condition(step: &Step, exit_reason: &str) -> Condition {
 /// `Reconciled`, with Kratix's precedence: workflow in progress, then Works pending, then Works
 /// failing or misplaced, else True. (A failed or suspended workflow is decided by
 /// [`configure_conditions`], which sees the step.)
-pub fn reconciled(configure_done: bool, works: WorksState) -> Condition {
+pub(crate) fn reconciled(configure_done: bool, works: WorksState) -> Condition {
     if !configure_done {
         return Condition::new(
             RECONCILED,

@@ -21,21 +21,21 @@ use crate::controllers::workflow::decide::status::PipelinePhase;
 
 /// What one workflow's keyed status is made of.
 #[derive(Debug, Clone, Copy)]
-pub struct KeyedInputs<'a> {
-    pub action: Action,
+pub(crate) struct KeyedInputs<'a> {
+    pub(crate) action: Action,
     /// The workflow's pipelines, in order.
-    pub pipelines: &'a [String],
+    pub(crate) pipelines: &'a [String],
     /// Every run of the object and workflow type, any order, both actions.
-    pub runs: &'a [RunRecord],
+    pub(crate) runs: &'a [RunRecord],
     /// The object's current `kratix.io/hash`.
-    pub hash: &'a str,
+    pub(crate) hash: &'a str,
     /// See [`crate::controllers::workflow::decide::Observed::retry_failures`].
-    pub retry_failures: bool,
+    pub(crate) retry_failures: bool,
     /// What the workflow is doing, as decided from `runs`.
-    pub step: &'a Step,
+    pub(crate) step: &'a Step,
     /// The object's `metadata.generation`, recorded while a pipeline suspends the workflow.
-    pub generation: Option<i64>,
-    pub now_ms: i64,
+    pub(crate) generation: Option<i64>,
+    pub(crate) now_ms: i64,
 }
 
 /// The keyed status of one workflow: each pipeline's phase in the current attempt (as
@@ -43,7 +43,10 @@ pub struct KeyedInputs<'a> {
 /// `previous` while the phase stays; `suspendedGeneration` while a pipeline suspends the
 /// workflow; for configure workflows, `lastSuccessfulConfigureWorkflowTime` set when the
 /// workflow completes (the last run's completion) and kept while it runs again.
-pub fn workflow_status(input: &KeyedInputs, previous: Option<&WorkflowStatus>) -> WorkflowStatus {
+pub(crate) fn workflow_status(
+    input: &KeyedInputs,
+    previous: Option<&WorkflowStatus>,
+) -> WorkflowStatus {
     let now = rfc3339_secs(input.now_ms);
     let pipelines = pipeline_statuses(
         input.action,
@@ -110,7 +113,7 @@ fn newest_run<'r>(action: Action, pipeline: &str, runs: &'r [RunRecord]) -> Opti
 
 /// Whether `status.kratix.workflows` still holds a field of the earlier flat layout
 /// (`pipelines`, `suspendedGeneration`, `lastSuccessfulConfigureWorkflowTime` directly under it).
-pub fn has_flat_layout(workflows: &Value) -> bool {
+pub(crate) fn has_flat_layout(workflows: &Value) -> bool {
     workflows
         .as_object()
         .is_some_and(|map| FLAT_FIELDS.iter().any(|field| map.contains_key(*field)))
@@ -122,7 +125,7 @@ pub fn has_flat_layout(workflows: &Value) -> bool {
 /// rebuilt from its newest run (name, hash, phase), and a pipeline without a run is `Pending`,
 /// so that it runs again. The flat `suspendedGeneration` and
 /// `lastSuccessfulConfigureWorkflowTime` are dropped, not moved.
-pub fn migrated(action: Action, pipelines: &[String], runs: &[RunRecord]) -> WorkflowStatus {
+pub(crate) fn migrated(action: Action, pipelines: &[String], runs: &[RunRecord]) -> WorkflowStatus {
     let pipelines = pipelines
         .iter()
         .map(|name| {

@@ -19,21 +19,21 @@ mod status;
 #[cfg(test)]
 mod tests;
 
-pub use cleanup::obsolete_pipelines;
-pub use conditions::{
+pub(crate) use cleanup::obsolete_pipelines;
+pub(crate) use conditions::{
     configure_conditions, delete_condition, CONFIGURE_WORKFLOW_COMPLETED, RECONCILED,
 };
-pub use keyed::{has_flat_layout, migrated, workflow_status, KeyedInputs};
-pub use model::{Observed, RunPhase, RunRecord, Step, Suspension};
-pub use next_step::{next_step, run_attempt};
-pub use prune::{prunes_after, runs_to_prune};
-pub use status::pipeline_statuses;
+pub(crate) use keyed::{has_flat_layout, migrated, workflow_status, KeyedInputs};
+pub(crate) use model::{Observed, RunPhase, RunRecord, Step, Suspension};
+pub(crate) use next_step::{next_step, run_attempt};
+pub(crate) use prune::{prunes_after, runs_to_prune};
+pub(crate) use status::pipeline_statuses;
 // Named by the tables of cases only.
 #[cfg(test)]
-pub use backoff::{retry_backoff_ms, RETRY_BACKOFF_MAX_MS};
+pub(crate) use backoff::{retry_backoff_ms, RETRY_BACKOFF_MAX_MS};
 #[cfg(test)]
-pub use conditions::{reconciled, DELETE_WORKFLOW_COMPLETED};
+pub(crate) use conditions::{reconciled, DELETE_WORKFLOW_COMPLETED};
 #[cfg(test)]
-pub use model::StartReason;
+pub(crate) use model::StartReason;
 #[cfg(test)]
-pub use status::{PipelinePhase, PipelineStatus};
+pub(crate) use status::{PipelinePhase, PipelineStatus};

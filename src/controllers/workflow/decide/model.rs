@@ -4,7 +4,7 @@ use crate::api::{Action, PipelineRunPhase};
 
 /// Phase of one run record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum RunPhase {
+pub(crate) enum RunPhase {
     Pending,
     Running,
     Succeeded,
@@ -13,7 +13,7 @@ pub enum RunPhase {
 
 impl RunPhase {
     /// A run that has not finished yet: nothing else may start for its object.
-    pub fn is_active(self) -> bool {
+    pub(crate) fn is_active(self) -> bool {
         matches!(self, Self::Pending | Self::Running)
     }
 }
@@ -33,33 +33,33 @@ impl From<PipelineRunPhase> for RunPhase {
 /// after it: the pipeline is re-run once `retry_after_ms` has passed since the run completed, or,
 /// without `retry_after_ms`, only after a spec change or a manual reconciliation.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Suspension {
-    pub retry_after_ms: Option<i64>,
-    pub message: String,
+pub(crate) struct Suspension {
+    pub(crate) retry_after_ms: Option<i64>,
+    pub(crate) message: String,
 }
 
 /// What one PipelineRun record says, reduced to what the decisions need.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RunRecord {
+pub(crate) struct RunRecord {
     /// Stored order of runs: the only source of "newer" (never clocks).
-    pub sequence: i64,
-    pub pipeline_name: String,
+    pub(crate) sequence: i64,
+    pub(crate) pipeline_name: String,
     /// Position of the pipeline in its workflow when the run was started.
-    pub pipeline_index: usize,
-    pub action: Action,
-    pub hash: String,
-    pub phase: RunPhase,
+    pub(crate) pipeline_index: usize,
+    pub(crate) action: Action,
+    pub(crate) hash: String,
+    pub(crate) phase: RunPhase,
     /// When the run finished, in milliseconds since the epoch; the origin of backoff and
     /// `retryAfter` delays. A finished run without it counts as finished at time 0, so its
     /// delay is treated as already over.
-    pub completion_time_ms: Option<i64>,
+    pub(crate) completion_time_ms: Option<i64>,
     /// Set on a succeeded run whose `workflow-control.yaml` asked to suspend the workflow.
-    pub suspend: Option<Suspension>,
+    pub(crate) suspend: Option<Suspension>,
     /// What a running run says it is doing (pulling an image), shown with its pipeline.
-    pub progress: Option<String>,
+    pub(crate) progress: Option<String>,
     /// The run's number among its pipeline's runs in the current attempt (1 for the first, one
     /// more for each retry or resume); 0 when the run does not say.
-    pub attempt: u32,
+    pub(crate) attempt: u32,
 }
 
 impl RunRecord {
@@ -103,23 +103,23 @@ impl RunRecord {
 
 /// Everything the next-step decision looks at for one object and one workflow type.
 #[derive(Debug, Clone, Copy)]
-pub struct Observed<'a> {
+pub(crate) struct Observed<'a> {
     /// The workflow being driven: configure while the object lives, delete once it is deleted.
-    pub action: Action,
+    pub(crate) action: Action,
     /// Names of that workflow's pipelines, in order.
-    pub pipelines: &'a [String],
+    pub(crate) pipelines: &'a [String],
     /// The object's current spec hash (label `kratix.io/hash`).
-    pub hash: &'a str,
+    pub(crate) hash: &'a str,
     /// Every run of this object and workflow type, any order, both actions.
-    pub runs: &'a [RunRecord],
+    pub(crate) runs: &'a [RunRecord],
     /// Label `kratix.io/manual-reconciliation=true` is set.
-    pub manual_reconcile: bool,
+    pub(crate) manual_reconcile: bool,
     /// Whether a failed pipeline is retried after its backoff. Kratix's `reconcileAfterFailure`
     /// set to false leaves a failed configure workflow failed until its spec changes or it is
     /// reconciled by hand; delete workflows are always retried, since the object's deletion
     /// waits for them.
-    pub retry_failures: bool,
-    pub now_ms: i64,
+    pub(crate) retry_failures: bool,
+    pub(crate) now_ms: i64,
 }
 
 /// Whether a failed pipeline of `action` is retried after its backoff: always for delete
@@ -130,7 +130,7 @@ pub(crate) fn retries_failures(action: Action, retry_failures: bool) -> bool {
 
 /// Why a pipeline is started.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum StartReason {
+pub(crate) enum StartReason {
     /// No run of this workflow action exists yet.
     FirstRun,
     /// The previous pipeline succeeded in the current attempt.
@@ -153,7 +153,7 @@ pub enum StartReason {
 
 /// What the controller should do next for one object's workflow.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Step {
+pub(crate) enum Step {
     /// The workflow has no pipelines (and no run of the object is active).
     NothingToRun,
     /// A run of this object (any pipeline, action or hash) is pending or running.
@@ -183,7 +183,7 @@ pub enum Step {
 
 impl Step {
     /// When the caller should look again without any watch event: the retry or resume time.
-    pub fn wake_at_ms(&self) -> Option<i64> {
+    pub(crate) fn wake_at_ms(&self) -> Option<i64> {
         match self {
             Self::Failed { retry_at_ms, .. } | Self::Suspended { retry_at_ms, .. } => *retry_at_ms,
             Self::NothingToRun | Self::Wait | Self::Start { .. } | Self::Completed { .. } => None,

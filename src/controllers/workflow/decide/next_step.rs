@@ -28,7 +28,7 @@ use crate::controllers::workflow::decide::model::Step;
 /// every hash) continue the attempt: the new pipeline runs after the old last one, since every
 /// pipeline before it has succeeded, in order, for this hash. Removed, renamed or reordered
 /// pipelines restart from 0.
-pub fn next_step(o: &Observed) -> Step {
+pub(crate) fn next_step(o: &Observed) -> Step {
     if o.runs.iter().any(|run| run.phase.is_active()) {
         return Step::Wait;
     }
@@ -95,7 +95,7 @@ pub fn next_step(o: &Observed) -> Step {
 /// The number of the run `step` starts, among its pipeline's runs in the current attempt (see
 /// [`crate::controllers::workflow::decide::RunRecord::attempt`]): one more than the pipeline has had in the attempt for a retry
 /// or a resume, else 1. Not a start: 0.
-pub fn run_attempt(o: &Observed, step: &Step) -> u32 {
+pub(crate) fn run_attempt(o: &Observed, step: &Step) -> u32 {
     let Step::Start { index, reason } = step else {
         return 0;
     };

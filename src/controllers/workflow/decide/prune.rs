@@ -12,7 +12,7 @@ use crate::controllers::workflow::decide::model::Step;
 
 /// Whether the workflow's runs are pruned after `step`: not while a run is in progress, when
 /// nothing was started or has ended since the last look.
-pub fn prunes_after(step: &Step) -> bool {
+pub(crate) fn prunes_after(step: &Step) -> bool {
     !matches!(step, Step::Wait)
 }
 
@@ -20,7 +20,7 @@ pub fn prunes_after(step: &Step) -> bool {
 /// pipeline no longer in `pipelines` (removed or renamed), and of each current pipeline the
 /// finished runs beyond its newest `keep`. A pending or running run is never chosen (it still
 /// counts towards `keep`); runs of the other action are left alone.
-pub fn runs_to_prune(
+pub(crate) fn runs_to_prune(
     action: Action,
     pipelines: &[String],
     runs: &[RunRecord],

@@ -11,7 +11,7 @@ use crate::controllers::workflow::decide::model::RunRecord;
 
 /// Phase of one pipeline in the current attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum PipelinePhase {
+pub(crate) enum PipelinePhase {
     /// Not run yet in the current attempt.
     Pending,
     Running,
@@ -22,7 +22,7 @@ pub enum PipelinePhase {
 
 impl PipelinePhase {
     /// The value Kratix writes in the pipeline's `phase`.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Pending => "Pending",
             Self::Running => "Running",
@@ -35,17 +35,17 @@ impl PipelinePhase {
 
 /// Status of one pipeline of the workflow, for the current hash and attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PipelineStatus {
-    pub name: String,
-    pub phase: PipelinePhase,
+pub(crate) struct PipelineStatus {
+    pub(crate) name: String,
+    pub(crate) phase: PipelinePhase,
     /// Runs of this pipeline in the current attempt (retries and resumes included).
-    pub attempts: u32,
+    pub(crate) attempts: u32,
     /// Sequence of this pipeline's newest run in the current attempt, e.g. to find its logs.
-    pub last_run_sequence: Option<i64>,
+    pub(crate) last_run_sequence: Option<i64>,
     /// The suspension message while suspended.
-    pub message: Option<String>,
+    pub(crate) message: Option<String>,
     /// When a failed pipeline is retried or a suspended one resumed.
-    pub next_retry_at_ms: Option<i64>,
+    pub(crate) next_retry_at_ms: Option<i64>,
 }
 
 /// Status of every pipeline in `pipelines` (in order) for the current attempt at `hash`:
@@ -53,7 +53,7 @@ pub struct PipelineStatus {
 /// ones are `Pending`. When the newest run belongs to another hash or pipelines list, the
 /// current attempt has not started and everything is `Pending`. A failed pipeline has a
 /// retry time only when `retry_failures` (see [`crate::controllers::workflow::decide::Observed::retry_failures`]).
-pub fn pipeline_statuses(
+pub(crate) fn pipeline_statuses(
     action: Action,
     pipelines: &[String],
     runs: &[RunRecord],
