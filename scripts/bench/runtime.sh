@@ -113,6 +113,12 @@ spawn_floor() {
 
 commits() { git --git-dir="$1/store.git" rev-list --count main 2>/dev/null || echo 0; }
 
+# The position of the home's change feed: every stored write (a create, update, status update or
+# delete of any object, events included) is one change.
+feed_position() {
+    python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT COALESCE(MAX(seq), 0) FROM changes").fetchone()[0])' "$1/state.db"
+}
+
 echo "## Runtime"
 echo
 echo "One \`apply\` of N requests of a Promise with 3 configure pipelines (each \`sh -c\` writing one"
@@ -120,19 +126,21 @@ echo "ConfigMap) into a \`file://\` Git state store, \`KRATIX_ISOLATION=process\
 echo "$(nproc) cores, max parallel pipelines: ${KRATIX_MAX_PARALLEL:-default}. The spawn floor is the same"
 echo "3 × N commands spawned one after another as plain processes, measured in this run."
 echo
-echo "| requests | settle time | requests/s | peak RSS of apply | time ÷ spawn floor | time ÷ time of the smallest N, per request |"
-echo "|---|---|---|---|---|---|"
+echo "| requests | settle time | requests/s | peak RSS of apply | time ÷ spawn floor | time ÷ time of the smallest N, per request | control-plane writes per request |"
+echo "|---|---|---|---|---|---|---|"
 base_per=""
 for n in $sizes; do
     home=$(new_home "n$n")
     requests "$n" >"$work/req$n.yaml"
+    since=$(feed_position "$home")
     read -r t rss < <(timed_apply "$home" "$work/req$n.yaml")
+    writes=$(($(feed_position "$home") - since))
     floor=$(spawn_floor "$n")
     per=$(awk -v t="$t" -v n="$n" 'BEGIN { printf "%.6f", t / n }')
     [ -z "$base_per" ] && base_per="$per"
-    printf '| %s | %s s | %s | %s MB | %s× (floor %s s) | %s |\n' "$n" "$t" \
+    printf '| %s | %s s | %s | %s MB | %s× (floor %s s) | %s | %s |\n' "$n" "$t" \
         "$(awk -v t="$t" -v n="$n" 'BEGIN { printf "%.1f", n / t }')" "$rss" \
-        "$(ratio "$t" "$floor")" "$floor" "$(ratio "$per" "$base_per")"
+        "$(ratio "$t" "$floor")" "$floor" "$(ratio "$per" "$base_per")" "$(ratio "$writes" "$n")"
     last_home="$home"; last_n="$n"
 done
 
