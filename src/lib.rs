@@ -1,10 +1,20 @@
 //! kratix-rs: the core of Kratix, the platform framework.
 //!
-//! Dependencies point one way: `cli` → `controllers` → `events` and (`workflow`, `works`,
-//! `scheduler`, `writer`, `pipeline`) → (`store`, `api`, `statestores`). `metrics` (what the
-//! process counts, and the `/metrics` listener) is used by `controllers`, `kube` and `cli` and
-//! uses none of them: `kube`, a control plane the controllers run on, never imports
-//! `controllers`. `workflow`, `scheduler` and the decision parts of `writer` do no I/O.
+//! Dependencies point one way: `cli` → `controllers` → (`events`, `pipeline`, `platform`) →
+//! (`store`, `api`, `statestores`). `cli` also chooses what the controllers run on: the
+//! control plane (`store`'s embedded one, or `kube`) and the executor of pipeline runs
+//! (`pipeline`'s local one, or `jobs`, which implements `pipeline::Executor` with Kubernetes
+//! Jobs); `controllers` names neither `kube` nor `jobs`. `metrics` (what the process counts,
+//! and the `/metrics` listener) is used by `controllers`, `kube` and `cli` and uses none of
+//! them: `kube`, a control plane the controllers run on, never imports `controllers`.
+//!
+//! `controllers` has one folder per kind. What a reconcile decides is in pure files inside the
+//! kind folders, which do no I/O: `decide.rs`, the `decide/` folders, the scheduler
+//! (`controllers::work::schedule`), the workload groups of a pipeline's output
+//! (`controllers::work::from_output`), and the writer's layout and plan
+//! (`controllers::placement::layout`, `controllers::placement::plan`). `tests/architecture.rs`
+//! checks that, and that `kube` never imports `controllers`; docs/architecture.md describes
+//! the whole.
 
 pub mod api;
 pub mod cli;

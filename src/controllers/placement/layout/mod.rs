@@ -1,6 +1,8 @@
-//! Where a placement's files go in a state store, byte-for-byte as Kratix lays them out
-//! (workplacement_controller.go:369-683, destination_controller.go:353-392; reference
-//! kratix-state-store-writing.md A2).
+//! Where a placement's files go in a state store, byte-for-byte as Kratix lays them out:
+//! <https://github.com/syntasso/kratix/blob/ae170e22e974e45bb7cfda00986057e01b3ccfde/internal/controller/workplacement_controller.go#L369-L683>
+//! (from `generateKratixStateFile` to `getDir`) and the canary files of
+//! <https://github.com/syntasso/kratix/blob/ae170e22e974e45bb7cfda00986057e01b3ccfde/internal/controller/destination_controller.go#L353-L392>
+//! (`getCanaryWorkloads`).
 //!
 //! Every path returned here is a full key from the state store's root: the store's `spec.path`,
 //! then the Destination's `spec.path`, then Kratix's layout. Paths are joined the way Go's
