@@ -146,7 +146,7 @@ done
 
 # Re-applying identical requests changes nothing: no new commits.
 before=$(commits "$last_home")
-"$bin" --home "$last_home" apply -f "$work/req$last_n.yaml" --timeout 600 >/dev/null
+"$bin" --home "$last_home" apply -f "$work/req$last_n.yaml" --timeout 600 >/dev/null 2>&1
 after=$(commits "$last_home")
 echo
 echo "Re-apply of the $last_n identical requests: $((after - before)) new commits."
