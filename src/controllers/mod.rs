@@ -47,7 +47,7 @@ pub enum Error {
     /// The executor could not remove what pipelines left for a deleted object.
     #[error(transparent)]
     Sweep(#[from] crate::pipeline::Error),
-    /// A stored object does not parse as its kind.
+    /// A stored object does not parse as its kind (any kind's: decoding is shared).
     #[error("{key} is not a valid {kind}")]
     Malformed {
         key: ObjectKey,
@@ -55,52 +55,24 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
-    /// A Promise's workflows do not parse as pipelines.
-    #[error("{key} is not a valid Promise")]
-    InvalidWorkflows {
-        key: ObjectKey,
-        #[source]
-        source: crate::api::pipeline::Error,
-    },
-    /// A Promise's static dependencies do not make a Work.
-    #[error("{key} is not a valid Promise")]
-    InvalidDependencies {
-        key: ObjectKey,
-        #[source]
-        source: crate::controllers::work::from_output::Error,
-    },
-    /// A Destination's path makes no valid state-store key.
-    #[error("{key} is not a valid Destination")]
-    InvalidPath {
-        key: ObjectKey,
-        #[source]
-        source: statestores::KeyError,
-    },
     /// A reconcile's task ended without an answer (it panicked).
     #[error("reconcile task")]
     Reconcile(#[source] tokio::task::JoinError),
-    /// A new pipeline run could not be encoded for the control plane.
-    #[error("pipeline run {run}: cannot record {what}")]
-    EncodeRun {
-        run: String,
-        what: &'static str,
-        #[source]
-        source: serde_json::Error,
-    },
-    /// A Work could not be written this time (see [`work::Refusal`]).
-    #[error("Work {name}")]
-    Work {
-        name: String,
-        #[source]
-        source: work::Refusal,
-    },
-    /// A pipeline run could not be carried out (not a pipeline failure: those are recorded).
-    #[error("pipeline run {run}")]
-    Run {
-        run: String,
-        #[source]
-        source: run::failure::Error,
-    },
+    /// What fails in the Promise controller itself.
+    #[error(transparent)]
+    Promise(#[from] promise::error::Error),
+    /// What fails in driving a workflow itself.
+    #[error(transparent)]
+    Workflow(#[from] workflow::error::Error),
+    /// What fails in the run controller itself.
+    #[error(transparent)]
+    Run(#[from] run::error::Error),
+    /// What fails in the Work controller itself.
+    #[error(transparent)]
+    Work(#[from] work::error::Error),
+    /// What fails in the Destination controller itself.
+    #[error(transparent)]
+    Destination(#[from] destination::error::Error),
 }
 
 impl Error {
@@ -112,12 +84,13 @@ impl Error {
             Error::Store(_) => C::ControlPlane,
             Error::Platform(_) => C::Platform,
             Error::Sweep(_) => C::Executor,
-            Error::Malformed { .. }
-            | Error::InvalidWorkflows { .. }
-            | Error::InvalidDependencies { .. }
-            | Error::InvalidPath { .. } => C::InvalidObject,
+            Error::Malformed { .. } => C::InvalidObject,
             Error::Reconcile(_) => C::Panic,
-            Error::EncodeRun { .. } | Error::Work { .. } | Error::Run { .. } => C::PipelineRun,
+            Error::Promise(e) => e.category(),
+            Error::Workflow(e) => e.category(),
+            Error::Run(e) => e.category(),
+            Error::Work(e) => e.category(),
+            Error::Destination(e) => e.category(),
         }
     }
 
@@ -127,14 +100,6 @@ impl Error {
             key: ObjectKey::of(obj),
             kind: kind.into(),
             source,
-        }
-    }
-
-    /// The run named `run` could not be carried out.
-    fn run(run: &str, source: impl Into<run::failure::Error>) -> Self {
-        Error::Run {
-            run: run.into(),
-            source: source.into(),
         }
     }
 }
@@ -472,22 +437,56 @@ mod tests {
                 ErrorCategory::InvalidObject,
             ),
             (
-                Error::InvalidPath {
+                Error::Destination(destination::error::Error::InvalidPath {
                     key: key.clone(),
                     source: statestores::KeyError::Invalid {
                         path: "../x".into(),
                         reason: "leaves the store",
                     },
-                },
+                }),
                 ErrorCategory::InvalidObject,
             ),
             (
-                Error::EncodeRun {
+                Error::Workflow(workflow::error::Error::EncodeRun {
                     run: "r".into(),
                     what: "its status",
                     source: json(),
-                },
+                }),
                 ErrorCategory::PipelineRun,
+            ),
+            (
+                Error::Promise(promise::error::Error::InvalidWorkflows {
+                    key: key.clone(),
+                    source: crate::api::pipeline::Error::Invalid {
+                        path: "spec.workflows.promise.configure[0]".into(),
+                        reason: "no containers".into(),
+                    },
+                }),
+                ErrorCategory::InvalidObject,
+            ),
+            (
+                Error::Run(run::error::Error::not_carried_out(
+                    "r",
+                    run::failure::Error::PromiseNotFound("p".into()),
+                )),
+                ErrorCategory::PipelineRun,
+            ),
+            (
+                Error::Work(work::error::Error::Refused {
+                    name: "w".into(),
+                    source: work::Refusal::StillDeleting {
+                        namespace: "default".into(),
+                        name: "w".into(),
+                    },
+                }),
+                ErrorCategory::PipelineRun,
+            ),
+            (
+                Error::Sweep(crate::pipeline::Error::Sweep {
+                    owner: "default/t".into(),
+                    source: "gone".into(),
+                }),
+                ErrorCategory::Executor,
             ),
         ];
         for (err, want) in cases {

@@ -1,6 +1,8 @@
 //! Destinations: canary files at registration, `Ready` from the state store, and on
 //! deregistration the removal of every placement's files before the Destination goes.
 
+pub(crate) mod error;
+
 use bytes::Bytes;
 use statestores::{Change, Key, WriteInfo};
 
@@ -63,7 +65,7 @@ fn canary_changes(
     layout::canary_files(&dest.spec.path, store_path, dest.spec.filepath_mode())
         .into_iter()
         .map(|(path, bytes)| {
-            let key = Key::parse(&path).map_err(|source| Error::InvalidPath {
+            let key = Key::parse(&path).map_err(|source| error::Error::InvalidPath {
                 key: ObjectKey::new(
                     crate::api::GROUP,
                     "Destination",

@@ -2,6 +2,7 @@
 //! and the ordered teardown (requests first, then the promise delete workflow, then its Works).
 
 mod decide;
+pub(crate) mod error;
 pub(crate) mod release;
 pub(crate) mod requirements;
 pub(crate) mod revision;
@@ -62,14 +63,17 @@ pub(crate) fn pipelines(
         Action::Delete => &actions.delete,
     };
     let path = format!("spec.workflows.{}.{}", ty.as_str(), action.as_str());
-    Pipeline::parse_list(&path, list).map_err(|source| Error::InvalidWorkflows {
-        key: ObjectKey::new(
-            GROUP,
-            "Promise",
-            None,
-            promise.metadata.name.as_deref().unwrap_or_default(),
-        ),
-        source,
+    Pipeline::parse_list(&path, list).map_err(|source| {
+        error::Error::InvalidWorkflows {
+            key: ObjectKey::new(
+                GROUP,
+                "Promise",
+                None,
+                promise.metadata.name.as_deref().unwrap_or_default(),
+            ),
+            source,
+        }
+        .into()
     })
 }
 

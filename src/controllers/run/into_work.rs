@@ -16,7 +16,12 @@ pub(super) async fn upsert(
 ) -> Result<(), Error> {
     let run_name = run.metadata.name.clone().unwrap_or_default();
     let spec = crate::api::object::to_typed::<PipelineRun>(run)
-        .map_err(|e| Error::run(&run_name, failure::Error::StoredRun(e)))?
+        .map_err(|e| {
+            Error::from(super::error::Error::not_carried_out(
+                &run_name,
+                failure::Error::StoredRun(e),
+            ))
+        })?
         .spec;
     let (promise_name, pipeline_name, resource) =
         (spec.promise_name, spec.pipeline_name, spec.resource_name);
@@ -31,7 +36,7 @@ pub(super) async fn upsert(
         &work::promise_selectors(promise),
         workflow_type,
     )
-    .map_err(|e| Error::run(&run_name, e))?;
+    .map_err(|e| Error::from(super::error::Error::not_carried_out(&run_name, e)))?;
     let namespace = run
         .metadata
         .namespace
@@ -61,6 +66,8 @@ pub(super) async fn upsert(
         .await
         .map_err(|failure| match failure {
             work::Upsert::Failed(e) => e,
-            work::Upsert::Refused(source) => Error::run(&run_name, source),
+            work::Upsert::Refused(source) => {
+                Error::from(super::error::Error::not_carried_out(&run_name, source))
+            }
         })
 }

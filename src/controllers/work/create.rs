@@ -136,7 +136,7 @@ pub(crate) async fn sync_static_dependencies(rt: &Runtime, promise: &Promise) ->
         &promise.spec.dependencies,
         &promise_selectors(promise),
     )
-    .map_err(|source| Error::InvalidDependencies {
+    .map_err(|source| super::error::Error::InvalidDependencies {
         key: ObjectKey::new(crate::api::GROUP, "Promise", None, &name),
         source,
     })?;
@@ -162,9 +162,10 @@ pub(crate) async fn sync_static_dependencies(rt: &Runtime, promise: &Promise) ->
         .await
         .map_err(|failure| match failure {
             Upsert::Failed(e) => e,
-            Upsert::Refused(source) => Error::Work {
+            Upsert::Refused(source) => super::error::Error::Refused {
                 name: work_name.clone(),
                 source,
-            },
+            }
+            .into(),
         })
 }

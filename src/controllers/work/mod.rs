@@ -7,6 +7,7 @@ mod controller;
 mod create;
 mod delete;
 pub(crate) mod destinations;
+pub(crate) mod error;
 pub(crate) mod from_output;
 mod landed;
 mod query;

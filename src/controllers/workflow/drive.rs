@@ -195,7 +195,7 @@ async fn start_run(
     let name = run_name(&prefix, action, pipeline.name(), sequence);
     let encode = |what: &'static str| {
         let name = name.clone();
-        move |source| Error::EncodeRun {
+        move |source| crate::controllers::workflow::error::Error::EncodeRun {
             run: name.clone(),
             what,
             source,
@@ -246,7 +246,7 @@ async fn start_run(
             if let Some(claimed) = claimed {
                 claimed.stored(None);
             }
-            return Err(encode("the run")(source));
+            return Err(encode("the run")(source).into());
         }
     };
     match (created, claimed) {

@@ -5,6 +5,7 @@
 
 pub(crate) mod decide;
 pub(crate) mod drive;
+pub(crate) mod error;
 pub(crate) mod intervals;
 pub(crate) mod keyed_status;
 pub(crate) mod pausing;
