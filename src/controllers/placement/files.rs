@@ -8,10 +8,10 @@ use crate::controllers::placement::layout::PlacementContext;
 use crate::controllers::placement::layout::PlacementFiles;
 use crate::store::Selector;
 
+use crate::controllers::placement::error::{Invalid, WriteError};
 use crate::controllers::placement::spec_of;
-use crate::controllers::placement::WriteError;
 use crate::controllers::state_store::StoreHandle;
-use crate::controllers::{ErrorChain, Runtime};
+use crate::controllers::Runtime;
 
 pub(super) fn context(
     dest: &Destination,
@@ -37,8 +37,7 @@ pub(super) fn context(
 }
 
 pub(super) fn decode(spec: &WorkPlacementSpec) -> Result<PlacementFiles, WriteError> {
-    PlacementFiles::decode(&spec.workloads)
-        .map_err(|e| WriteError::Invalid(ErrorChain(&e).to_string()))
+    PlacementFiles::decode(&spec.workloads).map_err(|e| Invalid::from(e).into())
 }
 
 /// The files one placement should have in the store (none when it is being deleted).
@@ -60,7 +59,7 @@ pub(super) fn desired_files(
             wp.metadata.name.as_deref().unwrap_or_default(),
             &filepaths,
         )
-        .map_err(|e| WriteError::Invalid(ErrorChain(&e).to_string()))?;
+        .map_err(Invalid::from)?;
         desired.push(state);
     }
     Ok(desired)
@@ -90,8 +89,7 @@ pub(super) async fn aggregated(
             None,
             &Selector::from_labels([(labels::TARGET_DESTINATION, name.as_str())]),
         )
-        .await
-        .map_err(|e| WriteError::Controller(e.into()))?;
+        .await?;
     let mut placements = Vec::new();
     for wp in all
         .iter()
@@ -99,7 +97,7 @@ pub(super) async fn aggregated(
     {
         placements.push((
             wp.metadata.name.clone().unwrap_or_default(),
-            decode(&spec_of(wp).map_err(|e| WriteError::Invalid(e.to_string()))?)?.workloads,
+            decode(&spec_of(wp).map_err(Invalid::from)?)?.workloads,
         ));
     }
     if placements.is_empty() {

@@ -6,6 +6,7 @@ mod batch;
 pub(crate) mod commit_message;
 mod conditions;
 pub(crate) mod drift;
+mod error;
 mod files;
 pub(crate) mod layout;
 pub(crate) mod plan;
@@ -30,6 +31,7 @@ use crate::controllers::Error;
 use crate::controllers::ErrorChain;
 use crate::controllers::Next;
 use crate::controllers::Runtime;
+use error::WriteError;
 use write::write_batch;
 
 const RETRY_WRITE: Duration = Duration::from_secs(5);
@@ -183,23 +185,11 @@ pub(crate) async fn reconcile(rt: &Runtime, wp: Object) -> Result<Next, Error> {
             mark_failed(rt, &batch, "WorkloadsFailedWrite", &message).await?;
             Ok(Next::After(retry))
         }
-        Err(WriteError::Invalid(reason)) => {
-            mark_failed(rt, &batch, "InvalidWorkloads", &reason).await?;
+        Err(WriteError::Invalid(invalid)) => {
+            mark_failed(rt, &batch, "InvalidWorkloads", &invalid.reason()).await?;
             Ok(Next::Done)
         }
         Err(WriteError::Controller(e)) => Err(e),
-    }
-}
-
-enum WriteError {
-    Store(statestores::Error),
-    Invalid(String),
-    Controller(Error),
-}
-
-impl From<Error> for WriteError {
-    fn from(e: Error) -> Self {
-        Self::Controller(e)
     }
 }
 

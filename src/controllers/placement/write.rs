@@ -21,6 +21,7 @@ use crate::controllers::placement::commit_message::placement_message;
 use crate::controllers::placement::commit_message::ObjectMeta;
 use crate::controllers::placement::commit_message::PlacementWrite;
 use crate::controllers::placement::conditions::written_conditions;
+use crate::controllers::placement::error::{Invalid, WriteError};
 use crate::controllers::placement::files::aggregated;
 use crate::controllers::placement::files::context;
 use crate::controllers::placement::files::desired_files;
@@ -28,7 +29,6 @@ use crate::controllers::placement::owned_paths;
 use crate::controllers::placement::spec_of;
 use crate::controllers::placement::summary::LastWrite;
 use crate::controllers::placement::update_wp_status;
-use crate::controllers::placement::WriteError;
 use crate::controllers::state_store::StoreHandle;
 use crate::controllers::{status, Runtime};
 use crate::metrics::{WorkRef, WriteResult};
@@ -46,7 +46,7 @@ pub(super) async fn write_batch(
     let mut desired_all: Vec<(String, Vec<u8>)> = Vec::new();
     let mut owned_all: BTreeSet<String> = BTreeSet::new();
     for wp in batch {
-        let spec = spec_of(wp).map_err(|e| WriteError::Invalid(e.to_string()))?;
+        let spec = spec_of(wp).map_err(Invalid::from)?;
         let ctx = context(dest, handle, wp, &spec, work);
         let desired = desired_files(&ctx, wp, &spec)?;
         owned_all.extend(owned_paths(wp));
@@ -81,8 +81,7 @@ pub(super) async fn write_batch(
                 None,
                 &Selector::from_labels([(labels::TARGET_DESTINATION, dest_name.as_str())]),
             )
-            .await
-            .map_err(|e| WriteError::Controller(e.into()))?;
+            .await?;
         for other in others
             .iter()
             .filter(|o| o.metadata.deletion_timestamp.is_none())
@@ -93,7 +92,7 @@ pub(super) async fn write_batch(
             }
         }
     }
-    plan::check_collisions(&claims).map_err(|e| WriteError::Invalid(e.to_string()))?;
+    plan::check_collisions(&claims).map_err(Invalid::from)?;
     let owned_list: Vec<String> = owned_all.into_iter().collect();
     let planned = plan::plan(&desired_all, &owned_list);
 
@@ -119,14 +118,14 @@ pub(super) async fn write_batch(
 
     let mut changes = Vec::with_capacity(planned.puts.len() + planned.deletes.len());
     for (path, bytes) in &planned.puts {
-        let key = Key::parse(path).map_err(|e| WriteError::Invalid(e.to_string()))?;
+        let key = Key::parse(path).map_err(Invalid::from)?;
         changes.push(Change::Put(key, Bytes::from(bytes.clone())));
     }
     for path in &planned.deletes {
-        let key = Key::parse(path).map_err(|e| WriteError::Invalid(e.to_string()))?;
+        let key = Key::parse(path).map_err(Invalid::from)?;
         changes.push(Change::Delete(key));
     }
-    let first = spec_of(&batch[0]).map_err(|e| WriteError::Invalid(e.to_string()))?;
+    let first = spec_of(&batch[0]).map_err(Invalid::from)?;
     let object = match &handle.message_template {
         Some(t) if t.needs_object() => Some(
             generation_and_annotations(rt, &first.promise_name, request_of(&batch[0], &first))
