@@ -54,6 +54,15 @@ pub struct WorkloadGroup {
     pub destination_selectors: Vec<WorkloadGroupSelector>,
 }
 
+/// The first five characters of a workload group id (md5 hex, so ASCII), as Kratix uses them
+/// in placement names and in the paths of a placement's files; a shorter id is used whole.
+pub fn short_group_id(group_id: &str) -> &str {
+    group_id
+        .char_indices()
+        .nth(5)
+        .map_or(group_id, |(end, _)| &group_id[..end])
+}
+
 /// One file: its path relative to the pipeline's `/kratix/output`, and base64(gzip(bytes)).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -193,6 +202,18 @@ impl From<super::WorkflowType> for WorkType {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_short_group_id_is_its_first_five_characters() {
+        for (id, short) in [
+            ("5058f1af8388633f609cadb75a75dc9d", "5058f"),
+            ("5058f", "5058f"),
+            ("abc", "abc"),
+            ("", ""),
+        ] {
+            assert_eq!(short_group_id(id), short, "{id:?}");
+        }
+    }
 
     #[test]
     fn work_types_round_trip_through_their_labels() {

@@ -15,7 +15,7 @@ use crate::controllers::Runtime;
 
 pub(super) fn context(
     dest: &Destination,
-    handle: &StoreHandle,
+    store_path: Option<&str>,
     wp: &Object,
     spec: &WorkPlacementSpec,
     work: Option<&Object>,
@@ -24,7 +24,7 @@ pub(super) fn context(
     let pipeline = label(wp, labels::PIPELINE_NAME).filter(|p| !p.is_empty() && !is_static);
     let resource = spec.resource_name.as_str();
     PlacementContext {
-        store_path: handle.path.clone(),
+        store_path: store_path.map(str::to_string),
         destination_path: dest.spec.path.clone(),
         mode: dest.spec.filepath_mode(),
         aggregated_filename: dest.spec.filepath.as_ref().and_then(|f| f.filename.clone()),
@@ -63,6 +63,32 @@ pub(super) fn desired_files(
         desired.push(state);
     }
     Ok(desired)
+}
+
+/// The paths a placement about to be made will own once written. Recorded in its status as it
+/// is made, they spare its first write the record of its own it would otherwise store before
+/// writing (see `write.rs`). Only in mode `nestedByMetadata`: there every path lies in the
+/// folder of the placement's own request, pipeline and workload group, which no other placement
+/// of the Destination writes, so claiming the paths before the write's collision check cannot
+/// claim another placement's file. `None` in the other modes, and for files that do not lay out
+/// (the write reports those).
+pub(super) fn owned_at_creation(
+    dest: &Destination,
+    store_path: Option<&str>,
+    wp: &Object,
+    work: &Object,
+) -> Option<Vec<String>> {
+    if dest.spec.filepath_mode() != FilepathMode::NestedByMetadata {
+        return None;
+    }
+    let spec = spec_of(wp).ok()?;
+    let ctx = context(dest, store_path, wp, &spec, Some(work));
+    let paths: std::collections::BTreeSet<String> = desired_files(&ctx, wp, &spec)
+        .ok()?
+        .into_iter()
+        .map(|(path, _)| path)
+        .collect();
+    (!paths.is_empty()).then(|| paths.into_iter().collect())
 }
 
 /// Mode `aggregatedYAML`: the Destination's one file, from every live placement on it; `None`
@@ -104,4 +130,92 @@ pub(super) async fn aggregated(
         return Ok((path, None));
     }
     Ok((path, Some(layout::aggregated_yaml(&placements))))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+
+    use super::*;
+
+    fn destination(filepath: Value) -> Destination {
+        serde_json::from_value(json!({
+            "apiVersion": "platform.kratix.io/v1alpha1",
+            "kind": "Destination",
+            "metadata": {"name": "worker"},
+            "spec": {"path": "worker", "filepath": filepath,
+                     "stateStoreRef": {"kind": "GitStateStore", "name": "default"}},
+        }))
+        .expect("a Destination")
+    }
+
+    fn placement(content: &str) -> Object {
+        serde_json::from_value(json!({
+            "apiVersion": "platform.kratix.io/v1alpha1",
+            "kind": "WorkPlacement",
+            "metadata": {"name": "thing-t1-one.worker-5058f", "namespace": "default",
+                         "labels": {"kratix.io/pipeline-name": "one"}},
+            "spec": {"targetDestinationName": "worker", "promiseName": "thing",
+                     "resourceName": "t1", "id": "5058f1af8388633f609cadb75a75dc9d",
+                     "workloads": [{"filepath": "cm.yaml", "content": content}]},
+        }))
+        .expect("a WorkPlacement")
+    }
+
+    fn work() -> Object {
+        serde_json::from_value(json!({
+            "apiVersion": "platform.kratix.io/v1alpha1",
+            "kind": "Work",
+            "metadata": {"name": "thing-t1-one", "namespace": "default"},
+        }))
+        .expect("a Work")
+    }
+
+    #[test]
+    fn a_new_placement_owns_its_files_only_where_their_folder_is_its_own() {
+        let content = crate::api::work::encode_content(b"kind: ConfigMap\n").expect("encodes");
+        let nested = destination(json!({"mode": "nestedByMetadata"}));
+        let wp = placement(&content);
+        let ctx = context(
+            &nested,
+            Some("store"),
+            &wp,
+            &spec_of(&wp).expect("a spec"),
+            None,
+        );
+        let laid_out: Vec<String> = layout::file_paths(
+            &ctx,
+            &decode(&spec_of(&wp).expect("a spec")).expect("decodes"),
+        )
+        .into_iter()
+        .map(|(path, _)| path)
+        .collect();
+        let cases: [(&str, Destination, Object, Option<Vec<String>>); 4] = [
+            ("nested", nested.clone(), wp.clone(), Some(laid_out.clone())),
+            (
+                "aggregated",
+                destination(json!({"mode": "aggregatedYAML"})),
+                wp.clone(),
+                None,
+            ),
+            (
+                "flat",
+                destination(json!({"mode": "none"})),
+                wp.clone(),
+                None,
+            ),
+            ("not laid out", nested, placement("not base64 gzip"), None),
+        ];
+        assert_eq!(
+            laid_out,
+            ["store/worker/resources/default/thing/t1/one/5058f/cm.yaml"]
+        );
+        for (name, dest, wp, want) in cases {
+            assert_eq!(
+                owned_at_creation(&dest, Some("store"), &wp, &work()),
+                want,
+                "{name}"
+            );
+        }
+    }
 }

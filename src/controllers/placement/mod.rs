@@ -68,6 +68,39 @@ async fn update_wp_status(
     .await
 }
 
+/// The paths the placement `wp`, about to be made for `work` on the Destination `dest_obj`,
+/// will own once written, to be stored in its status as it is made (see
+/// [`files::owned_at_creation`]); `None` when they are left to its first write to record.
+pub(crate) async fn owned_at_creation(
+    rt: &Runtime,
+    dest_obj: &Object,
+    wp: &Object,
+    work: &Object,
+) -> Result<Option<Vec<String>>, Error> {
+    let Ok(dest) = crate::api::object::to_typed::<Destination>(dest_obj) else {
+        return Ok(None);
+    };
+    if dest.spec.filepath_mode() != FilepathMode::NestedByMetadata {
+        return Ok(None);
+    }
+    let Some(store_ref) = dest.spec.state_store_ref.as_ref() else {
+        return Ok(None);
+    };
+    let Some(store_kind) = crate::api::Builtin::state_store(&store_ref.kind) else {
+        return Ok(None);
+    };
+    let Some(store) = rt
+        .cp
+        .get(&rt.kind(store_kind), None, &store_ref.name)
+        .await?
+    else {
+        return Ok(None);
+    };
+    // Both kinds of state store keep the prefix of every key in `spec.path`.
+    let store_path = store.data.pointer("/spec/path").and_then(|p| p.as_str());
+    Ok(files::owned_at_creation(&dest, store_path, wp, work))
+}
+
 pub(crate) async fn reconcile(rt: &Runtime, wp: Object) -> Result<Next, Error> {
     let deleting = wp.metadata.deletion_timestamp.is_some();
     // Written already: nothing to do, unless its drift check is due.

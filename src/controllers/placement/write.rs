@@ -47,7 +47,7 @@ pub(super) async fn write_batch(
     let mut owned_all: BTreeSet<String> = BTreeSet::new();
     for wp in batch {
         let spec = spec_of(wp).map_err(Invalid::from)?;
-        let ctx = context(dest, handle, wp, &spec, work);
+        let ctx = context(dest, handle.path.as_deref(), wp, &spec, work);
         let desired = desired_files(&ctx, wp, &spec)?;
         owned_all.extend(owned_paths(wp));
         desired_all.extend(desired.iter().cloned());

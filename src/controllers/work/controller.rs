@@ -14,6 +14,7 @@ use crate::controllers::work::schedule::DestinationInfo;
 use crate::controllers::work::schedule::ExistingPlacement;
 use crate::controllers::work::schedule::WorkKind;
 
+use crate::controllers::placement;
 use crate::controllers::work::conditions::status_due;
 use crate::controllers::work::conditions::work_conditions;
 use crate::controllers::work::conditions::Placed;
@@ -90,13 +91,9 @@ pub(crate) async fn reconcile(rt: &Runtime, work: Object) -> Result<Next, Error>
     };
     let typed: crate::api::Work = crate::api::object::to_typed(&work)
         .map_err(|source| Error::malformed(&work, "Work", source))?;
-    let destinations: Vec<DestinationInfo> = rt
-        .destinations
-        .all(rt)
-        .await?
-        .iter()
-        .map(destination_info)
-        .collect();
+    let destination_objects = rt.destinations.all(rt).await?;
+    let destinations: Vec<DestinationInfo> =
+        destination_objects.iter().map(destination_info).collect();
     let existing: Vec<ExistingPlacement> = placements
         .iter()
         .filter(|p| p.metadata.deletion_timestamp.is_none())
@@ -128,6 +125,9 @@ pub(crate) async fn reconcile(rt: &Runtime, work: Object) -> Result<Next, Error>
             let placement = Placement {
                 group,
                 destination: dest,
+                destination_object: destination_objects
+                    .iter()
+                    .find(|d| d.metadata.name.as_deref() == Some(dest.as_str())),
                 name: &wp_name,
                 pipeline: &pipeline,
                 misplaced,
@@ -191,6 +191,8 @@ pub(crate) async fn reconcile(rt: &Runtime, work: Object) -> Result<Next, Error>
 struct Placement<'a> {
     group: &'a WorkloadGroup,
     destination: &'a str,
+    /// The Destination as the scheduler saw it.
+    destination_object: Option<&'a Object>,
     name: &'a str,
     pipeline: &'a str,
     misplaced: bool,
@@ -268,9 +270,28 @@ async fn upsert_placement(
             typed_wp.metadata.namespace = Some(namespace.clone());
             typed_wp.metadata.labels = Some(wp_labels);
             typed_wp.metadata.finalizers = Some(vec![finalizers::WORK_PLACEMENT.to_string()]);
-            let wp =
+            let mut wp =
                 crate::api::object::from_typed_with_spec(&typed_wp, stored).map_err(malformed)?;
-            match rt.cp.create(&kind, &wp).await {
+            // Made owning the files its first write will put, that write needs no record first.
+            let owned = match placement.destination_object {
+                Some(dest) => placement::owned_at_creation(rt, dest, &wp, work).await?,
+                None => None,
+            };
+            let created = match owned {
+                Some(paths) => {
+                    let status = WorkPlacementStatus {
+                        pending_files: Some(paths),
+                        ..WorkPlacementStatus::default()
+                    };
+                    let status = serde_json::to_value(&status).map_err(malformed)?;
+                    if let Some(map) = wp.data.as_object_mut() {
+                        map.insert("status".into(), status);
+                    }
+                    rt.cp.create_with_status(&kind, &wp).await
+                }
+                None => rt.cp.create(&kind, &wp).await,
+            };
+            match created {
                 Ok(_) | Err(crate::store::Error::AlreadyExists { .. }) => Ok(true),
                 Err(e) => Err(e.into()),
             }

@@ -15,8 +15,8 @@
 use serde::Serialize;
 
 use crate::api::destination::FilepathMode;
+use crate::api::work::short_group_id;
 use crate::api::work::Workload;
-use crate::controllers::work::schedule::short_id;
 
 /// Errors turning a placement's stored workloads back into files.
 #[derive(Debug, thiserror::Error)]
@@ -116,7 +116,7 @@ pub(crate) fn placement_dir(ctx: &PlacementContext) -> Option<String> {
         return None;
     }
     let pipeline = ctx.pipeline.as_deref().unwrap_or("");
-    let id5 = short_id(&ctx.group_id);
+    let id5 = short_group_id(&ctx.group_id);
     let relative = match ctx.resource_name() {
         None => go_join(&[
             &ctx.destination_path,

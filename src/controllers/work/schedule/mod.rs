@@ -200,16 +200,10 @@ fn rendezvous_score(work_name: &str, group_id: &str, destination: &str) -> [u8; 
 /// The WorkPlacement of `work_name`'s group `group_id` on `destination`:
 /// `<work>.<destination>-<first five characters of the group id>` (scheduler.go:371).
 pub(crate) fn placement_name(work_name: &str, destination: &str, group_id: &str) -> String {
-    format!("{work_name}.{destination}-{}", short_id(group_id))
-}
-
-/// The first five characters of a workload group id (md5 hex, so ASCII), as used in placement
-/// names and paths; a shorter id is used whole.
-pub(crate) fn short_id(group_id: &str) -> &str {
-    group_id
-        .char_indices()
-        .nth(5)
-        .map_or(group_id, |(end, _)| &group_id[..end])
+    format!(
+        "{work_name}.{destination}-{}",
+        crate::api::work::short_group_id(group_id)
+    )
 }
 
 #[cfg(test)]
