@@ -68,37 +68,50 @@ async fn update_wp_status(
     .await
 }
 
-/// The paths the placement `wp`, about to be made for `work` on the Destination `dest_obj`,
-/// will own once written, to be stored in its status as it is made (see
-/// [`files::owned_at_creation`]); `None` when they are left to its first write to record.
-pub(crate) async fn owned_at_creation(
+/// Records in the status of `wp`, a placement about to be made for `work` on the Destination
+/// `dest_obj`, the paths it will own once written (see [`files::owned_at_creation`]), for it to
+/// be made with them (`ControlPlane::create_with_status`). Leaves it without a status when they
+/// are left to its first write to record.
+pub(crate) async fn own_files_at_creation(
     rt: &Runtime,
     dest_obj: &Object,
-    wp: &Object,
+    wp: &mut Object,
     work: &Object,
-) -> Result<Option<Vec<String>>, Error> {
+) -> Result<(), Error> {
     let Ok(dest) = crate::api::object::to_typed::<Destination>(dest_obj) else {
-        return Ok(None);
+        return Ok(());
     };
     if dest.spec.filepath_mode() != FilepathMode::NestedByMetadata {
-        return Ok(None);
+        return Ok(());
     }
     let Some(store_ref) = dest.spec.state_store_ref.as_ref() else {
-        return Ok(None);
+        return Ok(());
     };
     let Some(store_kind) = crate::api::Builtin::state_store(&store_ref.kind) else {
-        return Ok(None);
+        return Ok(());
     };
     let Some(store) = rt
         .cp
         .get(&rt.kind(store_kind), None, &store_ref.name)
         .await?
     else {
-        return Ok(None);
+        return Ok(());
     };
     // Both kinds of state store keep the prefix of every key in `spec.path`.
     let store_path = store.data.pointer("/spec/path").and_then(|p| p.as_str());
-    Ok(files::owned_at_creation(&dest, store_path, wp, work))
+    let Some(paths) = files::owned_at_creation(&dest, store_path, wp, work) else {
+        return Ok(());
+    };
+    let status = WorkPlacementStatus {
+        pending_files: Some(paths),
+        ..WorkPlacementStatus::default()
+    };
+    let status = serde_json::to_value(&status)
+        .map_err(|source| Error::malformed(wp, "WorkPlacement", source))?;
+    if let Some(map) = wp.data.as_object_mut() {
+        map.insert("status".into(), status);
+    }
+    Ok(())
 }
 
 pub(crate) async fn reconcile(rt: &Runtime, wp: Object) -> Result<Next, Error> {

@@ -2,6 +2,7 @@
 //! Kratix's work-creator names them, created or brought up to date.
 
 use crate::api::{labels, Object, PipelineRun, Promise, WorkType, WorkflowType, SYSTEM_NAMESPACE};
+use crate::controllers::run::error::Error as RunError;
 use crate::controllers::run::failure;
 use crate::controllers::{work, Error, Runtime};
 use crate::pipeline::{Metadata, Output};
@@ -16,12 +17,7 @@ pub(super) async fn upsert(
 ) -> Result<(), Error> {
     let run_name = run.metadata.name.clone().unwrap_or_default();
     let spec = crate::api::object::to_typed::<PipelineRun>(run)
-        .map_err(|e| {
-            Error::from(super::error::Error::not_carried_out(
-                &run_name,
-                failure::Error::StoredRun(e),
-            ))
-        })?
+        .map_err(|e| RunError::not_carried_out(&run_name, failure::Error::StoredRun(e)))?
         .spec;
     let (promise_name, pipeline_name, resource) =
         (spec.promise_name, spec.pipeline_name, spec.resource_name);
@@ -36,7 +32,7 @@ pub(super) async fn upsert(
         &work::promise_selectors(promise),
         workflow_type,
     )
-    .map_err(|e| Error::from(super::error::Error::not_carried_out(&run_name, e)))?;
+    .map_err(|e| RunError::not_carried_out(&run_name, e))?;
     let namespace = run
         .metadata
         .namespace
@@ -66,8 +62,6 @@ pub(super) async fn upsert(
         .await
         .map_err(|failure| match failure {
             work::Upsert::Failed(e) => e,
-            work::Upsert::Refused(source) => {
-                Error::from(super::error::Error::not_carried_out(&run_name, source))
-            }
+            work::Upsert::Refused(source) => RunError::not_carried_out(&run_name, source).into(),
         })
 }

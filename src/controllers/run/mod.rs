@@ -375,7 +375,7 @@ pub(super) async fn release(rt: &Runtime, key: &ObjectKey) -> Result<bool, Error
 async fn execute(rt: &Runtime, run: &Object) -> Result<Finished, Error> {
     let key = ObjectKey::of(run);
     let run_name = key.name.clone();
-    let bad = |source: Failure| Error::from(error::Error::not_carried_out(&run_name, source));
+    let bad = |source: Failure| error::Error::not_carried_out(&run_name, source);
     let spec = crate::api::object::to_typed::<PipelineRun>(run)
         .map_err(|e| bad(Failure::StoredRun(e)))?
         .spec;

@@ -273,25 +273,10 @@ async fn upsert_placement(
             let mut wp =
                 crate::api::object::from_typed_with_spec(&typed_wp, stored).map_err(malformed)?;
             // Made owning the files its first write will put, that write needs no record first.
-            let owned = match placement.destination_object {
-                Some(dest) => placement::owned_at_creation(rt, dest, &wp, work).await?,
-                None => None,
-            };
-            let created = match owned {
-                Some(paths) => {
-                    let status = WorkPlacementStatus {
-                        pending_files: Some(paths),
-                        ..WorkPlacementStatus::default()
-                    };
-                    let status = serde_json::to_value(&status).map_err(malformed)?;
-                    if let Some(map) = wp.data.as_object_mut() {
-                        map.insert("status".into(), status);
-                    }
-                    rt.cp.create_with_status(&kind, &wp).await
-                }
-                None => rt.cp.create(&kind, &wp).await,
-            };
-            match created {
+            if let Some(dest) = placement.destination_object {
+                placement::own_files_at_creation(rt, dest, &mut wp, work).await?;
+            }
+            match rt.cp.create_with_status(&kind, &wp).await {
                 Ok(_) | Err(crate::store::Error::AlreadyExists { .. }) => Ok(true),
                 Err(e) => Err(e.into()),
             }
