@@ -141,8 +141,34 @@ for n in $sizes; do
     printf '| %s | %s s | %s | %s MB | %s× (floor %s s) | %s | %s |\n' "$n" "$t" \
         "$(awk -v t="$t" -v n="$n" 'BEGIN { printf "%.1f", n / t }')" "$rss" \
         "$(ratio "$t" "$floor")" "$floor" "$(ratio "$per" "$base_per")" "$(ratio "$writes" "$n")"
-    last_home="$home"; last_n="$n"
+    last_home="$home"; last_n="$n"; last_since="$since"
 done
+
+# What the writes of the largest run were: per request, by kind and by what they did.
+echo
+echo "Control-plane writes per request of the $last_n-request run, by kind (a change of status counts as"
+echo "a change):"
+echo
+echo "| kind | created | changed | deleted | all |"
+echo "|---|---|---|---|---|"
+python3 - "$last_home/state.db" "$last_since" "$last_n" <<'PY'
+import sqlite3, sys
+db, since, n = sqlite3.connect(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+rows = {}
+for kind, change, count in db.execute(
+    "SELECT kind, change_type, COUNT(*) FROM changes WHERE seq > ? GROUP BY kind, change_type",
+    (since,),
+):
+    rows.setdefault(kind, {})[change] = count
+for kind in sorted(rows, key=lambda k: -sum(rows[k].values())):
+    c = rows[kind]
+    cells = [c.get(t, 0) / n for t in ("Added", "Modified", "Deleted")]
+    print("| %s | %s | %.2f |" % (kind, " | ".join("%.2f" % x for x in cells), sum(cells)))
+kept = sum(sum(c.values()) for c in rows.values())
+newest = db.execute("SELECT COALESCE(MAX(seq), 0) FROM changes").fetchone()[0]
+if kept != newest - since:
+    print("\nThe change feed kept %d of the run's %d changes: the split above is partial." % (kept, newest - since))
+PY
 
 # Re-applying identical requests changes nothing: no new commits.
 before=$(commits "$last_home")
