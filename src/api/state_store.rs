@@ -100,6 +100,12 @@ pub struct GitAuthor {
     pub email: Option<String>,
 }
 
+/// The prefix of every key a state store of either kind writes: its `spec.path` (both kinds
+/// keep it there), read from the stored object without knowing which kind it is.
+pub fn key_prefix(store: &super::Object) -> Option<&str> {
+    store.data.pointer("/spec/path").and_then(Value::as_str)
+}
+
 impl GitStateStoreSpec {
     pub fn branch(&self) -> &str {
         self.branch

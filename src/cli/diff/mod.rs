@@ -130,11 +130,7 @@ async fn destination_roots(platform: &Platform) -> Result<Vec<report::Destinatio
     for kind in crate::api::kinds::STATE_STORES {
         let info = kind.info();
         for store in cp.list(&info, None, &Selector::everything()).await? {
-            let path = store
-                .data
-                .pointer("/spec/path")
-                .and_then(serde_json::Value::as_str)
-                .map(str::to_string);
+            let path = crate::api::state_store::key_prefix(&store).map(str::to_string);
             let name = store.metadata.name.clone().unwrap_or_default();
             store_paths.insert(
                 StoreRef {

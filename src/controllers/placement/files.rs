@@ -65,6 +65,11 @@ pub(super) fn desired_files(
     Ok(desired)
 }
 
+/// Whether a placement on `dest` is made owning its files: only where their folder is its own.
+pub(super) fn owns_at_creation(dest: &Destination) -> bool {
+    dest.spec.filepath_mode() == FilepathMode::NestedByMetadata
+}
+
 /// The paths a placement about to be made will own once written. Recorded in its status as it
 /// is made, they spare its first write the record of its own it would otherwise store before
 /// writing (see `write.rs`). Only in mode `nestedByMetadata`: there every path lies in the
@@ -78,7 +83,7 @@ pub(super) fn owned_at_creation(
     wp: &Object,
     work: &Object,
 ) -> Option<Vec<String>> {
-    if dest.spec.filepath_mode() != FilepathMode::NestedByMetadata {
+    if !owns_at_creation(dest) {
         return None;
     }
     let spec = spec_of(wp).ok()?;

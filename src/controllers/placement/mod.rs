@@ -81,7 +81,8 @@ pub(crate) async fn own_files_at_creation(
     let Ok(dest) = crate::api::object::to_typed::<Destination>(dest_obj) else {
         return Ok(());
     };
-    if dest.spec.filepath_mode() != FilepathMode::NestedByMetadata {
+    // Decided before the store is read, which the other modes do not need.
+    if !files::owns_at_creation(&dest) {
         return Ok(());
     }
     let Some(store_ref) = dest.spec.state_store_ref.as_ref() else {
@@ -97,8 +98,7 @@ pub(crate) async fn own_files_at_creation(
     else {
         return Ok(());
     };
-    // Both kinds of state store keep the prefix of every key in `spec.path`.
-    let store_path = store.data.pointer("/spec/path").and_then(|p| p.as_str());
+    let store_path = crate::api::state_store::key_prefix(&store);
     let Some(paths) = files::owned_at_creation(&dest, store_path, wp, work) else {
         return Ok(());
     };
