@@ -2,7 +2,7 @@
 # Runs every benchmark of the project and writes BENCHMARKS.md at the root of the repository.
 # Usage: scripts/bench.sh [--quick]
 #   --quick  small sizes and few rounds: a smoke run that checks every bench still works.
-# Needs git and Garage (scripts/garage.sh) as the tests do. Every figure is shown absolute and as a
+# Needs git and an S3 server (scripts/seaweedfs.sh) as the tests do. Every figure is shown absolute and as a
 # ratio against a baseline or floor measured in the same run: absolute times depend on the machine
 # and its load, ratios much less.
 set -euo pipefail
@@ -42,7 +42,7 @@ section() {
     echo "and servers, and reported as a ratio; absolute times are shown to read the ratios by, not to"
     echo "be compared across runs or machines. Medians of several rounds. Servers run on loopback:"
     echo "\`git daemon\` for Git (each connection spawns git, as a real server does) and a single-node"
-    echo "Garage for buckets. Baselines: Kratix's strategy re-done with the git CLI (a cached work-tree"
+    echo "SeaweedFS (or Garage, with KRATIX_TEST_S3=garage) for buckets. Baselines: Kratix's strategy re-done with the git CLI (a cached work-tree"
     echo "clone: fetch, \`reset --hard\`, \`clean -ffdx\`, write, \`add -A\`, commit, push), a bucket"
     echo "writer that uploads every object, and for the runtime the pipelines' commands spawned as"
     echo "plain processes. Request counts are counted on the wire (the S3 client's HTTP connector, the"
@@ -53,8 +53,14 @@ section() {
     echo "- CPU: $(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n1), $(nproc) cores"
     echo "- kernel: $(uname -sr)"
     echo "- memory: $(free -m 2>/dev/null | awk '/^Mem:/ { print $2 " MB" }')"
-    garage="${GARAGE_BIN:-$(command -v garage || echo "$HOME/.cargo/bin/garage")}"
-    echo "- git: $(git --version | sed 's/^git version //'); Garage: $("$garage" --version 2>/dev/null | head -n1)"
+    if [ "${KRATIX_TEST_S3:-}" = garage ]; then
+        garage="${GARAGE_BIN:-$(command -v garage || echo "$HOME/.cargo/bin/garage")}"
+        s3="Garage: $("$garage" --version 2>/dev/null | head -n1)"
+    else
+        weed="${WEED_BIN:-${KRATIX_TESTWORLD_HOME:-$HOME/.cache/kratix-testworld}/seaweedfs/weed}"
+        s3="SeaweedFS: $("$weed" version 2>/dev/null | head -n1)"
+    fi
+    echo "- git: $(git --version | sed 's/^git version //'); $s3"
     echo "- load average when the run started: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo
     section cargo bench --quiet -p statestores --bench git_write_cost

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the image deploy/ runs, `kratix-rs:0.1.0`, from this checkout's binary into the
-# Docker Engine that DOCKER_HOST names (e.g. a test node's: `kube-testenv env DIR`), without the
+# Docker Engine that DOCKER_HOST names (e.g. a test node's: `scripts/testworld env DIR`), without the
 # Dockerfile's build stage (which needs a registry for rust:1-alpine). The image is the
 # Dockerfile's final stage fed a prebuilt binary: `FROM scratch`, the binary at /kratix-rs, the
 # libraries `ldd` names at their paths, CA certificates, and the final stage's own USER and

@@ -17,8 +17,8 @@
 //! And the other way: a condition's empty `reason` or `message` (`""`) is left out.
 
 #[allow(dead_code)]
-#[path = "support/kube_testenv.rs"]
-mod kube_testenv;
+#[path = "support/testworld.rs"]
+mod testworld;
 
 use std::io::Read as _;
 use std::path::PathBuf;
@@ -388,12 +388,12 @@ fn unknown_request_fields_are_pruned_as_the_api_server_prunes_them() {
     );
 }
 
-/// A kube-apiserver started by `kube-testenv`, stopped on drop.
-struct ApiServer(kube_testenv::KubeTestenv);
+/// A kube-apiserver started by `scripts/testworld`, stopped on drop.
+struct ApiServer(testworld::KubeWorld);
 
 impl ApiServer {
     fn start() -> Self {
-        Self(kube_testenv::KubeTestenv::start())
+        Self(testworld::KubeWorld::start())
     }
 
     /// Runs kubectl with `stdin`; returns stdout, panicking with stderr on failure.
@@ -457,7 +457,7 @@ impl ApiServer {
 }
 
 #[test]
-#[ignore = "starts a real kube-apiserver with kube-testenv; run with --ignored"]
+#[ignore = "starts a real kube-apiserver with scripts/testworld; run with --ignored"]
 fn crds_are_accepted_by_a_real_api_server_and_keep_every_fixture_field() {
     let server = ApiServer::start();
     server.apply_crds(&kratix::api::crds::crds_yaml());
@@ -530,7 +530,7 @@ fn keyed_workflows() -> Value {
 }
 
 #[test]
-#[ignore = "starts a real kube-apiserver with kube-testenv; run with --ignored"]
+#[ignore = "starts a real kube-apiserver with scripts/testworld; run with --ignored"]
 fn the_keyed_workflow_status_is_kept_whole_by_a_real_api_server() {
     let server = ApiServer::start();
     server.apply_crds(&kratix::api::crds::crds_yaml());

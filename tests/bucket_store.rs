@@ -1,5 +1,5 @@
 //! BucketStateStore end to end: the `kratix-rs` binary writes a Promise's pipelines into a real
-//! Garage bucket, and an independent S3 client looks at what the bucket holds (keys, ETags,
+//! S3 bucket (testkit::s3: SeaweedFS, or Garage), and an independent S3 client looks at what the bucket holds (keys, ETags,
 //! LastModified). Each test has its own platform home and its own bucket on one shared server.
 
 mod support;
@@ -11,7 +11,7 @@ use serde_json::Value;
 use support::bucket::BucketInspector;
 use support::{condition, condition_is, eventually, fixtures, Kratix};
 
-use testkit::garage::{self, AccessKey, Garage};
+use testkit::s3::{self, AccessKey, S3Server};
 
 /// The store's `spec.path`: every key Kratix writes lives below it.
 const STORE_PATH: &str = "platform";
@@ -48,7 +48,7 @@ struct ObjectState {
     last_modified: jiff::Timestamp,
 }
 
-/// One test's bucket on the shared Garage, looked at without going through kratix-rs.
+/// One test's bucket on the shared S3 server, looked at without going through kratix-rs.
 struct TestBucket {
     name: String,
     inspector: BucketInspector,
@@ -56,9 +56,9 @@ struct TestBucket {
 
 impl TestBucket {
     fn new() -> Self {
-        let garage = Garage::shared();
-        let name = garage.new_bucket();
-        let inspector = BucketInspector::new(garage, &name);
+        let server = S3Server::shared();
+        let name = server.new_bucket();
+        let inspector = BucketInspector::new(server, &name);
         Self { name, inspector }
     }
 
@@ -155,7 +155,7 @@ spec:
 
 /// Secret, store and Destination on `bucket` of the shared server with `key`.
 fn platform_yaml(bucket: &str, key: &AccessKey) -> String {
-    let endpoint = &Garage::shared().s3_endpoint;
+    let endpoint = &S3Server::shared().s3_endpoint;
     [
         credentials_yaml(key),
         store_yaml(endpoint, bucket),
@@ -248,7 +248,7 @@ fn platform_with_request() -> (Kratix, TestBucket) {
     let bucket = TestBucket::new();
     let k = Kratix::new();
     let yaml = [
-        platform_yaml(&bucket.name, &Garage::shared().key),
+        platform_yaml(&bucket.name, &S3Server::shared().key),
         fixture("promise.yaml"),
         fixture("request.yaml"),
     ]
@@ -487,10 +487,10 @@ fn removing_the_last_pipeline_removes_exactly_its_objects() {
 #[test]
 fn wrong_credentials_are_reported_and_recovered_from_without_losing_anything() {
     let bucket = TestBucket::new();
-    let garage = Garage::shared();
+    let server = S3Server::shared();
     let wrong = AccessKey {
-        id: garage.key.id.clone(),
-        secret: garage::random_hex(32),
+        id: server.key.id.clone(),
+        secret: s3::random_hex(32),
     };
     let outside = "elsewhere/kept.txt";
     bucket.put_foreign(outside);
@@ -540,7 +540,7 @@ fn wrong_credentials_are_reported_and_recovered_from_without_losing_anything() {
     );
     assert_secret_nowhere(&k, &wrong.secret, &[&applied.stderr, &requested.stderr]);
 
-    let fixed = k.apply_yaml(&credentials_yaml(&garage.key), &["--no-wait"]);
+    let fixed = k.apply_yaml(&credentials_yaml(&server.key), &["--no-wait"]);
     fixed.assert_ok();
     eventually("the store to recover", WAIT, || {
         k.get_json("bucketstatestore", STORE, None)
@@ -562,7 +562,7 @@ fn wrong_credentials_are_reported_and_recovered_from_without_losing_anything() {
         k.get_json(KIND, REQUEST, Some(NAMESPACE))
             .filter(reconciled_for_current_generation)
     });
-    assert_secret_nowhere(&k, &garage.key.secret, &[&fixed.stderr]);
+    assert_secret_nowhere(&k, &server.key.secret, &[&fixed.stderr]);
     k.stop_serve();
 }
 
@@ -570,7 +570,7 @@ fn wrong_credentials_are_reported_and_recovered_from_without_losing_anything() {
 fn not_ready_condition(endpoint: &str, bucket: &str) -> Value {
     let k = Kratix::new();
     let yaml = [
-        credentials_yaml(&Garage::shared().key),
+        credentials_yaml(&S3Server::shared().key),
         store_yaml(endpoint, bucket),
     ]
     .join("---\n");
@@ -591,7 +591,7 @@ fn not_ready_condition(endpoint: &str, bucket: &str) -> Value {
         .expect("the store");
     assert_secret_nowhere(
         &k,
-        &Garage::shared().key.secret,
+        &S3Server::shared().key.secret,
         &[&run.stderr, &waited.stderr],
     );
     condition(&store, "Ready").expect("Ready").clone()
@@ -599,7 +599,7 @@ fn not_ready_condition(endpoint: &str, bucket: &str) -> Value {
 
 #[test]
 fn a_missing_bucket_is_not_ready_with_a_reason() {
-    let ready = not_ready_condition(&Garage::shared().s3_endpoint, "no-such-bucket");
+    let ready = not_ready_condition(&S3Server::shared().s3_endpoint, "no-such-bucket");
     assert_eq!(ready["reason"], "ErrorValidatingPermissions", "{ready:#}");
     let message = ready["message"].as_str().unwrap_or_default();
     assert!(
@@ -633,8 +633,8 @@ fn the_write_permission_check_leaves_nothing_behind() {
     let bucket = TestBucket::new();
     let k = Kratix::new();
     let yaml = [
-        credentials_yaml(&Garage::shared().key),
-        store_yaml(&Garage::shared().s3_endpoint, &bucket.name),
+        credentials_yaml(&S3Server::shared().key),
+        store_yaml(&S3Server::shared().s3_endpoint, &bucket.name),
     ]
     .join("---\n");
     k.apply_yaml(&yaml, &["--timeout", "120"]).assert_ok();
@@ -645,7 +645,7 @@ fn the_write_permission_check_leaves_nothing_behind() {
 
     assert_eq!(bucket.keys(), BTreeSet::new(), "no object in the bucket");
     assert_eq!(
-        Garage::shared().unfinished_uploads(&bucket.name),
+        S3Server::shared().unfinished_uploads(&bucket.name),
         0,
         "no multipart upload left open"
     );

@@ -1,6 +1,6 @@
 //! `diff -f PATH` through the binary: the workflows run for real in a scratch copy of the home,
 //! and what they would write is shown as unified diffs per Destination, while the state store
-//! (a Git branch, a Garage bucket) and the stored objects stay exactly as they were.
+//! (a Git branch, an S3 bucket) and the stored objects stay exactly as they were.
 
 mod support;
 
@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use support::bucket::BucketInspector;
 use support::{fixtures, git_destination_yaml, Kratix};
-use testkit::garage::Garage;
 use testkit::git;
+use testkit::s3::S3Server;
 
 const NOTE_DIR: &str = "resources/default/note/n1/render/5058f";
 
@@ -150,9 +150,9 @@ fn diff_beside_a_running_serve_leaves_its_home_alone() {
 
 #[test]
 fn diff_against_a_bucket_reads_it_and_writes_nothing() {
-    let garage = Garage::shared();
-    let bucket = garage.new_bucket();
-    let inspector = BucketInspector::new(garage, &bucket);
+    let server = S3Server::shared();
+    let bucket = server.new_bucket();
+    let inspector = BucketInspector::new(server, &bucket);
     let k = Kratix::new();
     let platform = format!(
         "apiVersion: v1\nkind: Secret\nmetadata:\n  name: creds\n  namespace: default\n\
@@ -163,9 +163,9 @@ fn diff_against_a_bucket_reads_it_and_writes_nothing() {
          namespace: default\n---\napiVersion: platform.kratix.io/v1alpha1\nkind: Destination\n\
          metadata:\n  name: preview\n  labels:\n    preview: \"yes\"\nspec:\n  path: preview\n  \
          stateStoreRef:\n    kind: BucketStateStore\n    name: garage\n",
-        id = garage.key.id,
-        secret = garage.key.secret,
-        endpoint = garage.s3_endpoint,
+        id = server.key.id,
+        secret = server.key.secret,
+        endpoint = server.s3_endpoint,
     );
     k.apply_yaml(&platform, &[]).assert_ok();
     k.apply_yaml(&promise(), &[]).assert_ok();
@@ -181,7 +181,7 @@ fn diff_against_a_bucket_reads_it_and_writes_nothing() {
             .collect()
     };
     let (bucket_before, objects_before) = (contents(), stored_objects(&k));
-    let uploads_before = garage.unfinished_uploads(&bucket);
+    let uploads_before = server.unfinished_uploads(&bucket);
     assert!(
         bucket_before.contains_key(&format!("platform/preview/{NOTE_DIR}/extra.yaml")),
         "{bucket_before:?}"
@@ -191,12 +191,12 @@ fn diff_against_a_bucket_reads_it_and_writes_nothing() {
     assert_eq!(run.status, 1, "{run:?}");
     assert_three_changes(&run.stdout, "platform/preview", "BucketStateStore garage");
     for output in [&run.stdout, &run.stderr] {
-        assert!(!output.contains(&garage.key.secret), "no credential shown");
+        assert!(!output.contains(&server.key.secret), "no credential shown");
     }
 
     assert_eq!(contents(), bucket_before, "the bucket is as it was");
     assert_eq!(
-        garage.unfinished_uploads(&bucket),
+        server.unfinished_uploads(&bucket),
         uploads_before,
         "not even an upload begun"
     );

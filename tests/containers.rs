@@ -1,4 +1,4 @@
-//! The container executor against a real Docker Engine (kube-testenv's `--engine`): images built
+//! The container executor against a real Docker Engine (`scripts/testworld start DIR --engine`): images built
 //! into it here, pipelines run from them through the binary. Skipped with a NOTE without an
 //! engine (see tests/support/engine.rs); the no-engine case always runs.
 

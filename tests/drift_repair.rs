@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde_json::json;
 use support::bucket::BucketInspector;
 use support::{eventually, git_destination_yaml, things, Kratix};
-use testkit::garage::Garage;
+use testkit::s3::S3Server;
 
 const WAIT: Duration = Duration::from_secs(120);
 const INTERVAL: &str = "2s";
@@ -144,16 +144,16 @@ fn git_files_changed_or_deleted_by_others_are_restored_in_one_commit() {
 
 #[test]
 fn bucket_objects_changed_or_deleted_by_others_are_restored() {
-    let garage = Garage::shared();
-    let bucket = garage.new_bucket();
+    let server = S3Server::shared();
+    let bucket = server.new_bucket();
     let mut k = kratix();
     let platform = json!([
         {"apiVersion": "v1", "kind": "Secret",
          "metadata": {"name": "garage", "namespace": "default"},
-         "stringData": {"accessKeyID": garage.key.id, "secretAccessKey": garage.key.secret}},
+         "stringData": {"accessKeyID": server.key.id, "secretAccessKey": server.key.secret}},
         {"apiVersion": "platform.kratix.io/v1alpha1", "kind": "BucketStateStore",
          "metadata": {"name": "bucket"},
-         "spec": {"endpoint": garage.s3_endpoint, "bucketName": bucket, "insecure": true,
+         "spec": {"endpoint": server.s3_endpoint, "bucketName": bucket, "insecure": true,
                   "authMethod": "accessKey",
                   "secretRef": {"name": "garage", "namespace": "default"}}},
         {"apiVersion": "platform.kratix.io/v1alpha1", "kind": "Destination",
@@ -170,7 +170,7 @@ fn bucket_objects_changed_or_deleted_by_others_are_restored() {
     k.apply_yaml(&documents.join("\n---\n"), &["--timeout", "60"])
         .assert_ok();
     fulfil(&k);
-    let inspector = BucketInspector::new(garage, &bucket);
+    let inspector = BucketInspector::new(server, &bucket);
     let (a, b) = ours(&inspector.keys());
     let a_content = inspector.get(&a);
     let b_content = inspector.get(&b);

@@ -1,9 +1,10 @@
-//! kratix-rs on a real Kubernetes control plane (kube-testenv: etcd, kube-apiserver and
+//! kratix-rs on a real Kubernetes control plane (scripts/testworld: etcd, kube-apiserver and
 //! kube-controller-manager on loopback; no kubelet): the `ControlPlane` contract on the
 //! Kubernetes backend, Promise APIs as CRDs, and `kratix-rs controller` running pipelines as
 //! Jobs (whose pods a test kubelet runs as local processes) into a Git store served by
 //! `git daemon`, alone and as two replicas with a Lease. Each test starts its own API server: controllers act on everything they see.
-//! Skipped, with a NOTE, when kube-testenv is not installed.
+//! Skipped, with a NOTE, when the test world is not installed (it fails instead under
+//! `KRATIX_REQUIRE_REAL=1`).
 
 mod support;
 
@@ -1252,7 +1253,7 @@ fn job_versions(env: &TestEnv, request: &str) -> Vec<std::collections::BTreeSet<
 }
 
 /// `thing` at `version` with `version.sh` resource workflows. Without its promise workflow:
-/// kube-testenv's API server (a Debian build of v1.20.2) reads an empty string in a custom
+/// The test world's API server (v1.20.2, built from Debian's source package) reads an empty string in a custom
 /// resource as null, so it refuses a promise workflow's PipelineRun, whose `resourceName` is
 /// empty.
 fn resource_promise_reporting_versions(version: &str) -> String {

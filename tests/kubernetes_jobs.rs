@@ -1,16 +1,16 @@
 //! Pipelines as Kubernetes Jobs: the Job, ServiceAccount and roles of a run (golden YAML, pure),
-//! and runs through the Job executor against a real control plane (kube-testenv) whose pods a
+//! and runs through the Job executor against a real control plane (scripts/testworld) whose pods a
 //! test kubelet runs as local processes.
 //!
 //! The golden files are in `fixtures/jobs/`; `KRATIX_BLESS=1` rewrites them after a deliberate
-//! change. The control-plane tests start kube-testenv and are run by scripts/test.sh with
+//! change. The control-plane tests start one and are run by scripts/test.sh with
 //! `--ignored`.
 
-#[allow(dead_code)]
-#[path = "support/kube_testenv.rs"]
-mod kube_testenv;
 #[path = "support/kubelet.rs"]
 mod kubelet;
+#[allow(dead_code)]
+#[path = "support/testworld.rs"]
+mod testworld;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -29,8 +29,8 @@ use kube::api::{ListParams, PostParams};
 use kube::Api;
 use serde_json::json;
 
-use kube_testenv::KubeTestenv;
 use kubelet::{Kubelet, Node};
+use testworld::KubeWorld;
 
 const SYSTEM_NAMESPACE: &str = "kratix-platform-system";
 const ADAPTER_IMAGE: &str = "ghcr.io/kratix-rs/kratix-rs:test";
@@ -172,7 +172,7 @@ fn job_and_grants_match_the_golden_yaml() {
 
 /// A control plane, a kubelet for it and the executor, for one test.
 struct Cluster {
-    env: KubeTestenv,
+    env: KubeWorld,
     client: kube::Client,
     executor: KubeJobs,
     kubelet: Kubelet,
@@ -181,7 +181,7 @@ struct Cluster {
 
 impl Cluster {
     async fn start() -> Self {
-        let env = KubeTestenv::start();
+        let env = KubeWorld::start();
         let client = env.client().await;
         let namespaces: Api<Namespace> = Api::all(client.clone());
         let ns: Namespace =
@@ -282,7 +282,7 @@ impl Cluster {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "starts a real control plane with kube-testenv; run with --ignored"]
+#[ignore = "starts a real control plane with scripts/testworld; run with --ignored"]
 async fn three_pipelines_run_in_order_as_jobs_and_hand_back_their_output() {
     let cluster = Cluster::start().await;
     let pipelines = [
@@ -422,7 +422,7 @@ async fn three_pipelines_run_in_order_as_jobs_and_hand_back_their_output() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "starts a real control plane with kube-testenv; run with --ignored"]
+#[ignore = "starts a real control plane with scripts/testworld; run with --ignored"]
 async fn a_failing_container_fails_the_run_with_its_reason() {
     let cluster = Cluster::start().await;
     let cases = [
@@ -490,7 +490,7 @@ async fn a_failing_container_fails_the_run_with_its_reason() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "starts a real control plane with kube-testenv; run with --ignored"]
+#[ignore = "starts a real control plane with scripts/testworld; run with --ignored"]
 async fn a_run_past_its_time_limit_times_out() {
     let cluster = Cluster::start().await;
     let p = pipeline(
@@ -520,7 +520,7 @@ async fn a_run_past_its_time_limit_times_out() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "starts a real control plane with kube-testenv; run with --ignored"]
+#[ignore = "starts a real control plane with scripts/testworld; run with --ignored"]
 async fn kill_leftovers_deletes_the_job_of_an_interrupted_run() {
     let cluster = Cluster::start().await;
     let p = pipeline("stuck", json!({"containers": [sh("sleep", "sleep 120")]}));
@@ -630,9 +630,9 @@ fn deploy_kustomization_lists_every_manifest_and_one_image_serves_both() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "starts a real control plane with kube-testenv; run with --ignored"]
+#[ignore = "starts a real control plane with scripts/testworld; run with --ignored"]
 async fn deploy_renders_and_applies_to_a_real_api_server() {
-    let env = KubeTestenv::start();
+    let env = KubeWorld::start();
     let dir = deploy_dir();
     let dir = dir.to_str().expect("utf-8 path");
     let (ok, rendered, err) = env.kubectl(&["kustomize", dir], "");
@@ -673,7 +673,7 @@ async fn deploy_renders_and_applies_to_a_real_api_server() {
 /// The controllers stay the same only if both executors end a run the same way: the same result
 /// (container, exit code, reason), output and metadata for the same pipeline.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "starts a real control plane with kube-testenv; run with --ignored"]
+#[ignore = "starts a real control plane with scripts/testworld; run with --ignored"]
 async fn the_job_executor_ends_runs_as_the_local_one_does() {
     let cluster = Cluster::start().await;
     let cases = [
@@ -755,7 +755,7 @@ fn pipeline_adapter_refuses_before_reaching_the_api() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "starts a real control plane with kube-testenv; run with --ignored"]
+#[ignore = "starts a real control plane with scripts/testworld; run with --ignored"]
 async fn only_the_newest_jobs_of_a_pipeline_stay() {
     let cluster = Cluster::start().await;
     let executor = KubeJobs::new(
@@ -798,7 +798,7 @@ async fn only_the_newest_jobs_of_a_pipeline_stay() {
 /// `Executor::prune` of a request's configure workflow: the finished Jobs of a pipeline no
 /// longer in it go, the current pipeline's stay, and so do the request's delete workflow's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "starts a real control plane with kube-testenv; run with --ignored"]
+#[ignore = "starts a real control plane with scripts/testworld; run with --ignored"]
 async fn pruning_a_workflow_removes_the_jobs_of_pipelines_no_longer_in_it() {
     let cluster = Cluster::start().await;
     let executor = KubeJobs::new(cluster.env.config().await, settings()).expect("executor");

@@ -3,7 +3,7 @@
 //! granted by hand — and driven through `kubectl` only: pipelines run as pods by a kubelet with
 //! a Docker Engine, into Git stores served by `git daemon` on the node's address.
 //!
-//! The node is `KRATIX_TEST_NODE_DIR` (`kube-testenv start DIR --node`); without it the tests
+//! The node is `KRATIX_TEST_NODE_DIR` (`scripts/testworld start DIR --node`); without it the tests
 //! are skipped with a NOTE, and with `KRATIX_REQUIRE_REAL=1` they fail instead. Every scenario
 //! has its own namespace, Promise (and request kind), state store and Destination, so they run
 //! at once against the one controller; the failover scenario scales the controller, so it holds
@@ -508,7 +508,7 @@ fn metrics_are_served_through_the_service() {
     s.configure(&[step("a")], &[]);
     s.request("r1", 1);
     s.settled("r1");
-    // Through the API server's proxy to the Service's endpoint: on kube-testenv's node a pod
+    // Through the API server's proxy to the Service's endpoint: on the test world's node a pod
     // reaches the host's address but not another pod, so no pod can be the client.
     let metrics = s.node.kubectl(&[
         "get",

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use serde_json::{json, Value};
 use support::{condition, condition_is, eventually, Kratix};
-use testkit::garage;
+use testkit::s3;
 
 /// Generous: pipelines run in a sandbox on a busy two-core machine.
 const WAIT: Duration = Duration::from_secs(180);
@@ -67,7 +67,7 @@ fn base64(s: &str) -> String {
 
 /// 24 random characters: a value found anywhere came from where we put it.
 fn marker() -> String {
-    garage::random_hex(12)
+    s3::random_hex(12)
 }
 
 /// Everything looked at, by where it was seen.
@@ -582,7 +582,7 @@ fn git_content(bare: PathBuf) -> Box<dyn Fn() -> String> {
 
 fn bucket_content(bucket: String) -> Box<dyn Fn() -> String> {
     Box::new(move || {
-        support::bucket::BucketInspector::new(garage::Garage::shared(), &bucket).content()
+        support::bucket::BucketInspector::new(s3::S3Server::shared(), &bucket).content()
     })
 }
 
@@ -778,7 +778,7 @@ fn bucket_store_doc(name: &str, bucket: &str, secret: &str) -> Value {
         "kind": "BucketStateStore",
         "metadata": {"name": name},
         "spec": {
-            "endpoint": garage::Garage::shared().s3_endpoint,
+            "endpoint": s3::S3Server::shared().s3_endpoint,
             "bucketName": bucket,
             "path": "platform",
             "insecure": true,
@@ -791,9 +791,9 @@ fn bucket_store_doc(name: &str, bucket: &str, secret: &str) -> Value {
 /// S3 access keys, right and wrong.
 #[test]
 fn bucket_credentials_show_nowhere() {
-    let garage = garage::Garage::shared();
-    let bucket = garage.new_bucket();
-    let wrong_bucket = garage.new_bucket();
+    let server = s3::S3Server::shared();
+    let bucket = server.new_bucket();
+    let wrong_bucket = server.new_bucket();
     let wrong_secret = marker();
     let stores = vec![
         Store {
@@ -803,8 +803,8 @@ fn bucket_credentials_show_nowhere() {
                 secret_doc(
                     "bucket-creds",
                     &[
-                        ("accessKeyID", &garage.key.id),
-                        ("secretAccessKey", &garage.key.secret),
+                        ("accessKeyID", &server.key.id),
+                        ("secretAccessKey", &server.key.secret),
                     ],
                 ),
                 bucket_store_doc("bucket", &bucket, "bucket-creds"),
@@ -821,7 +821,7 @@ fn bucket_credentials_show_nowhere() {
                 secret_doc(
                     "bucket-wrong-creds",
                     &[
-                        ("accessKeyID", &garage.key.id),
+                        ("accessKeyID", &server.key.id),
                         ("secretAccessKey", &wrong_secret),
                     ],
                 ),
@@ -834,8 +834,8 @@ fn bucket_credentials_show_nowhere() {
         },
     ];
     let credentials = vec![
-        Credential::new("the S3 secret access key", &garage.key.secret),
-        Credential::new("the S3 access key ID", &garage.key.id),
+        Credential::new("the S3 secret access key", &server.key.secret),
+        Credential::new("the S3 access key ID", &server.key.id),
         Credential::new("the wrong S3 secret access key", &wrong_secret),
     ];
     no_credential_shows(stores, credentials);

@@ -1,7 +1,7 @@
 //! State stores under faults, end to end through the `kratix-rs` binary with `serve` running and
 //! requests applied while the fault lasts: a Git server that goes down and comes back on the
-//! same port, an external committer who wins the race against a hundred pushes in a row, Garage
-//! stopped and restarted, an S3 proxy answering errors for a seeded share of requests, and two
+//! same port, an external committer who wins the race against a hundred pushes in a row, the S3
+//! server stopped and restarted, an S3 proxy answering errors for a seeded share of requests, and two
 //! homes writing different Destinations of one repository at once.
 //!
 //! Every test checks the same outcome: nothing written is lost (ours or anybody else's), every
@@ -23,7 +23,7 @@ use serde_yaml::Value as Yaml;
 use support::bucket::BucketInspector as Inspector;
 use support::faults::{BareRepo, Commit, FaultPlan, FaultProxy};
 use support::{condition, condition_is, eventually, fixtures, Kratix};
-use testkit::{garage, RestartableGitDaemon, SilentServer};
+use testkit::{s3, RestartableGitDaemon, SilentServer};
 
 /// Generous: pipelines run in a sandbox on a busy two-core machine, and writes wait out faults.
 const WAIT: Duration = Duration::from_secs(300);
@@ -679,11 +679,11 @@ fn put_foreign(inspector: &Inspector, key: &str) {
     inspector.put(key, format!("written by someone else: {key}\n"));
 }
 
-fn bucket_platform_yaml(garage: &garage::Garage, endpoint: &str, bucket: &str) -> String {
+fn bucket_platform_yaml(server: &s3::S3Server, endpoint: &str, bucket: &str) -> String {
     [
-        format!("apiVersion: v1\nkind: Secret\nmetadata:\n  name: s3-creds\n  namespace: default\nstringData:\n  accessKeyID: {}\n  secretAccessKey: {}\n", garage.key.id, garage.key.secret),
-        format!("apiVersion: platform.kratix.io/v1alpha1\nkind: BucketStateStore\nmetadata:\n  name: garage\nspec:\n  endpoint: {endpoint}\n  bucketName: {bucket}\n  path: {STORE_PATH}\n  insecure: true\n  authMethod: accessKey\n  secretRef: {{name: s3-creds, namespace: default}}\n"),
-        destination_yaml("worker-s3", "BucketStateStore", "garage"),
+        format!("apiVersion: v1\nkind: Secret\nmetadata:\n  name: s3-creds\n  namespace: default\nstringData:\n  accessKeyID: {}\n  secretAccessKey: {}\n", server.key.id, server.key.secret),
+        format!("apiVersion: platform.kratix.io/v1alpha1\nkind: BucketStateStore\nmetadata:\n  name: s3\nspec:\n  endpoint: {endpoint}\n  bucketName: {bucket}\n  path: {STORE_PATH}\n  insecure: true\n  authMethod: accessKey\n  secretRef: {{name: s3-creds, namespace: default}}\n"),
+        destination_yaml("worker-s3", "BucketStateStore", "s3"),
         promise_yaml(),
     ]
     .join("---\n")
@@ -738,14 +738,14 @@ fn assert_puts_once(
     total
 }
 
-/// Garage stopped during writes and started again: the outage shows in conditions, then
+/// The S3 server stopped during writes and started again: the outage shows in conditions, then
 /// everything lands, each object stored once, objects of others untouched.
 #[test]
-fn garage_stopped_and_restarted_during_writes_ends_consistent_and_written_once() {
-    let garage = garage::Garage::start();
-    let bucket = garage.new_bucket();
-    let inspector = Inspector::new(&garage, &bucket);
-    let upstream = garage.s3_endpoint.parse().expect("an address");
+fn s3_server_stopped_and_restarted_during_writes_ends_consistent_and_written_once() {
+    let server = s3::S3Server::start();
+    let bucket = server.new_bucket();
+    let inspector = Inspector::new(&server, &bucket);
+    let upstream = server.s3_endpoint.parse().expect("an address");
     // Lets everything through; counts what the server accepted.
     let proxy = FaultProxy::start(upstream, FaultPlan::new(0, 0.0));
     let foreign = vec![
@@ -758,12 +758,12 @@ fn garage_stopped_and_restarted_during_writes_ends_consistent_and_written_once()
     let mut k = Kratix::new().with_env("KRATIX_STORE_RECHECK", "1");
     k.start_serve();
     let before = requests("r", 2, "v1");
-    let mut parts = vec![bucket_platform_yaml(&garage, &proxy.endpoint(), &bucket)];
+    let mut parts = vec![bucket_platform_yaml(&server, &proxy.endpoint(), &bucket)];
     parts.extend(before.iter().map(|(r, v)| request_yaml(r, v)));
     k.apply_yaml(&parts.join("---\n"), &[]).assert_ok();
     wait_reconciled(&k, before.keys());
 
-    garage.stop_server();
+    server.stop_server();
     let down = Instant::now();
     let mut after = requests("r", if long() { 10 } else { 4 }, "v1");
     after.insert("r1".into(), "v2".into());
@@ -777,7 +777,7 @@ fn garage_stopped_and_restarted_during_writes_ends_consistent_and_written_once()
     let message = assert_outage_shows(&k, &format!("bucket {bucket}"));
     hold_fault(down, Duration::from_secs(if long() { 90 } else { 20 }));
     let outage = down.elapsed();
-    garage.start_server();
+    server.start_server();
 
     wait_reconciled(&k, after.keys());
     let expected = expected_files(Some(STORE_PATH), "worker-s3", &after);
@@ -789,7 +789,7 @@ fn garage_stopped_and_restarted_during_writes_ends_consistent_and_written_once()
         .collect();
     let puts = assert_puts_once(&proxy, &bucket, &expected, &twice);
     eprintln!(
-        "garage restart: down {outage:.0?}, {} requests sent while down to an unreachable \
+        "S3 server restart: down {outage:.0?}, {} requests sent while down to an unreachable \
          server, {puts} accepted PUTs, writes lost 0; failure seen: {message}",
         proxy.log().unreachable
     );
@@ -803,10 +803,10 @@ fn s3_errors_for_a_third_of_requests_still_write_everything_once() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(20_261_202);
-    let garage = garage::Garage::shared();
-    let bucket = garage.new_bucket();
-    let inspector = Inspector::new(garage, &bucket);
-    let upstream = garage.s3_endpoint.parse().expect("an address");
+    let server = s3::S3Server::shared();
+    let bucket = server.new_bucket();
+    let inspector = Inspector::new(server, &bucket);
+    let upstream = server.s3_endpoint.parse().expect("an address");
     let proxy = FaultProxy::start(upstream, FaultPlan::new(seed, 0.3));
     let mut foreign = vec![format!("{STORE_PATH}/worker-s3/dependencies/foreign.yaml")];
     put_foreign(&inspector, &foreign[0]);
@@ -814,7 +814,7 @@ fn s3_errors_for_a_third_of_requests_still_write_everything_once() {
     let mut k = Kratix::new();
     k.start_serve();
     let wanted = requests("r", if long() { 20 } else { 6 }, "v1");
-    let mut parts = vec![bucket_platform_yaml(garage, &proxy.endpoint(), &bucket)];
+    let mut parts = vec![bucket_platform_yaml(server, &proxy.endpoint(), &bucket)];
     parts.extend(wanted.iter().map(|(r, v)| request_yaml(r, v)));
     k.apply_yaml(&parts.join("---\n"), &["--no-wait"])
         .assert_ok();

@@ -5,7 +5,7 @@
 # figure is the settle time against the floor of the same 3 × N containers started by the engine
 # one after another (`docker run --rm` of the same image with the same folders), measured in the
 # same run.
-# Needs an engine: DOCKER_HOST, or KRATIX_TEST_ENGINE_DIR where `kube-testenv start DIR --engine`
+# Needs an engine: DOCKER_HOST, or KRATIX_TEST_ENGINE_DIR where `scripts/testworld start DIR --engine`
 # runs (its engine has local/busybox:1), and the docker CLI for the floor.
 # Usage: scripts/bench/containers.sh [--quick] [--sizes "10 100"] [--bin PATH]
 set -euo pipefail
@@ -26,8 +26,7 @@ repo="$(cd "$(dirname "$0")/../.." && pwd)"
 # shellcheck source=scripts/bench/common.sh
 source "$repo/scripts/bench/common.sh"
 if [ -z "${DOCKER_HOST:-}" ] && [ -n "${KRATIX_TEST_ENGINE_DIR:-}" ]; then
-    testenv="${KUBE_TESTENV:-$repo/../shared/tools/kube-testenv}"
-    DOCKER_HOST="$("$testenv" env "$KRATIX_TEST_ENGINE_DIR" | sed -n 's/^DOCKER_HOST=//p')"
+    DOCKER_HOST="$("$repo/scripts/testworld" env "$KRATIX_TEST_ENGINE_DIR" | sed -n 's/^DOCKER_HOST=//p')"
 fi
 if [ -z "${DOCKER_HOST:-}" ] || ! docker version >/dev/null 2>&1; then
     echo "## Container executor"

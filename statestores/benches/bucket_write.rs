@@ -1,5 +1,5 @@
 //! What a bucket write sends, counted on the wire, and what it costs against a writer that
-//! uploads every named object, measured in the same run on a real Garage on loopback. Run with
+//! uploads every named object, measured in the same run on a real S3 server on loopback (testkit::s3). Run with
 //! `cargo bench -p statestores --bench bucket_write [-- --quick]`; prints a Markdown section.
 //!
 //! Each write names `NAMED` objects: `CHANGED` of them with new content, the rest identical, and
@@ -17,24 +17,24 @@ use object_store::aws::AmazonS3Builder;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use statestores::{Bucket, BucketAuth, BucketOptions, Change, StateStore};
-use testkit::garage::{self, Garage};
+use testkit::s3::{self, S3Server};
 use testkit::s3_requests::{Counting, DELETED_OBJECTS};
 
 const NAMED: usize = 100;
 const CHANGED: usize = 10;
 const REMOVED: usize = 5;
 
-fn options(garage: &Garage, bucket: &str) -> BucketOptions {
+fn options(server: &S3Server, bucket: &str) -> BucketOptions {
     BucketOptions {
-        endpoint: garage.s3_endpoint.clone(),
+        endpoint: server.s3_endpoint.clone(),
         bucket_name: bucket.to_string(),
         path_prefix: None,
         insecure: true,
         auth: BucketAuth::AccessKey {
-            access_key_id: garage.key.id.clone(),
-            secret_access_key: garage.key.secret.clone(),
+            access_key_id: server.key.id.clone(),
+            secret_access_key: server.key.secret.clone(),
         },
-        region: Some(garage::REGION.to_string()),
+        region: Some(s3::REGION.to_string()),
     }
 }
 
@@ -82,17 +82,17 @@ async fn main() {
     } else {
         9
     };
-    let (garage_options, baseline_options) = tokio::task::spawn_blocking(|| {
-        let garage = Garage::shared();
+    let (server_options, baseline_options) = tokio::task::spawn_blocking(|| {
+        let server = S3Server::shared();
         (
-            options(garage, &garage.new_bucket()),
-            options(garage, &garage.new_bucket()),
+            options(server, &server.new_bucket()),
+            options(server, &server.new_bucket()),
         )
     })
     .await
-    .expect("garage set-up");
+    .expect("S3 set-up");
     let counting = Counting::default();
-    let store = Bucket::open_with_http_connector(garage_options, counting.clone()).expect("bucket");
+    let store = Bucket::open_with_http_connector(server_options, counting.clone()).expect("bucket");
     store
         .write(&round_changes(0), &info("bench"))
         .await
@@ -152,7 +152,7 @@ async fn main() {
     let upload_all = median(samples);
 
     let per_round = |n: usize| n as f64 / rounds as f64;
-    println!("## Bucket writer (Garage on loopback)\n");
+    println!("## Bucket writer (S3 server on loopback)\n");
     println!(
         "Each write names {NAMED} objects ({CHANGED} changed, the rest identical) and deletes \
          {REMOVED} present and {REMOVED} absent objects; {rounds} writes. Requests are counted \

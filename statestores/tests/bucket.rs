@@ -1,4 +1,4 @@
-//! The bucket backend against a real Garage server on loopback: the conformance suite, plus what
+//! The bucket backend against a real S3 server on loopback (SeaweedFS, or Garage: testkit::s3): the conformance suite, plus what
 //! only buckets promise (no request when nothing changed, batched deletes, error meanings).
 
 use std::collections::BTreeMap;
@@ -11,32 +11,32 @@ use statestores::conformance::{delete, info, key, put};
 use statestores::error_chain::ErrorChain;
 use statestores::{Bucket, BucketAuth, BucketOptions, Change, Error, StateStore, WriteOutcome};
 
-use testkit::garage::{self, Garage};
+use testkit::s3::{self, S3Server};
 use testkit::s3_requests::{Counting, DELETED_OBJECTS};
 
 /// A fresh, empty bucket on the shared server, and options to reach it.
 async fn fresh_options() -> (BucketOptions, String) {
     tokio::task::spawn_blocking(|| {
-        let garage = Garage::shared();
-        let name = garage.new_bucket();
-        (options(garage, &name), name)
+        let server = S3Server::shared();
+        let name = server.new_bucket();
+        (options(server, &name), name)
     })
     .await
-    .expect("garage set-up does not panic")
+    .expect("S3 set-up does not panic")
 }
 
-/// Options for `bucket` with the server's key, plain http, region [`garage::REGION`].
-fn options(garage: &Garage, bucket: &str) -> BucketOptions {
+/// Options for `bucket` with the server's key, plain http, region [`s3::REGION`].
+fn options(server: &S3Server, bucket: &str) -> BucketOptions {
     BucketOptions {
-        endpoint: garage.s3_endpoint.clone(),
+        endpoint: server.s3_endpoint.clone(),
         bucket_name: bucket.to_string(),
         path_prefix: None,
         insecure: true,
         auth: BucketAuth::AccessKey {
-            access_key_id: garage.key.id.clone(),
-            secret_access_key: garage.key.secret.clone(),
+            access_key_id: server.key.id.clone(),
+            secret_access_key: server.key.secret.clone(),
         },
-        region: Some(garage::REGION.to_string()),
+        region: Some(s3::REGION.to_string()),
     }
 }
 
@@ -64,7 +64,7 @@ fn inspector(options: &BucketOptions) -> AmazonS3 {
         .with_endpoint(format!("http://{}", options.endpoint))
         .with_allow_http(true)
         .with_bucket_name(&options.bucket_name)
-        .with_region(garage::REGION)
+        .with_region(s3::REGION)
         .with_access_key_id(access_key_id)
         .with_secret_access_key(secret_access_key)
         .build()
@@ -249,9 +249,9 @@ async fn check_access_leaves_no_object_and_no_upload_behind() {
     store.check_access().await.expect("twice is fine");
     let inspector = inspector(&options);
     assert!(all_objects(&inspector).await.is_empty());
-    let garage = Garage::shared();
+    let server = S3Server::shared();
     assert_eq!(
-        garage.unfinished_uploads(&bucket),
+        server.unfinished_uploads(&bucket),
         0,
         "the upload was aborted"
     );
@@ -262,7 +262,7 @@ async fn check_access_leaves_no_object_and_no_upload_behind() {
         .await
         .expect("start an upload");
     assert_eq!(
-        garage.unfinished_uploads(&bucket),
+        server.unfinished_uploads(&bucket),
         1,
         "an open upload shows"
     );
@@ -312,7 +312,7 @@ async fn wrong_secret_is_unauthorized() {
     let BucketAuth::AccessKey { access_key_id, .. } = options.auth.clone() else {
         panic!("tests use access keys");
     };
-    let secret = garage::random_hex(32);
+    let secret = s3::random_hex(32);
     options.auth = BucketAuth::AccessKey {
         access_key_id,
         secret_access_key: secret.clone(),
@@ -324,9 +324,9 @@ async fn wrong_secret_is_unauthorized() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unknown_access_key_is_unauthorized() {
     let (mut options, _) = fresh_options().await;
-    let secret = garage::random_hex(32);
+    let secret = s3::random_hex(32);
     options.auth = BucketAuth::AccessKey {
-        access_key_id: format!("GK{}", garage::random_hex(12)),
+        access_key_id: format!("GK{}", s3::random_hex(12)),
         secret_access_key: secret.clone(),
     };
     let store = Bucket::open(options).expect("valid");
@@ -336,7 +336,7 @@ async fn unknown_access_key_is_unauthorized() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn key_without_permission_on_the_bucket_is_unauthorized() {
     let (mut options, _) = fresh_options().await;
-    let other = tokio::task::spawn_blocking(|| Garage::shared().create_key("no-permissions"))
+    let other = tokio::task::spawn_blocking(|| S3Server::shared().key_without_permissions())
         .await
         .expect("key created");
     options.auth = BucketAuth::AccessKey {
@@ -350,7 +350,7 @@ async fn key_without_permission_on_the_bucket_is_unauthorized() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn missing_bucket_is_unreachable() {
     let (mut options, _) = fresh_options().await;
-    options.bucket_name = format!("never-created-{}", garage::random_hex(4));
+    options.bucket_name = format!("never-created-{}", s3::random_hex(4));
     let BucketAuth::AccessKey {
         secret_access_key, ..
     } = options.auth.clone()
@@ -367,7 +367,7 @@ async fn closed_port_is_unreachable() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         listener.local_addr().expect("bound").port()
     }; // Closed again: connections are refused.
-    let secret = garage::random_hex(32);
+    let secret = s3::random_hex(32);
     let store = Bucket::open(BucketOptions {
         endpoint: format!("127.0.0.1:{port}"),
         bucket_name: "nothing-listens".to_string(),
@@ -377,7 +377,7 @@ async fn closed_port_is_unreachable() {
             access_key_id: "GK0123".to_string(),
             secret_access_key: secret.clone(),
         },
-        region: Some(garage::REGION.to_string()),
+        region: Some(s3::REGION.to_string()),
     })
     .expect("valid");
     assert_every_operation_fails(&store, unreachable, &secret).await;

@@ -1,6 +1,7 @@
 //! The test kit of the workspace: real servers on loopback (git daemon, one that can go down and
-//! come back, git http-backend with Basic auth, sshd, Garage, a server that never answers) and a
-//! hermetic git CLI to check what they hold, and a counter of the requests an S3 client sends.
+//! come back, git http-backend with Basic auth, sshd, an S3 server — SeaweedFS, or Garage — a
+//! server that never answers) and a hermetic git CLI to check what they hold, and a counter of
+//! the requests an S3 client sends.
 //!
 //! Every git server binds `127.0.0.1` (`git daemon` also another address given, e.g. a test
 //! node's bridge) on a port the OS picks, exposes URLs for bare repositories
@@ -15,9 +16,12 @@ mod git_daemon;
 mod git_http;
 mod process;
 mod restartable_daemon;
+pub mod s3;
 pub mod s3_requests;
+pub mod seaweedfs;
 mod silent_server;
 mod sshd;
+mod watchdog;
 
 pub use git_cli::{
     files_at, git, git_failure, git_with_env, hermetic_env, hermetic_git_command, init_bare,

@@ -1,11 +1,11 @@
-//! A bucket as an independent S3 client sees it, straight to Garage, never through kratix-rs.
+//! A bucket as an independent S3 client sees it, straight to the S3 server, never through kratix-rs.
 
 use std::collections::BTreeSet;
 
 use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt, PutPayload};
-use testkit::garage::{self, Garage};
+use testkit::s3::{self, S3Server};
 
 pub struct BucketInspector {
     client: AmazonS3,
@@ -13,14 +13,14 @@ pub struct BucketInspector {
 }
 
 impl BucketInspector {
-    pub fn new(garage: &Garage, bucket: &str) -> Self {
+    pub fn new(server: &S3Server, bucket: &str) -> Self {
         let client = AmazonS3Builder::new()
-            .with_endpoint(format!("http://{}", garage.s3_endpoint))
+            .with_endpoint(format!("http://{}", server.s3_endpoint))
             .with_allow_http(true)
             .with_bucket_name(bucket)
-            .with_region(garage::REGION)
-            .with_access_key_id(&garage.key.id)
-            .with_secret_access_key(&garage.key.secret)
+            .with_region(s3::REGION)
+            .with_access_key_id(&server.key.id)
+            .with_secret_access_key(&server.key.secret)
             .build()
             .expect("inspector client");
         let runtime = tokio::runtime::Builder::new_current_thread()

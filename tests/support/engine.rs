@@ -1,4 +1,4 @@
-//! The shared Docker Engine of the test world (`kube-testenv start DIR --engine`, with DIR in
+//! The shared Docker Engine of the test world (`scripts/testworld start DIR --engine`, with DIR in
 //! `KRATIX_TEST_ENGINE_DIR`), and the docker CLI against it for building test images and looking
 //! at containers. Tests that need it skip with a NOTE when it is not configured, and fail instead
 //! when `KRATIX_REQUIRE_REAL=1`.
@@ -24,24 +24,15 @@ impl Engine {
             );
             return None;
         };
-        let out = Command::new(super::kube_testenv::script())
-            .arg("env")
-            .arg(&dir)
-            .output()
-            .expect("kube-testenv env runs");
-        let text = String::from_utf8_lossy(&out.stdout);
-        let value = |key: &str| {
-            text.lines()
-                .find_map(|l| l.strip_prefix(&format!("{key}=")))
-                .map(str::to_string)
-        };
+        let env = super::testworld::env(Path::new(&dir));
+        let value = |key: &str| env.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone());
         match (value("DOCKER_HOST"), value("HOST_IP")) {
             (Some(docker_host), Some(host_ip)) => Some(Self {
                 docker_host,
                 host_ip,
             }),
             _ => panic!(
-                "no engine runs in {}: run `kube-testenv start {} --engine`",
+                "no engine runs in {}: run `scripts/testworld start {} --engine`",
                 Path::new(&dir).display(),
                 Path::new(&dir).display()
             ),

@@ -1,4 +1,4 @@
-//! A real Kubernetes control plane for tests (`kube-testenv`: etcd, kube-apiserver and
+//! A real Kubernetes control plane for tests (`scripts/testworld`: etcd, kube-apiserver and
 //! kube-controller-manager on loopback, no kubelet), Kratix's CRDs installed, `kubectl` against
 //! it, and `kratix-rs controller` processes on it.
 
@@ -18,32 +18,20 @@ pub struct TestKubelet {
     _runtime: tokio::runtime::Runtime,
 }
 
-/// The kube-testenv script (see [`super::kube_testenv::script`]); `None` (with a NOTE printed)
-/// when it is not there.
-pub fn kube_testenv() -> Option<PathBuf> {
-    let path = super::kube_testenv::script();
-    if path.exists() {
-        Some(path)
-    } else {
-        eprintln!(
-            "NOTE: {} not found: skipping the tests against a real Kubernetes API server",
-            path.display()
-        );
-        None
-    }
-}
-
-/// A control plane started by kube-testenv with Kratix's CRDs, stopped on drop.
+/// A control plane of the test world with Kratix's CRDs, stopped on drop.
 pub struct TestEnv {
-    env: super::kube_testenv::KubeTestenv,
+    env: super::testworld::KubeWorld,
     pub kubeconfig: PathBuf,
 }
 
 impl TestEnv {
-    /// Starts one, or `None` when kube-testenv is not installed.
+    /// Starts one, or `None` when the test world is not installed (see
+    /// [`super::testworld::installed`]).
     pub fn start() -> Option<Self> {
-        kube_testenv()?;
-        let env = super::kube_testenv::KubeTestenv::start();
+        if !super::testworld::installed(None) {
+            return None;
+        }
+        let env = super::testworld::KubeWorld::start();
         let env = Self {
             kubeconfig: env.kubeconfig.clone(),
             env,

@@ -1,4 +1,4 @@
-//! Plays the kubelet for pipeline Jobs on a control plane without nodes (kube-testenv): runs
+//! Plays the kubelet for pipeline Jobs on a control plane without nodes (scripts/testworld): runs
 //! each pending pod's init containers and containers in order as local processes, with the
 //! pod's environment and its emptyDir volumes as temporary folders (bound at the `/kratix/*`
 //! paths through `KRATIX_INPUT_DIR` and friends, as the local executor does without a sandbox),

@@ -6,12 +6,12 @@ pub mod contract;
 pub mod engine;
 pub mod faults;
 pub mod kube;
-pub mod kube_testenv;
 pub mod kubelet;
 pub mod node;
 pub mod promise_server;
 pub mod registry;
 pub mod statuses;
+pub mod testworld;
 pub mod things;
 
 use std::path::{Path, PathBuf};

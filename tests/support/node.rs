@@ -1,4 +1,4 @@
-//! A real node shared by the tests of a run: `kube-testenv start DIR --node` (a kubelet with a
+//! A real node shared by the tests of a run: `scripts/testworld start DIR --node` (a kubelet with a
 //! Docker Engine) at `KRATIX_TEST_NODE_DIR`, with kratix-rs installed as a user would, by
 //! `kubectl apply -k deploy` of the image `kratix-rs:0.1.0` (built into the node's engine by
 //! scripts/test-image.sh) and nothing granted by hand.
@@ -44,7 +44,7 @@ pub fn node() -> Option<&'static Node> {
         let Some(dir) = std::env::var_os("KRATIX_TEST_NODE_DIR") else {
             assert!(
                 std::env::var("KRATIX_REQUIRE_REAL").as_deref() != Ok("1"),
-                "KRATIX_REQUIRE_REAL=1 but KRATIX_TEST_NODE_DIR is not set: start a node with `kube-testenv start DIR --node`"
+                "KRATIX_REQUIRE_REAL=1 but KRATIX_TEST_NODE_DIR is not set: start a node with `scripts/testworld start DIR --node`"
             );
             eprintln!("NOTE: KRATIX_TEST_NODE_DIR is not set: skipping the tests on a real node");
             return None;
@@ -57,28 +57,16 @@ pub fn node() -> Option<&'static Node> {
 }
 
 impl Node {
-    /// The node kube-testenv runs at `dir`, as `kube-testenv env DIR` describes it.
+    /// The node the test world runs at `dir`, as `scripts/testworld env DIR` describes it.
     fn at(dir: &Path) -> Self {
-        let script = super::kube_testenv::script();
-        let out = Command::new(&script)
-            .arg("env")
-            .arg(dir)
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        assert!(
-            out.status.success(),
-            "kube-testenv env {}: {}",
-            dir.display(),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let env = super::testworld::env(dir);
         let var = |name: &str| {
-            text.lines()
-                .find_map(|l| l.strip_prefix(&format!("{name}=")))
-                .map(|v| v.trim_matches(['"', '\'']).to_string())
+            env.iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.clone())
                 .unwrap_or_else(|| {
                     panic!(
-                        "kube-testenv env {} prints no {name}: is it a node?\n{text}",
+                        "scripts/testworld env {} prints no {name}: is it a node?\n{env:?}",
                         dir.display()
                     )
                 })
