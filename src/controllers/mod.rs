@@ -55,6 +55,15 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
+    /// An object the controllers made could not be serialized: their own failure, not the
+    /// stored object's.
+    #[error("cannot serialize the {kind} made for {key}")]
+    Serialize {
+        key: ObjectKey,
+        kind: String,
+        #[source]
+        source: serde_json::Error,
+    },
     /// A reconcile's task ended without an answer (it panicked).
     #[error("reconcile task")]
     Reconcile(#[source] tokio::task::JoinError),
@@ -85,12 +94,22 @@ impl Error {
             Error::Platform(_) => C::Platform,
             Error::Sweep(_) => C::Executor,
             Error::Malformed { .. } => C::InvalidObject,
+            Error::Serialize { .. } => C::Internal,
             Error::Reconcile(_) => C::Panic,
             Error::Promise(e) => e.category(),
             Error::Workflow(e) => e.category(),
             Error::Run(e) => e.category(),
             Error::Work(e) => e.category(),
             Error::Destination(e) => e.category(),
+        }
+    }
+
+    /// What the controllers made for `key` as a `kind` does not serialize.
+    fn serialize(key: ObjectKey, kind: &str, source: serde_json::Error) -> Self {
+        Error::Serialize {
+            key,
+            kind: kind.into(),
+            source,
         }
     }
 
@@ -372,19 +391,26 @@ impl Runtime {
         };
         // The object and why it was queued are the span's (see `workers`).
         debug!("reconciling");
-        if kind.group != GROUP {
+        use crate::api::Builtin as B;
+        let Some(builtin) = B::of(&kind.group, &kind.kind) else {
+            if kind.group == GROUP {
+                return Ok(Next::Done);
+            }
             return request::reconcile(self, &kind, obj).await;
-        }
-        match kind.kind.as_str() {
-            "Promise" => promise::reconcile(self, obj).await,
-            "PipelineRun" => run::reconcile(self, obj).await,
-            "Work" => work::reconcile(self, obj).await,
-            "WorkPlacement" => placement::reconcile(self, obj).await,
-            "Destination" => destination::reconcile(self, obj).await,
-            "GitStateStore" | "BucketStateStore" => state_store::reconcile(self, &kind, obj).await,
-            "PromiseRevision" => promise::revision::reconcile(self, obj).await,
-            "PromiseRelease" => promise::release::reconcile(self, obj).await,
-            _ => Ok(Next::Done),
+        };
+        match builtin {
+            B::Promise => promise::reconcile(self, obj).await,
+            B::PipelineRun => run::reconcile(self, obj).await,
+            B::Work => work::reconcile(self, obj).await,
+            B::WorkPlacement => placement::reconcile(self, obj).await,
+            B::Destination => destination::reconcile(self, obj).await,
+            B::GitStateStore | B::BucketStateStore => {
+                state_store::reconcile(self, &kind, obj).await
+            }
+            B::PromiseRevision => promise::revision::reconcile(self, obj).await,
+            B::PromiseRelease => promise::release::reconcile(self, obj).await,
+            // Read by the kinds above; nothing to reconcile of their own.
+            B::Secret | B::ResourceBinding | B::HealthRecord => Ok(Next::Done),
         }
     }
 

@@ -190,7 +190,9 @@ where
             (Ok(value), Some(map)) => {
                 map.insert("status".into(), value);
             }
-            (Err(source), _) => failed = Some(Error::malformed(obj, what, source)),
+            (Err(source), _) => {
+                failed = Some(Error::serialize(ObjectKey::of(obj), what, source));
+            }
             (Ok(_), None) => {}
         }
     })
@@ -354,4 +356,61 @@ fn as_object(value: &mut Value) -> Option<&mut serde_json::Map<String, Value>> {
         *value = json!({});
     }
     value.as_object_mut()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use serde::Deserialize;
+
+    use super::*;
+    use crate::api::Builtin;
+
+    /// A status that parses from anything but cannot be written once it holds a key that is
+    /// not text (JSON keys are strings).
+    #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+    struct Unwritable {
+        #[serde(default, skip_deserializing)]
+        by_bytes: HashMap<Vec<u8>, i32>,
+    }
+
+    #[tokio::test]
+    async fn a_status_that_cannot_be_serialized_is_our_failure_not_the_objects() {
+        let home = tempfile::tempdir().expect("temporary home");
+        let platform = crate::platform::Platform::open(home.path()).expect("platform");
+        let kind = crate::platform::builtin(Builtin::Destination);
+        let obj: Object = serde_json::from_value(json!({
+            "apiVersion": "platform.kratix.io/v1alpha1",
+            "kind": "Destination",
+            "metadata": {"name": "d"},
+            "spec": {"stateStoreRef": {"kind": "GitStateStore", "name": "s"}},
+        }))
+        .expect("an object");
+        let stored = platform.store.create(&kind, &obj).await.expect("stored");
+        let err = update_typed_status_of(
+            platform.store.as_ref(),
+            &kind,
+            &stored,
+            "Destination",
+            |s: &mut Unwritable| {
+                s.by_bytes.insert(vec![1], 1);
+            },
+        )
+        .await
+        .expect_err("cannot be written");
+        assert!(matches!(err, Error::Serialize { .. }), "{err:?}");
+        assert_eq!(
+            err.category(),
+            crate::metrics::ErrorCategory::Internal,
+            "{err}"
+        );
+        let after = platform
+            .store
+            .get(&kind, None, "d")
+            .await
+            .expect("readable")
+            .expect("still there");
+        assert_eq!(after.data.get("status"), stored.data.get("status"));
+    }
 }

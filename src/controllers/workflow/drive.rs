@@ -217,8 +217,8 @@ async fn start_run(
         },
         pipeline_name: pipeline.name().to_string(),
         pipeline_index: i64::try_from(index).unwrap_or(i64::MAX),
-        workflow_type: subject.workflow_type.as_str().to_string(),
-        workflow_action: action.as_str().to_string(),
+        workflow_type: subject.workflow_type,
+        workflow_action: action,
         hash: subject.hash.clone(),
         promise_version: subject.promise_version.clone(),
         pipeline: serde_json::to_value(pipeline).map_err(encode("the pipeline"))?,
@@ -303,7 +303,8 @@ async fn prune(
     let doomed = decide::runs_to_prune(action, names, &records, RUNS_TO_KEEP);
     let kind = rt.kind(crate::api::Builtin::PipelineRun);
     for (obj, _) in runs.iter().filter(|(_, r)| doomed.contains(&r.sequence)) {
-        let _ = std::fs::remove_dir_all(rt.platform.run_dir(obj));
+        crate::controllers::run::folder::remove(rt.platform.run_dir(obj), &ObjectKey::of(obj))
+            .await;
         status::delete_if_present(rt.cp.as_ref(), &kind, obj).await?;
     }
     if started_one || !doomed.is_empty() {
