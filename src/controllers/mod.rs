@@ -6,6 +6,7 @@ pub(crate) mod destination;
 mod kinds;
 mod kube_time;
 mod lookups;
+mod next;
 mod owners;
 pub(crate) mod placement;
 pub(crate) mod promise;
@@ -15,6 +16,7 @@ mod runtime;
 mod settings;
 pub(crate) mod state_store;
 mod status;
+mod status_value;
 pub(crate) mod subject;
 pub(crate) mod work;
 pub(crate) mod workflow;
@@ -31,6 +33,7 @@ use crate::platform::{builtin, Platform};
 use crate::store::{self, ControlPlane, Selector};
 
 pub(crate) use kube_time::{now_ms, now_rfc3339};
+pub(crate) use next::Next;
 use runtime::queue::{Queue, Reason};
 use runtime::workers::Finished;
 pub(crate) use settings::{parse_duration_setting, Settings, BINDING_VERSION_ENV};
@@ -121,15 +124,6 @@ impl Error {
             source,
         }
     }
-}
-
-/// What a reconcile asks for next.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Next {
-    /// Nothing until something changes.
-    Done,
-    /// Look again after this long even if nothing changes.
-    After(Duration),
 }
 
 /// Every controller of one home.
@@ -438,85 +432,4 @@ impl Runtime {
 type ChangeFeed = futures::stream::BoxStream<'static, Result<store::Change, store::Error>>;
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::metrics::ErrorCategory;
-
-    #[test]
-    fn each_failure_falls_in_one_bounded_category() {
-        let key = ObjectKey::new(crate::api::GROUP, "Promise", None, "p");
-        let json = || serde_json::from_str::<serde_json::Value>("{").expect_err("not JSON");
-        let cases = [
-            (
-                Error::Store(store::Error::Conflict {
-                    key: key.clone(),
-                    expected: "3".into(),
-                }),
-                ErrorCategory::ControlPlane,
-            ),
-            (
-                Error::Malformed {
-                    key: key.clone(),
-                    kind: "Promise".into(),
-                    source: json(),
-                },
-                ErrorCategory::InvalidObject,
-            ),
-            (
-                Error::Destination(destination::error::Error::InvalidPath {
-                    key: key.clone(),
-                    source: statestores::KeyError::Invalid {
-                        path: "../x".into(),
-                        reason: "leaves the store",
-                    },
-                }),
-                ErrorCategory::InvalidObject,
-            ),
-            (
-                Error::Workflow(workflow::error::Error::EncodeRun {
-                    run: "r".into(),
-                    what: "its status",
-                    source: json(),
-                }),
-                ErrorCategory::PipelineRun,
-            ),
-            (
-                Error::Promise(promise::error::Error::InvalidWorkflows {
-                    key: key.clone(),
-                    source: crate::api::pipeline::Error::Invalid {
-                        path: "spec.workflows.promise.configure[0]".into(),
-                        reason: "no containers".into(),
-                    },
-                }),
-                ErrorCategory::InvalidObject,
-            ),
-            (
-                Error::Run(run::error::Error::not_carried_out(
-                    "r",
-                    run::failure::Error::PromiseNotFound("p".into()),
-                )),
-                ErrorCategory::PipelineRun,
-            ),
-            (
-                Error::Work(work::error::Error::Refused {
-                    name: "w".into(),
-                    source: work::Refusal::StillDeleting {
-                        namespace: "default".into(),
-                        name: "w".into(),
-                    },
-                }),
-                ErrorCategory::PipelineRun,
-            ),
-            (
-                Error::Sweep(crate::pipeline::Error::Sweep {
-                    owner: "default/t".into(),
-                    source: "gone".into(),
-                }),
-                ErrorCategory::Executor,
-            ),
-        ];
-        for (err, want) in cases {
-            assert_eq!(err.category(), want, "{err}");
-        }
-    }
-}
+mod tests;

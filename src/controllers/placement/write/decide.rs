@@ -9,11 +9,11 @@ use statestores::{Change, Key};
 
 use crate::api::WorkPlacementStatus;
 use crate::controllers::placement::conditions::written_conditions;
-use crate::controllers::placement::error::Invalid;
+use crate::controllers::placement::invalid::Invalid;
 use crate::controllers::placement::layout::FileBytes;
 use crate::controllers::placement::plan;
 use crate::controllers::placement::summary::LastWrite;
-use crate::controllers::status;
+use crate::controllers::status_value as status;
 
 /// One placement of the batch, as observed.
 #[derive(Debug, Clone, Default, PartialEq)]
