@@ -541,7 +541,7 @@ async fn kill_leftovers_deletes_the_job_of_an_interrupted_run() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     // The controller that started the run is gone; its successor cleans up.
-    let killed = cluster.executor.kill_leftovers(&work_dir);
+    let killed = cluster.executor.kill_leftovers(&work_dir).await;
     assert_eq!(
         killed,
         Vec::<i32>::new(),

@@ -185,3 +185,44 @@ fn a_failed_promise_workflow_counts_no_success() {
         "{described}"
     );
 }
+
+/// A promise pipeline whose `status.yaml` does not fit a Promise's status (`message` is text,
+/// `observedGeneration` a number): the run fails naming the file and the fields, `apply` says so
+/// instead of waiting, and the Promise stays readable with nothing of that status merged.
+#[test]
+fn a_promise_status_yaml_that_does_not_fit_fails_the_workflow() {
+    let k = Kratix::new();
+    let misfit = things::pipeline(
+        "misfit",
+        &[
+            "sh".into(),
+            "-c".into(),
+            "printf 'message: 3\\nobservedGeneration: nope\\nmine: kept\\n' > \"${KRATIX_METADATA_DIR:-/kratix/metadata}/status.yaml\"".into(),
+        ],
+    );
+    let applied = k.apply_yaml(
+        &things::promise_with_workflows(json!({"promise": {"configure": [misfit]}})),
+        &["--timeout", "120"],
+    );
+    applied.assert_failed();
+    assert!(
+        applied.stderr.contains("misfit") && applied.stderr.contains("status.yaml"),
+        "apply names the pipeline and the file: {}",
+        applied.stderr
+    );
+    let p = promise(&k, "thing");
+    let completed = support::condition(&p, "ConfigureWorkflowCompleted").expect("the condition");
+    assert_eq!(completed["status"], "False", "{p:#}");
+    assert_eq!(completed["reason"], "ConfigureWorkflowFailed", "{p:#}");
+    let message = completed["message"].as_str().unwrap_or_default();
+    for part in ["status.yaml", "field message", "field observedGeneration"] {
+        assert!(message.contains(part), "{part:?} in {message}");
+    }
+    let status = &p["status"];
+    assert_ne!(status["message"], json!(3), "{status:#}");
+    assert!(
+        status.get("mine").is_none(),
+        "nothing of it merged: {status:#}"
+    );
+    assert_eq!(counters(status), (1, 0, 0), "{status:#}");
+}

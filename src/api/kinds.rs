@@ -105,6 +105,21 @@ impl Builtin {
         }
     }
 
+    /// The built-in kind of `group` named `kind`, if it is one (a request's kind is not).
+    pub fn of(group: &str, kind: &str) -> Option<Builtin> {
+        Builtin::ALL
+            .into_iter()
+            .find(|b| b.group() == group && format!("{b:?}") == kind)
+    }
+
+    /// The kind's API group (`""` for Kubernetes' core kinds).
+    fn group(self) -> &'static str {
+        match self {
+            Builtin::Secret => "",
+            _ => super::GROUP,
+        }
+    }
+
     /// The kind's names, version and scope.
     pub fn info(self) -> KindInfo {
         use super::{GROUP, VERSION};
@@ -159,6 +174,19 @@ mod tests {
         ];
         for (name, want) in cases {
             assert_eq!(Builtin::state_store(name), want, "{name:?}");
+        }
+        for kind in Builtin::ALL {
+            let info = kind.info();
+            assert_eq!(Builtin::of(&info.group, &info.kind), Some(kind), "{kind:?}");
+        }
+        let not_builtin = [
+            ("example.com", "Promise"),
+            ("", "Promise"),
+            (crate::api::GROUP, "Secret"),
+            (crate::api::GROUP, "Thing"),
+        ];
+        for (group, kind) in not_builtin {
+            assert_eq!(Builtin::of(group, kind), None, "{group}/{kind}");
         }
         let stores: Vec<String> = STATE_STORES.iter().map(|k| k.info().kind).collect();
         assert_eq!(stores, ["GitStateStore", "BucketStateStore"]);

@@ -36,9 +36,11 @@ pub struct PipelineRunSpec {
     /// Position of the pipeline in its workflow when the run was started.
     pub pipeline_index: i64,
     /// `promise` or `resource`.
-    pub workflow_type: String,
+    #[schemars(with = "String")]
+    pub workflow_type: super::WorkflowType,
     /// `configure` or `delete`.
-    pub workflow_action: String,
+    #[schemars(with = "String")]
+    pub workflow_action: super::Action,
     /// Spec hash of the object (and Promise) the run was started for.
     pub hash: String,
     /// The Promise version the run was started at (`KRATIX_PROMISE_VERSION` of its

@@ -98,10 +98,40 @@ impl WorkPlacementStatus {
     }
 }
 
+/// How many characters of a state store's version are shown: as many as `git log --oneline`
+/// gives a commit, with room to spare.
+pub const SHORT_VERSION_CHARS: usize = 12;
+
+/// The first [`SHORT_VERSION_CHARS`] characters of a state store's version (a Git commit, or
+/// whatever another store records, which may be any text), cut between characters, never inside
+/// one; a shorter version is shown whole.
+pub fn short_version(version: &str) -> &str {
+    version
+        .char_indices()
+        .nth(SHORT_VERSION_CHARS)
+        .map_or(version, |(end, _)| &version[..end])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::api::ConditionStatus;
+
+    #[test]
+    fn a_short_version_is_cut_between_characters() {
+        let cases = [
+            ("", ""),
+            ("abc", "abc"),
+            ("557ce7f2cef3", "557ce7f2cef3"),
+            ("557ce7f2cef3a1b2c3d4", "557ce7f2cef3"),
+            // The twelfth byte falls inside `é`: slicing bytes would panic.
+            ("versión-é-ümlaut-çà", "versión-é-üm"),
+            ("ééééééééééééé", "éééééééééééé"),
+        ];
+        for (version, short) in cases {
+            assert_eq!(short_version(version), short, "{version:?}");
+        }
+    }
 
     fn status(observed: Option<i64>, write: Option<ConditionStatus>) -> WorkPlacementStatus {
         WorkPlacementStatus {

@@ -14,10 +14,13 @@ pub enum Error {
     UnknownAction { value: String },
 }
 
-/// Which object a workflow belongs to (label `kratix.io/workflow-type`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// Which object a workflow belongs to (label `kratix.io/workflow-type`). Stored as its label
+/// value (a PipelineRun's `spec.workflowType`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum WorkflowType {
     Promise,
+    /// The default: most workflows are requests'.
+    #[default]
     Resource,
 }
 
@@ -57,9 +60,12 @@ impl FromStr for WorkflowType {
     }
 }
 
-/// Which workflow of the object runs (label `kratix.io/workflow-action`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// Which workflow of the object runs (label `kratix.io/workflow-action`). Stored as its label
+/// value (a PipelineRun's `spec.workflowAction`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum Action {
+    /// The default: every object is configured; only some are deleted.
+    #[default]
     Configure,
     Delete,
 }
@@ -91,5 +97,62 @@ impl FromStr for Action {
                 value: other.to_string(),
             }),
         }
+    }
+}
+
+/// Serialized as the label value, parsed back from it.
+macro_rules! as_label_value {
+    ($ty:ty) => {
+        impl serde::Serialize for $ty {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $ty {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let text = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+                text.parse().map_err(serde::de::Error::custom)
+            }
+        }
+    };
+}
+
+as_label_value!(WorkflowType);
+as_label_value!(Action);
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn types_and_actions_are_stored_as_their_label_values() {
+        for (ty, text) in [
+            (WorkflowType::Promise, "promise"),
+            (WorkflowType::Resource, "resource"),
+        ] {
+            assert_eq!(serde_json::to_value(ty).expect("serializes"), json!(text));
+            assert_eq!(
+                serde_json::from_value::<WorkflowType>(json!(text)).expect("parses"),
+                ty
+            );
+        }
+        for (action, text) in [(Action::Configure, "configure"), (Action::Delete, "delete")] {
+            assert_eq!(
+                serde_json::to_value(action).expect("serializes"),
+                json!(text)
+            );
+            assert_eq!(
+                serde_json::from_value::<Action>(json!(text)).expect("parses"),
+                action
+            );
+        }
+        let err = serde_json::from_value::<Action>(json!("destroy")).expect_err("unknown");
+        assert_eq!(
+            err.to_string(),
+            "unknown workflow action \"destroy\": expected \"configure\" or \"delete\""
+        );
     }
 }

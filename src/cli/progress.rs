@@ -138,7 +138,7 @@ fn doing(message: &str) -> String {
 }
 
 fn short(commit: &str) -> &str {
-    &commit[..commit.len().min(12)]
+    crate::api::work_placement::short_version(commit)
 }
 
 fn text(v: Option<&Value>) -> String {

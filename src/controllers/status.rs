@@ -5,11 +5,14 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::api::condition::{set_condition, Condition};
 use crate::api::{KindInfo, Object, ObjectKey};
 use crate::store::{self, ControlPlane};
 
-use crate::controllers::{now_rfc3339, Error};
+use crate::controllers::Error;
+
+pub(crate) use crate::controllers::status_value::{
+    condition_status, merge_conditions, set_conditions, set_field, status_or_default, typed_status,
+};
 
 const ATTEMPTS: usize = 20;
 
@@ -114,21 +117,6 @@ async fn change_status(
     .await
 }
 
-/// The object's status as its typed view; an object without a status has the default one.
-pub(crate) fn typed_status<S: DeserializeOwned + Default>(
-    obj: &Object,
-) -> Result<S, serde_json::Error> {
-    match obj.data.get("status") {
-        None | Some(Value::Null) => Ok(S::default()),
-        Some(status) => S::deserialize(status),
-    }
-}
-
-/// The object's typed status for reading; a status that does not parse says nothing.
-pub(crate) fn status_or_default<S: DeserializeOwned + Default>(obj: &Object) -> S {
-    typed_status(obj).unwrap_or_default()
-}
-
 /// Applies `change` to the object's typed status (`what` names the kind) and writes it if
 /// anything changed. A status that does not parse is left alone and reported as malformed.
 pub(crate) async fn update_typed_status<S>(
@@ -190,7 +178,9 @@ where
             (Ok(value), Some(map)) => {
                 map.insert("status".into(), value);
             }
-            (Err(source), _) => failed = Some(Error::malformed(obj, what, source)),
+            (Err(source), _) => {
+                failed = Some(Error::serialize(ObjectKey::of(obj), what, source));
+            }
             (Ok(_), None) => {}
         }
     })
@@ -279,50 +269,6 @@ pub(crate) async fn remove_finalizer(
     Ok(())
 }
 
-/// The conditions in a status value.
-pub(crate) fn conditions(status: &Value) -> Vec<Condition> {
-    status
-        .get("conditions")
-        .cloned()
-        .and_then(|c| serde_json::from_value(c).ok())
-        .unwrap_or_default()
-}
-
-/// Sets conditions in a status value, keeping transition times of unchanged ones.
-pub(crate) fn set_conditions(status: &mut Value, new: impl IntoIterator<Item = Condition>) {
-    let mut conds = conditions(status);
-    merge_conditions(&mut conds, new);
-    if let (Some(map), Ok(value)) = (status.as_object_mut(), serde_json::to_value(conds)) {
-        map.insert("conditions".into(), value);
-    }
-}
-
-/// Sets conditions in a typed status, keeping transition times of unchanged ones.
-pub(crate) fn merge_conditions(
-    conditions: &mut Vec<Condition>,
-    new: impl IntoIterator<Item = Condition>,
-) {
-    let now = now_rfc3339();
-    for c in new {
-        set_condition(conditions, c, &now);
-    }
-}
-
-/// Sets one top-level status field.
-pub(crate) fn set_field(status: &mut Value, field: &str, value: Value) {
-    if let Some(map) = status.as_object_mut() {
-        map.insert(field.to_string(), value);
-    }
-}
-
-pub(crate) fn condition_status(obj: &Object, type_: &str) -> Option<(String, String, String)> {
-    let status = obj.data.get("status")?;
-    conditions(status)
-        .into_iter()
-        .find(|c| c.type_ == type_)
-        .map(|c| (c.status.as_str().to_string(), c.reason, c.message))
-}
-
 /// Deletes an object (or marks it for deletion when it has finalizers); an object that is
 /// already gone is fine.
 pub(crate) async fn delete_if_present(
@@ -336,22 +282,59 @@ pub(crate) async fn delete_if_present(
         Err(e) => Err(e.into()),
     }
 }
-/// The object at `field` of `value`, made an empty object when it is missing or not an object.
-pub(crate) fn object_at<'a>(
-    value: &'a mut Value,
-    field: &str,
-) -> Option<&'a mut serde_json::Map<String, Value>> {
-    let entry = value
-        .as_object_mut()?
-        .entry(field)
-        .or_insert_with(|| json!({}));
-    as_object(entry)
-}
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
 
-/// `value` as an object, replaced by an empty one when it is something else.
-fn as_object(value: &mut Value) -> Option<&mut serde_json::Map<String, Value>> {
-    if !value.is_object() {
-        *value = json!({});
+    use serde::Deserialize;
+
+    use super::*;
+    use crate::api::Builtin;
+
+    /// A status that parses from anything but cannot be written once it holds a key that is
+    /// not text (JSON keys are strings).
+    #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+    struct Unwritable {
+        #[serde(default, skip_deserializing)]
+        by_bytes: HashMap<Vec<u8>, i32>,
     }
-    value.as_object_mut()
+
+    #[tokio::test]
+    async fn a_status_that_cannot_be_serialized_is_our_failure_not_the_objects() {
+        let home = tempfile::tempdir().expect("temporary home");
+        let platform = crate::platform::Platform::open(home.path()).expect("platform");
+        let kind = crate::platform::builtin(Builtin::Destination);
+        let obj: Object = serde_json::from_value(json!({
+            "apiVersion": "platform.kratix.io/v1alpha1",
+            "kind": "Destination",
+            "metadata": {"name": "d"},
+            "spec": {"stateStoreRef": {"kind": "GitStateStore", "name": "s"}},
+        }))
+        .expect("an object");
+        let stored = platform.store.create(&kind, &obj).await.expect("stored");
+        let err = update_typed_status_of(
+            platform.store.as_ref(),
+            &kind,
+            &stored,
+            "Destination",
+            |s: &mut Unwritable| {
+                s.by_bytes.insert(vec![1], 1);
+            },
+        )
+        .await
+        .expect_err("cannot be written");
+        assert!(matches!(err, Error::Serialize { .. }), "{err:?}");
+        assert_eq!(
+            err.category(),
+            crate::metrics::ErrorCategory::Internal,
+            "{err}"
+        );
+        let after = platform
+            .store
+            .get(&kind, None, "d")
+            .await
+            .expect("readable")
+            .expect("still there");
+        assert_eq!(after.data.get("status"), stored.data.get("status"));
+    }
 }

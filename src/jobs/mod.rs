@@ -31,8 +31,8 @@ use statestores::error_chain::ErrorChain;
 
 use crate::api::Action;
 use crate::pipeline::{
-    self, check_folders, Executor, Isolation, Metadata, Output, Refused, RunOutcome, RunRequest,
-    RunResult, LOGS_FILE,
+    self, Executor, Isolation, Metadata, Output, Refused, RunOutcome, RunRequest, RunResult,
+    LOGS_FILE,
 };
 use handback::Part;
 use identity::Identity;
@@ -242,7 +242,7 @@ impl KubeJobs {
             .hand_back(maps, job, Part::Metadata, limits.max_bytes)
             .await?;
         rundir::unpack(&metadata, Part::Metadata, &metadata_dir)?;
-        Ok(check_folders(&output_dir, &metadata_dir, limits))
+        Ok(pipeline::check_folders_off_workers(&output_dir, &metadata_dir, limits).await)
     }
 
     async fn run_job(&self, req: &RunRequest, logs: &mut String) -> Result<RunOutcome, Error> {
@@ -452,36 +452,17 @@ impl Executor for KubeJobs {
             })
     }
 
-    fn kill_leftovers(&self, work_dir: &Path) -> Vec<i32> {
+    async fn kill_leftovers(&self, work_dir: &Path) -> Vec<i32> {
         let Some(job) = rundir::noted_job(work_dir) else {
             return Vec::new();
         };
-        // Called from synchronous code that may be on an async runtime: the deletion gets a
-        // thread and a runtime of its own.
-        let config = self.config.clone();
-        let result = std::thread::scope(|scope| {
-            scope
-                .spawn(|| -> Result<(), String> {
-                    let rt = tokio::runtime::Builder::new_current_thread()
-                        .enable_all()
-                        .build()
-                        .map_err(|e| e.to_string())?;
-                    rt.block_on(async {
-                        let client = Client::try_from(config).map_err(|e| e.to_string())?;
-                        let jobs: Api<Job> = Api::namespaced(client, &job.namespace);
-                        delete_job(&jobs, &job.name)
-                            .await
-                            .map_err(|e| ErrorChain(&e).to_string())
-                    })
-                })
-                .join()
-                .unwrap_or_else(|_| Err("the deleting thread panicked".into()))
-        });
-        match result {
+        let jobs: Api<Job> = Api::namespaced(self.client.clone(), &job.namespace);
+        match delete_job(&jobs, &job.name).await {
             Ok(()) => {
                 tracing::warn!(namespace = %job.namespace, job = %job.name, "deleted the Job of an interrupted run")
             }
-            Err(error) => {
+            Err(e) => {
+                let error = ErrorChain(&e).to_string();
                 tracing::warn!(namespace = %job.namespace, job = %job.name, %error, "cannot delete the Job of an interrupted run")
             }
         }

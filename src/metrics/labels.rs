@@ -111,6 +111,9 @@ pub enum ErrorCategory {
     Platform,
     /// The reconcile's task ended without an answer (it panicked).
     Panic,
+    /// The controllers failed on their own data (an object they made could not be serialized):
+    /// a defect of kratix-rs, not of anything stored.
+    Internal,
 }
 
 impl ErrorCategory {
@@ -122,6 +125,7 @@ impl ErrorCategory {
             ErrorCategory::Executor => "executor",
             ErrorCategory::Platform => "platform",
             ErrorCategory::Panic => "panic",
+            ErrorCategory::Internal => "internal",
         }
     }
 }

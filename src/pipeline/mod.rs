@@ -246,7 +246,7 @@ pub trait Executor: std::fmt::Debug + Send + Sync + 'static {
 
     /// Kills whatever a run that an executor which is now gone started in `work_dir` left
     /// running, and returns what it killed (process groups, for the local executor).
-    fn kill_leftovers(&self, work_dir: &Path) -> Vec<i32>;
+    async fn kill_leftovers(&self, work_dir: &Path) -> Vec<i32>;
 
     /// Removes everything the executor made for `owner` beyond its runs' folders (for the Job
     /// executor: Jobs, ServiceAccounts, roles, ConfigMaps). Called once the owner's delete
@@ -276,11 +276,18 @@ impl Executor for Local {
         run(req).await
     }
 
-    fn kill_leftovers(&self, work_dir: &Path) -> Vec<i32> {
-        for id in container::remove_leftovers_blocking(work_dir) {
+    async fn kill_leftovers(&self, work_dir: &Path) -> Vec<i32> {
+        for id in container::remove_leftovers(work_dir).await {
             tracing::warn!(container = %id, "removed a leftover pipeline container of the interrupted run");
         }
-        groups::kill_recorded(work_dir)
+        // Reads the run's record of its process groups: file work, off the runtime's workers.
+        let work_dir = work_dir.to_path_buf();
+        tokio::task::spawn_blocking(move || groups::kill_recorded(&work_dir))
+            .await
+            .unwrap_or_else(|e| {
+                tracing::warn!(error = %e, "cannot kill the leftover process groups");
+                Vec::new()
+            })
     }
 
     /// Runs leave only their folders, which the controllers remove with the runs.
@@ -385,7 +392,7 @@ pub async fn run(req: RunRequest) -> Result<RunOutcome, Error> {
         }
     }
     if outcome.result == RunResult::Succeeded {
-        check_results(&dirs, limits, &mut outcome, &mut logs);
+        check_results(&dirs, limits, &mut outcome, &mut logs).await;
     }
     outcome.logs = String::from_utf8_lossy(&logs).into_owned();
     let logs_path = req.work_dir.join(LOGS_FILE);
@@ -397,13 +404,13 @@ pub async fn run(req: RunRequest) -> Result<RunOutcome, Error> {
 }
 
 /// Reads and checks output and metadata once every container has succeeded.
-fn check_results(
+async fn check_results(
     dirs: &RunDirs,
     limits: output::Limits,
     outcome: &mut RunOutcome,
     logs: &mut Vec<u8>,
 ) {
-    match check_folders(&dirs.output, &dirs.metadata, limits) {
+    match check_folders_off_workers(&dirs.output, &dirs.metadata, limits).await {
         Ok((output, metadata)) => {
             outcome.output = Some(output);
             outcome.metadata = metadata;
@@ -449,6 +456,24 @@ pub fn check_folders(
         reason: ErrorChain(&e).to_string(),
     })?;
     Ok((output, metadata))
+}
+
+/// [`check_folders`] on a thread for blocking work: it reads every file of the output, which
+/// must not hold up a worker of the async runtime.
+pub async fn check_folders_off_workers(
+    output_dir: &Path,
+    metadata_dir: &Path,
+    limits: output::Limits,
+) -> Result<(Output, Metadata), Refused> {
+    let (output_dir, metadata_dir) = (output_dir.to_path_buf(), metadata_dir.to_path_buf());
+    tokio::task::spawn_blocking(move || check_folders(&output_dir, &metadata_dir, limits))
+        .await
+        .unwrap_or_else(|e| {
+            Err(Refused {
+                container: WORK_WRITER,
+                reason: format!("the output check ended without an answer: {e}"),
+            })
+        })
 }
 
 /// `None` when the engine container succeeded, else how the run ends.

@@ -411,7 +411,10 @@ fn destinations(placements: &[Object], by_destination: bool) -> String {
         let commit = if version.is_empty() {
             "no commit yet".to_string()
         } else {
-            format!("commit {}", &version[..version.len().min(12)])
+            format!(
+                "commit {}",
+                crate::api::work_placement::short_version(&version)
+            )
         };
         out.push_str(&format!(
             "  {}: {commit}, {files} files, {ready}{}\n",

@@ -3,7 +3,7 @@
 //! conditions (and retried, or left until the placement changes), not failures of the
 //! reconcile. Only the floor's failures (the control plane) fail it.
 
-use crate::controllers::ErrorChain;
+pub(crate) use crate::controllers::placement::invalid::Invalid;
 
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum WriteError {
@@ -16,30 +16,6 @@ pub(crate) enum WriteError {
     /// What every kind shares failed (the control plane): the reconcile fails.
     #[error(transparent)]
     Controller(#[from] crate::controllers::Error),
-}
-
-/// Why placements cannot be written as they are.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum Invalid {
-    /// A stored placement does not parse.
-    #[error(transparent)]
-    Spec(#[from] serde_json::Error),
-    /// Its workloads do not decode, or its files cannot be laid out.
-    #[error(transparent)]
-    Layout(#[from] crate::controllers::placement::layout::Error),
-    /// Two placements claim one path.
-    #[error(transparent)]
-    Collision(#[from] crate::controllers::placement::plan::Error),
-    /// A file's path makes no state-store key.
-    #[error(transparent)]
-    Path(#[from] statestores::KeyError),
-}
-
-impl Invalid {
-    /// The message recorded on the placements' condition: the cause and what caused it.
-    pub(crate) fn reason(&self) -> String {
-        ErrorChain(self).to_string()
-    }
 }
 
 impl From<crate::store::Error> for WriteError {

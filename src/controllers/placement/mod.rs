@@ -8,6 +8,7 @@ mod conditions;
 pub(crate) mod drift;
 mod error;
 mod files;
+mod invalid;
 pub(crate) mod layout;
 pub(crate) mod plan;
 pub(crate) mod retry;

@@ -63,6 +63,19 @@ impl LastWrite {
             self.deleted.len()
         )
     }
+
+    /// `WorkWritten`'s message: where, which commit, and how many files changed.
+    pub(crate) fn message(&self, destination: &str) -> String {
+        let commit = self
+            .version
+            .as_deref()
+            .map(|v| format!(" at {}", crate::api::work_placement::short_version(v)))
+            .unwrap_or_default();
+        format!(
+            "written to Destination {destination}{commit}: {}",
+            self.counts()
+        )
+    }
 }
 
 #[cfg(test)]
@@ -126,6 +139,33 @@ mod tests {
             assert_eq!(got.added, added, "{name}");
             assert_eq!(got.changed, changed, "{name}");
             assert_eq!(got.deleted, gone, "{name}");
+        }
+    }
+
+    #[test]
+    fn the_written_message_names_the_destination_and_the_short_version() {
+        let write = |version: Option<&str>| LastWrite {
+            version: version.map(str::to_string),
+            added: list(&["a"]),
+            ..LastWrite::default()
+        };
+        let cases = [
+            (
+                None,
+                "written to Destination d: 1 added, 0 changed, 0 deleted",
+            ),
+            (
+                Some("557ce7f2cef3a1b2c3d4"),
+                "written to Destination d at 557ce7f2cef3: 1 added, 0 changed, 0 deleted",
+            ),
+            // A store's version may be any text: it is cut between characters.
+            (
+                Some("versión-é-ümlaut"),
+                "written to Destination d at versión-é-üm: 1 added, 0 changed, 0 deleted",
+            ),
+        ];
+        for (version, message) in cases {
+            assert_eq!(write(version).message("d"), message, "{version:?}");
         }
     }
 }

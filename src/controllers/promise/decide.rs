@@ -17,16 +17,15 @@ use crate::controllers::workflow::decide::KeyedInputs;
 use crate::controllers::workflow::decide::Step;
 
 use crate::controllers::kube_time;
+use crate::controllers::next::Next;
 use crate::controllers::promise::requirements::Requirements;
 use crate::controllers::promise::summary;
 use crate::controllers::promise::summary::Summary;
-use crate::controllers::status;
-use crate::controllers::workflow::drive;
-use crate::controllers::workflow::finished;
-use crate::controllers::workflow::intervals;
-use crate::controllers::workflow::keyed_status;
-use crate::controllers::workflow::Configured;
-use crate::controllers::Next;
+use crate::controllers::status_value as status;
+use crate::controllers::workflow::decide::keyed_status;
+use crate::controllers::workflow::decide::plan;
+use crate::controllers::workflow::decide::plan::finished;
+use crate::controllers::workflow::decide::plan::Configured;
 
 /// What a Promise's configure reconcile observed, beside its workflow's plan.
 #[derive(Debug)]
@@ -72,7 +71,7 @@ pub(super) fn decide<'a>(o: &Observed<'a>) -> Decision<'a> {
     let available = finished(step);
     let mut conditions = configured.conditions.clone();
     conditions.push(summary::available_condition(step));
-    conditions.push(crate::controllers::work::works_succeeded_condition(
+    conditions.push(crate::controllers::work::state::works_succeeded_condition(
         configured.works_state,
     ));
     let was_available = o.before.says_available();
@@ -109,8 +108,8 @@ pub(super) fn decide<'a>(o: &Observed<'a>) -> Decision<'a> {
     })
     .collect();
     let (periodic, rerun_label) = o.interval;
-    let next = intervals::sooner(drive::wake_after_at(step, o.now_ms), periodic)
-        .map_or(Next::Done, Next::After);
+    let next =
+        plan::sooner(plan::wake_after_at(step, o.now_ms), periodic).map_or(Next::Done, Next::After);
     Decision {
         status: StatusChange {
             requirement: o.requirements.condition.clone(),

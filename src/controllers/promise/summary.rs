@@ -100,7 +100,7 @@ pub(crate) fn set_list(status: &mut Value, field: &str, list: &Value) {
 /// Writes the summary into `status.kratix`, keeping whatever else is there (its `workflows`
 /// are each workflow's own, keyed by action).
 pub(crate) fn set_kratix(status: &mut Value, summary: &Summary) {
-    let Some(kratix) = crate::controllers::status::object_at(status, "kratix") else {
+    let Some(kratix) = crate::controllers::status_value::object_at(status, "kratix") else {
         return;
     };
     kratix.insert("status".into(), json!(summary.status));

@@ -17,14 +17,14 @@ use crate::controllers::workflow::decide::Step;
 use crate::controllers::workflow::decide::CONFIGURE_WORKFLOW_COMPLETED;
 
 use crate::controllers::kube_time;
-use crate::controllers::request::binding::Outcome;
-use crate::controllers::request::binding::RequestVersions;
-use crate::controllers::status;
-use crate::controllers::workflow::drive;
-use crate::controllers::workflow::finished;
-use crate::controllers::workflow::keyed_status;
-use crate::controllers::workflow::Configured;
-use crate::controllers::Next;
+use crate::controllers::next::Next;
+use crate::controllers::request::binding::decide::Outcome;
+use crate::controllers::request::binding::decide::RequestVersions;
+use crate::controllers::status_value as status;
+use crate::controllers::workflow::decide::keyed_status;
+use crate::controllers::workflow::decide::plan;
+use crate::controllers::workflow::decide::plan::finished;
+use crate::controllers::workflow::decide::plan::Configured;
 
 /// `status.message` while the request waits (for its Promise, or its first workflow).
 pub(super) const PENDING: &str = "Pending";
@@ -127,7 +127,7 @@ pub(super) fn decide<'a>(o: &Observed<'a>) -> Decision<'a> {
     let mut conditions = configured.conditions.clone();
     conditions.push(promise_available_condition(true, o.promise_name));
     if finished(step) {
-        conditions.push(crate::controllers::work::works_succeeded_condition(
+        conditions.push(crate::controllers::work::state::works_succeeded_condition(
             configured.works_state,
         ));
     }
@@ -159,11 +159,8 @@ pub(super) fn decide<'a>(o: &Observed<'a>) -> Decision<'a> {
         now_ms: o.now_ms,
     };
     let (periodic, rerun_label) = o.interval;
-    let next = crate::controllers::workflow::intervals::sooner(
-        drive::wake_after_at(step, o.now_ms),
-        periodic,
-    )
-    .map_or(Next::Done, Next::After);
+    let next =
+        plan::sooner(plan::wake_after_at(step, o.now_ms), periodic).map_or(Next::Done, Next::After);
     Decision {
         status: StatusChange {
             conditions,

@@ -1,11 +1,12 @@
 //! The pipeline runs this controller instance carries out: each in a task of its own, recorded
 //! so that a run is never started twice here and stopping can wait for, or give back, the rest.
 
+use std::future::Future;
 use std::sync::PoisonError;
 use std::time::Duration;
 
 use tokio::task::JoinHandle;
-use tracing::{debug, warn};
+use tracing::{debug, warn, Instrument};
 
 use crate::api::ObjectKey;
 
@@ -31,11 +32,17 @@ impl Runtime {
             .is_empty()
     }
 
-    /// Records that `run` is carried out by the task `spawn` starts. The map stays locked while
-    /// the task starts, so its own [`Runtime::done_executing`] cannot come first.
-    pub(super) fn start_executing(&self, run: ObjectKey, spawn: impl FnOnce() -> JoinHandle<()>) {
+    /// Records that `run` is carried out by `task`, which starts now (see [`spawn_in_span`]).
+    /// The map stays locked while the task starts, so its own [`Runtime::done_executing`]
+    /// cannot come first.
+    pub(super) fn start_executing(
+        &self,
+        run: ObjectKey,
+        task: impl Future<Output = ()> + Send + 'static,
+    ) {
         let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
-        running.insert(run, spawn());
+        let handle = spawn_in_span(&run, task);
+        running.insert(run, handle);
     }
 
     pub(super) fn done_executing(&self, run: &ObjectKey) {
@@ -87,5 +94,56 @@ impl Runtime {
                 }
             }
         }
+    }
+}
+
+/// Spawns the task carrying out `run` in a span of its own (naming the run) inside the span of
+/// whoever starts it (the reconcile that claimed or made the run), so that what the run logs
+/// says which reconcile set it off.
+fn spawn_in_span(
+    run: &ObjectKey,
+    task: impl Future<Output = ()> + Send + 'static,
+) -> JoinHandle<()> {
+    tokio::spawn(task.instrument(tracing::info_span!("run", run = %run)))
+}
+
+#[cfg(test)]
+mod tests {
+    use tracing::Span;
+    use tracing_subscriber::registry::LookupSpan;
+
+    use super::*;
+
+    /// The names of the current span and its parents, innermost first.
+    fn span_names() -> Vec<&'static str> {
+        let Some(id) = Span::current().id() else {
+            return Vec::new();
+        };
+        tracing::dispatcher::get_default(|dispatch| {
+            let Some(registry) = dispatch.downcast_ref::<tracing_subscriber::Registry>() else {
+                return Vec::new();
+            };
+            let mut names = Vec::new();
+            let mut span = registry.span(&id);
+            while let Some(s) = span {
+                names.push(s.name());
+                span = s.parent();
+            }
+            names
+        })
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_run_task_runs_in_its_own_span_inside_the_starters() {
+        let _subscriber = tracing::subscriber::set_default(tracing_subscriber::registry());
+        let key = ObjectKey::new(crate::api::GROUP, "PipelineRun", Some("default"), "r-1");
+        let (seen, names) = tokio::sync::oneshot::channel();
+        let task = tracing::info_span!("reconcile").in_scope(|| {
+            spawn_in_span(&key, async move {
+                let _ = seen.send(span_names());
+            })
+        });
+        task.await.expect("the task ends");
+        assert_eq!(names.await.expect("told"), vec!["run", "reconcile"]);
     }
 }

@@ -44,6 +44,9 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// The task preparing the run's folder ended without an answer (it panicked).
+    #[error("preparing the run's folder")]
+    FolderTask(#[source] tokio::task::JoinError),
     #[error(transparent)]
     Executor(#[from] crate::pipeline::container::setting::Error),
     #[error(transparent)]

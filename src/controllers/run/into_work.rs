@@ -21,11 +21,7 @@ pub(super) async fn upsert(
         .spec;
     let (promise_name, pipeline_name, resource) =
         (spec.promise_name, spec.pipeline_name, spec.resource_name);
-    let workflow_type = if spec.workflow_type == "resource" {
-        WorkflowType::Resource
-    } else {
-        WorkflowType::Promise
-    };
+    let workflow_type = spec.workflow_type;
     let groups = work::from_output::workload_groups(
         output,
         &metadata.destination_selectors,

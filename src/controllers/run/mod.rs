@@ -4,41 +4,33 @@
 //! claimed it is gone (see [`claims`]).
 
 pub(crate) mod claims;
+mod decide;
 pub(crate) mod error;
+mod execute;
 pub(crate) mod executing;
 pub(crate) mod failure;
+pub(crate) mod folder;
 mod into_work;
 mod outcome;
 mod progress;
 pub(crate) mod pull_secrets;
+mod status_yaml;
 
-use serde_json::Value;
-use tracing::{error, info, warn};
+use tracing::{error, warn};
 
-use crate::api::object::label;
-use crate::api::pipeline::Pipeline;
-use crate::api::Action;
-use crate::api::{
-    labels, promise_api, Object, ObjectKey, PipelineRun, PipelineRunPhase, PipelineRunStatus,
-    Promise,
-};
-use crate::pipeline::contract::{kratix_env, ResourceObject, Subject as EnvSubject, WorkflowEnv};
-use crate::pipeline::{self, RunOutcome, RunRequest};
+use crate::api::{Object, ObjectKey, PipelineRun, PipelineRunPhase, PipelineRunStatus};
 use crate::store::Selector;
 
-use crate::controllers::lookups;
 use crate::controllers::now_rfc3339;
 use crate::controllers::run::claims::Executor;
 use crate::controllers::run::claims::Verdict;
-use crate::controllers::run::failure::Error as Failure;
 use crate::controllers::run::outcome::Finished;
 use crate::controllers::status;
 use crate::controllers::Error;
 use crate::controllers::ErrorChain;
 use crate::controllers::Next;
 use crate::controllers::Runtime;
-use crate::events::{self, Reason};
-use crate::metrics::{RunLabels, WorkRef};
+use crate::metrics::RunLabels;
 
 /// The run's status; `None` when it does not parse (a phase this version does not know).
 fn status_of(run: &Object) -> Option<PipelineRunStatus> {
@@ -117,7 +109,7 @@ async fn settle_running(rt: &Runtime, run: &Object) -> Result<Next, Error> {
                 .map(|c| format!("process {}", c.pid))
                 .unwrap_or_else(|| "an unknown executor".into());
             warn!(run = %key, "run was interrupted ({claimant} is gone); running it again");
-            kill_leftovers(rt, run);
+            kill_leftovers(rt, run).await;
             update_run_status(rt, &key, |s| {
                 // Only the claim that was judged: never undo a newer one.
                 if s.phase == PipelineRunPhase::Running && s.executor == claim {
@@ -144,15 +136,13 @@ async fn claim_and_start(rt: &Runtime, key: &ObjectKey) -> Result<Next, Error> {
     }
     let rt2 = rt.clone();
     let task_key = key.clone();
-    rt.start_executing(key.clone(), move || {
-        tokio::spawn(async move {
-            // The semaphore is never closed, so this only fails if it were.
-            let _slot = rt2.pipeline_slots.clone().acquire_owned().await;
-            if let Some(claimed) = claim_retrying(&rt2, &task_key).await {
-                carry_out_claimed(&rt2, &claimed).await;
-            }
-            rt2.done_executing(&task_key);
-        })
+    rt.start_executing(key.clone(), async move {
+        // The semaphore is never closed, so this only fails if it were.
+        let _slot = rt2.pipeline_slots.clone().acquire_owned().await;
+        if let Some(claimed) = claim_retrying(&rt2, &task_key).await {
+            carry_out_claimed(&rt2, &claimed).await;
+        }
+        rt2.done_executing(&task_key);
     });
     Ok(Next::Done)
 }
@@ -160,7 +150,7 @@ async fn claim_and_start(rt: &Runtime, key: &ObjectKey) -> Result<Next, Error> {
 /// Carries out a run this executor holds the claim of, and records its outcome.
 async fn carry_out_claimed(rt: &Runtime, claimed: &Object) {
     let began = std::time::Instant::now();
-    let finished = match execute(rt, claimed).await {
+    let finished = match execute::execute(rt, claimed).await {
         Ok(finished) => finished,
         Err(err) => {
             warn!(run = %ObjectKey::of(claimed), error = %ErrorChain(&err), "pipeline run could not be carried out");
@@ -204,14 +194,12 @@ impl ClaimedAtCreation {
         let (created, stored) = tokio::sync::oneshot::channel::<Option<Object>>();
         let rt2 = rt.clone();
         let task_key = key.clone();
-        rt.start_executing(key.clone(), move || {
-            tokio::spawn(async move {
-                let _slot = slot;
-                if let Ok(Some(claimed)) = stored.await {
-                    carry_out_claimed(&rt2, &claimed).await;
-                }
-                rt2.done_executing(&task_key);
-            })
+        rt.start_executing(key.clone(), async move {
+            let _slot = slot;
+            if let Ok(Some(claimed)) = stored.await {
+                carry_out_claimed(&rt2, &claimed).await;
+            }
+            rt2.done_executing(&task_key);
         });
         Some(Self {
             key: key.clone(),
@@ -292,8 +280,8 @@ async fn claim(rt: &Runtime, key: &ObjectKey) -> Result<Option<Object>, Error> {
 
 /// Kills what is left of an interrupted run's containers: plain processes (no sandbox to die
 /// with the process that started them) outlive a crash and would run on beside the re-run.
-fn kill_leftovers(rt: &Runtime, run: &Object) {
-    for group in rt.pipelines.kill_leftovers(&rt.platform.run_dir(run)) {
+async fn kill_leftovers(rt: &Runtime, run: &Object) {
+    for group in rt.pipelines.kill_leftovers(&rt.platform.run_dir(run)).await {
         warn!(run = %ObjectKey::of(run), group, "killed a leftover process group of the interrupted run");
     }
 }
@@ -370,271 +358,4 @@ pub(super) async fn release(rt: &Runtime, key: &ObjectKey) -> Result<bool, Error
     })
     .await?;
     Ok(ours)
-}
-
-async fn execute(rt: &Runtime, run: &Object) -> Result<Finished, Error> {
-    let key = ObjectKey::of(run);
-    let run_name = key.name.clone();
-    let bad = |source: Failure| error::Error::not_carried_out(&run_name, source);
-    let spec = crate::api::object::to_typed::<PipelineRun>(run)
-        .map_err(|e| bad(Failure::StoredRun(e)))?
-        .spec;
-    let pipeline: Pipeline = serde_json::from_value(spec.pipeline.clone())
-        .map_err(|e| bad(Failure::StoredPipeline(e)))?;
-    let promise_name = spec.promise_name.clone();
-    let action = match spec.workflow_action.as_str() {
-        "delete" => Action::Delete,
-        _ => Action::Configure,
-    };
-    let promise_obj = lookups::promise(rt, &promise_name)
-        .await?
-        .ok_or_else(|| bad(Failure::PromiseNotFound(promise_name.clone())))?;
-    let promise: Promise = crate::api::object::to_typed(&promise_obj).map_err(|source| {
-        bad(Failure::InvalidPromise {
-            name: promise_name.clone(),
-            source,
-        })
-    })?;
-
-    // The live object, as Kratix's reader gives it to the pipeline.
-    let (object, env_subject, parent_kind) = if spec.workflow_type == "resource" {
-        let kind = promise_api::kinds_from_promises(std::slice::from_ref(&promise_obj))
-            .into_iter()
-            .next()
-            .ok_or_else(|| bad(Failure::NoRequestKind(promise_name.clone())))?;
-        let ns = spec.resource_namespace.clone();
-        let name = spec.resource_name.clone();
-        let obj = rt.cp.get(&kind, Some(&ns), &name).await?.ok_or_else(|| {
-            bad(Failure::RequestNotFound {
-                kind: kind.kind.clone(),
-                namespace: ns.clone(),
-                name: name.clone(),
-            })
-        })?;
-        let env = EnvSubject::Resource(ResourceObject {
-            kind: kind.kind.clone(),
-            group: kind.group.clone(),
-            version: kind.version.clone(),
-            plural: kind.plural.clone(),
-            name,
-            namespace: ns,
-            cluster_scoped: false,
-        });
-        (obj, env, kind)
-    } else {
-        (
-            promise_obj.clone(),
-            EnvSubject::Promise,
-            rt.kind(crate::api::Builtin::Promise),
-        )
-    };
-    let object_yaml = serde_yaml::to_string(&object).map_err(|e| bad(Failure::ObjectYaml(e)))?;
-    let env = kratix_env(&WorkflowEnv {
-        action,
-        promise_name: promise_name.clone(),
-        promise_version: spec.promise_version_or(label(&promise_obj, labels::PROMISE_VERSION)),
-        pipeline_name: pipeline.name().to_string(),
-        subject: env_subject,
-        dry_run: false,
-    });
-    let work_dir = rt.platform.run_dir(run);
-    if work_dir.exists() {
-        std::fs::remove_dir_all(&work_dir).map_err(|source| {
-            bad(Failure::ClearDir {
-                path: work_dir.clone(),
-                source,
-            })
-        })?;
-    }
-    std::fs::create_dir_all(&work_dir).map_err(|source| {
-        bad(Failure::CreateDir {
-            path: work_dir.clone(),
-            source,
-        })
-    })?;
-    let mode = pipeline::Mode::from_env().map_err(|e| bad(e.into()))?;
-    let secrets_namespace = match spec.workflow_type.as_str() {
-        "resource" => spec.resource_namespace.as_str(),
-        _ => crate::api::SYSTEM_NAMESPACE,
-    };
-    let registries =
-        crate::controllers::run::pull_secrets::registries(rt, &pipeline, secrets_namespace).await?;
-    let images = pipeline::ImageMap::load_for_home(&rt.platform.home).map_err(|e| bad(e.into()))?;
-    info!(run = %run_name, pipeline = pipeline.name(), "pipeline run started");
-    let (progress, told) = pipeline::Progress::channel();
-    let telling = tokio::spawn(crate::controllers::run::progress::store(
-        rt.clone(),
-        key.clone(),
-        rt.executor.clone(),
-        told,
-    ));
-    let outcome: Result<RunOutcome, _> = rt
-        .pipelines
-        .run(RunRequest {
-            run_name: run_name.clone(),
-            pipeline: pipeline.clone(),
-            object_yaml,
-            env,
-            work_dir: work_dir.clone(),
-            timeout: rt.settings.pipeline_timeout,
-            images,
-            isolation: mode.isolation,
-            executor: mode.setting,
-            registries,
-            hidden: std::iter::once(rt.platform.home.clone())
-                .chain(rt.also_hidden.iter().cloned())
-                .collect(),
-            progress,
-        })
-        .await;
-    // The request, and with it the sending half, is gone now: once what it said is stored,
-    // nothing said can overwrite the outcome recorded next.
-    let _ = telling.await;
-    let outcome = outcome.map_err(|e| bad(e.into()))?;
-
-    let finished = outcome::finished(
-        &outcome.result,
-        rt.settings.pipeline_timeout,
-        &outcome.metadata.workflow_control,
-    );
-    let control = &outcome.metadata.workflow_control;
-    if finished.phase == PipelineRunPhase::Succeeded {
-        // A pipeline that suspends its workflow writes no Work, as in Kratix.
-        if action == Action::Configure && !control.suspends() {
-            if let Some(output) = &outcome.output {
-                // Before the Work is stored: its placements may be written at once.
-                rt.metrics.pipeline_ended(WorkRef {
-                    namespace: key.namespace.clone().unwrap_or_default(),
-                    promise: promise_name.clone(),
-                    resource: spec.resource_name.clone(),
-                    pipeline: pipeline.name().to_string(),
-                });
-                into_work::upsert(rt, run, &promise, output, &outcome.metadata).await?;
-            }
-        }
-        if let Some(status_yaml) = &outcome.metadata.status {
-            merge_status(rt, &parent_kind, &ObjectKey::of(&object), status_yaml).await?;
-        }
-    }
-    let (reason, message) = outcome_event(&spec, &finished);
-    events::record(&rt.cp, &object, reason, &message).await;
-    info!(run = %run_name, phase = ?finished.phase, "pipeline run finished");
-    Ok(finished)
-}
-
-/// Merges a pipeline's `status.yaml` into the object's status: top-level keys replaced,
-/// `conditions` merged by type.
-async fn merge_status(
-    rt: &Runtime,
-    kind: &crate::api::KindInfo,
-    key: &ObjectKey,
-    from_pipeline: &Value,
-) -> Result<(), Error> {
-    status::update_status(rt.cp.as_ref(), kind, key, |_, s| {
-        let Some(fields) = from_pipeline.as_object() else {
-            return;
-        };
-        for (k, v) in fields {
-            if k == "conditions" {
-                if let Ok(conds) = serde_json::from_value::<Vec<crate::api::Condition>>(v.clone()) {
-                    status::set_conditions(s, conds);
-                }
-            } else {
-                status::set_field(s, k, v.clone());
-            }
-        }
-    })
-    .await?;
-    Ok(())
-}
-
-/// The event a finished run records on its object.
-fn outcome_event(spec: &crate::api::PipelineRunSpec, finished: &Finished) -> (Reason, String) {
-    let what = format!("{} pipeline {}", spec.workflow_action, spec.pipeline_name);
-    match (finished.phase, &finished.control) {
-        (PipelineRunPhase::Succeeded, Some(control)) => (
-            Reason::WorkflowSuspended,
-            suspension_message(&what, control),
-        ),
-        (PipelineRunPhase::Succeeded, None) => {
-            (Reason::PipelineSucceeded, format!("{what} succeeded"))
-        }
-        _ => (
-            Reason::PipelineFailed,
-            format!("{what} failed: {}", finished.message),
-        ),
-    }
-}
-
-/// What a run that suspended its workflow says: the pipeline's message, and when it runs again
-/// (whole seconds) when it asked to be retried.
-fn suspension_message(what: &str, control: &crate::api::WorkflowControl) -> String {
-    let mut message = format!("{what} suspended the workflow");
-    if !control.message.is_empty() {
-        message.push_str(&format!(": {}", control.message));
-    }
-    if let Some(ms) = control.retry_after_ms {
-        message.push_str(&format!(" (runs again in {}s)", ms.div_euclid(1000)));
-    }
-    message
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn suspending(message: &str, retry_after_ms: Option<i64>) -> Finished {
-        Finished {
-            phase: PipelineRunPhase::Succeeded,
-            message: String::new(),
-            exit_code: Some(0),
-            control: Some(crate::api::WorkflowControl {
-                suspend: true,
-                retry_after_ms,
-                message: message.into(),
-            }),
-        }
-    }
-
-    #[test]
-    fn a_finished_run_records_success_suspension_or_failure() {
-        let spec = crate::api::PipelineRunSpec {
-            pipeline_name: "p".into(),
-            workflow_action: "configure".into(),
-            ..Default::default()
-        };
-        let cases = [
-            (
-                Finished {
-                    phase: PipelineRunPhase::Succeeded,
-                    message: String::new(),
-                    exit_code: Some(0),
-                    control: None,
-                },
-                Reason::PipelineSucceeded,
-                "configure pipeline p succeeded",
-            ),
-            (
-                Finished::failed("exit code 3".into()),
-                Reason::PipelineFailed,
-                "configure pipeline p failed: exit code 3",
-            ),
-            (
-                suspending("", None),
-                Reason::WorkflowSuspended,
-                "configure pipeline p suspended the workflow",
-            ),
-            (
-                suspending("waiting for approval", Some(300_000)),
-                Reason::WorkflowSuspended,
-                "configure pipeline p suspended the workflow: waiting for approval (runs again in 300s)",
-            ),
-        ];
-        for (finished, reason, message) in cases {
-            assert_eq!(
-                outcome_event(&spec, &finished),
-                (reason, message.to_string())
-            );
-        }
-    }
 }

@@ -138,7 +138,7 @@ impl Cache {
         }
         let values = secret.as_ref().map(secret::values).unwrap_or_default();
         let opened = match kind {
-            "GitStateStore" => self.open_git(&obj, &values, rt),
+            "GitStateStore" => self.open_git(&obj, &values, rt).await,
             _ => open_bucket(&obj, &values),
         };
         match opened {
@@ -157,7 +157,7 @@ impl Cache {
         }
     }
 
-    fn open_git(
+    async fn open_git(
         &self,
         obj: &Object,
         secret: &std::collections::BTreeMap<String, Vec<u8>>,
@@ -227,9 +227,17 @@ impl Cache {
         options.credentials = credentials;
         options.timeout = rt.settings.git_timeout;
         let events: Arc<dyn statestores::PushEvents> = rt.metrics.clone();
-        let git = Git::open_with_events(options, Some(events)).map_err(|e| NotReady {
+        // Opening clones or fetches the repository: file and network work, off the runtime's
+        // workers (the cache's lock is held meanwhile, so a store is opened once).
+        let git = tokio::task::spawn_blocking(move || {
+            Git::open_with_events(options, Some(events)).map_err(|e| ErrorChain(&e).to_string())
+        })
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|opened| opened)
+        .map_err(|message| NotReady {
             reason: "ErrorInitialisingWriter",
-            message: ErrorChain(&e).to_string(),
+            message,
         })?;
         let author = spec.git_author.clone().unwrap_or_default();
         Ok(StoreHandle {

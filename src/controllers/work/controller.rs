@@ -235,7 +235,8 @@ async fn upsert_placement(
         id: group.id.clone(),
         generation: work.metadata.generation.unwrap_or(0),
     };
-    let malformed = |source| Error::Malformed {
+    // The spec is made here: a failure to serialize it is ours, not a stored object's.
+    let unserializable = |source| Error::Serialize {
         key: ObjectKey::new(
             crate::api::GROUP,
             "WorkPlacement",
@@ -246,7 +247,7 @@ async fn upsert_placement(
         source,
     };
     if let Some(listed) = listed {
-        let same_spec = listed.data.get("spec") == Some(&spec.stored().map_err(malformed)?);
+        let same_spec = listed.data.get("spec") == Some(&spec.stored().map_err(unserializable)?);
         if same_spec && listed.metadata.labels.as_ref() == Some(&wp_labels) {
             return Ok(false);
         }
@@ -254,7 +255,7 @@ async fn upsert_placement(
     match rt.cp.get(&kind, Some(&namespace), placement.name).await? {
         Some(existing) if existing.metadata.deletion_timestamp.is_some() => Ok(false),
         Some(existing) => {
-            let spec = spec.stored().map_err(malformed)?;
+            let spec = spec.stored().map_err(unserializable)?;
             status::update_object(rt.cp.as_ref(), &kind, &ObjectKey::of(&existing), |o| {
                 if let Some(map) = o.data.as_object_mut() {
                     map.insert("spec".into(), spec.clone());
@@ -265,13 +266,13 @@ async fn upsert_placement(
             Ok(true)
         }
         None => {
-            let stored = spec.stored().map_err(malformed)?;
+            let stored = spec.stored().map_err(unserializable)?;
             let mut typed_wp = WorkPlacement::new(placement.name, spec);
             typed_wp.metadata.namespace = Some(namespace.clone());
             typed_wp.metadata.labels = Some(wp_labels);
             typed_wp.metadata.finalizers = Some(vec![finalizers::WORK_PLACEMENT.to_string()]);
-            let mut wp =
-                crate::api::object::from_typed_with_spec(&typed_wp, stored).map_err(malformed)?;
+            let mut wp = crate::api::object::from_typed_with_spec(&typed_wp, stored)
+                .map_err(unserializable)?;
             // Made owning the files its first write will put, that write needs no record first.
             if let Some(dest) = placement.destination_object {
                 placement::own_files_at_creation(rt, dest, &mut wp, work).await?;

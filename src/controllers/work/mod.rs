@@ -12,7 +12,7 @@ pub(crate) mod from_output;
 mod landed;
 mod query;
 pub(crate) mod schedule;
-mod state;
+pub(crate) mod state;
 
 pub(crate) use controller::reconcile;
 pub(crate) use create::{promise_selectors, upsert_work, NewWork, Upsert};
@@ -20,4 +20,3 @@ pub(crate) use create::{sync_static_dependencies, Refusal};
 pub(crate) use delete::{delete_all_of_promise, delete_works, remove_with_reason};
 pub(crate) use landed::where_files_landed;
 pub(crate) use query::works_of;
-pub(crate) use state::{works_state_with, works_succeeded_condition, WorksState};

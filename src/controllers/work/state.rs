@@ -2,7 +2,7 @@
 
 use crate::api::{condition, Condition, ConditionStatus, Object, WorkStatus};
 
-use crate::controllers::status;
+use crate::controllers::status_value as status;
 
 /// The aggregate of an object's Works' readiness.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

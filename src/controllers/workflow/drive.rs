@@ -6,10 +6,12 @@ use crate::api::Action;
 use crate::api::WorkflowType;
 use crate::api::{labels, Object, ObjectKey, PipelineRun, PipelineRunSpec, PipelineRunStatus};
 use crate::controllers::workflow::decide;
-use crate::controllers::workflow::decide::Observed;
-use crate::controllers::workflow::decide::RunPhase;
 use crate::controllers::workflow::decide::RunRecord;
 use crate::controllers::workflow::decide::Step;
+
+pub(crate) use crate::controllers::workflow::decide::plan::{
+    decide, failure_reason, new_record, wake_after_at, Decided, Position,
+};
 
 use crate::controllers::subject::Subject;
 use crate::controllers::workflow::runs::runs_of;
@@ -19,84 +21,6 @@ use crate::events::{self, Reason};
 /// Runs kept per pipeline (Kratix's `numberOfJobsToKeep`); a pipeline no longer in the
 /// workflow keeps none.
 const RUNS_TO_KEEP: usize = 5;
-
-/// What one look at a workflow decided: the step and, for a start, where the new run stands.
-#[derive(Debug, Clone)]
-pub(crate) struct Decided {
-    pub(crate) step: Step,
-    pub(crate) start: Option<Position>,
-    /// The manual-reconciliation label asked for this look: it goes once the step started a
-    /// run or found nothing to run.
-    pub(crate) manual: bool,
-}
-
-impl Decided {
-    /// Whether the manual-reconciliation label is done with.
-    pub(crate) fn clears_manual_label(&self) -> bool {
-        self.manual && matches!(self.step, Step::Start { .. } | Step::NothingToRun)
-    }
-}
-
-/// Decides the next step of `action`'s workflow from its runs (pure).
-pub(crate) fn decide(
-    subject: &Subject,
-    action: Action,
-    names: &[String],
-    records: &[RunRecord],
-    retry_failures: bool,
-    now_ms: i64,
-) -> Decided {
-    // The delete workflow too, as in Kratix: the way to resume one a pipeline suspended
-    // without a `retryAfter`.
-    let manual = subject.manual_reconcile();
-    let observed = Observed {
-        action,
-        pipelines: names,
-        hash: &subject.hash,
-        runs: records,
-        manual_reconcile: manual,
-        retry_failures,
-        now_ms,
-    };
-    let step = decide::next_step(&observed);
-    let start = match &step {
-        Step::Start { index, .. } => Some(Position {
-            index: *index,
-            last: *index + 1 == names.len(),
-            attempt: decide::run_attempt(&observed, &step),
-        }),
-        _ => None,
-    };
-    Decided {
-        step,
-        start,
-        manual,
-    }
-}
-
-/// The record of the run a start creates, as the status shows it from the start on (its
-/// sequence is not known before the run is stored: it counts as the newest).
-pub(crate) fn started_record(
-    decided: &Decided,
-    subject: &Subject,
-    action: Action,
-    names: &[String],
-    records: &[RunRecord],
-) -> Option<RunRecord> {
-    let at = decided.start.as_ref()?;
-    Some(RunRecord {
-        sequence: records.iter().map(|r| r.sequence).max().unwrap_or(0) + 1,
-        pipeline_name: names.get(at.index)?.clone(),
-        pipeline_index: at.index,
-        action,
-        hash: subject.hash.clone(),
-        phase: RunPhase::Pending,
-        completion_time_ms: None,
-        suspend: None,
-        progress: None,
-        attempt: at.attempt,
-    })
-}
 
 /// Carries out what [`decide`] decided, but for the object's own status and labels: creates the
 /// run it starts (with its event), and prunes the workflow's runs. Returns the started run.
@@ -160,15 +84,6 @@ pub(crate) async fn drive(
     Ok((decided.step, runs))
 }
 
-/// Where a new run stands: its pipeline's index, whether that is the workflow's last, and the
-/// run's number among its pipeline's runs in the current attempt.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Position {
-    pub(crate) index: usize,
-    pub(crate) last: bool,
-    pub(crate) attempt: u32,
-}
-
 /// Creates the run of `pipeline`; its record as created.
 async fn start_run(
     rt: &Runtime,
@@ -181,7 +96,7 @@ async fn start_run(
         index,
         last,
         attempt,
-    } = at;
+    } = at.clone();
     let sequence = rt.cp.next_sequence("pipelinerun").await?;
     let mut run_labels: std::collections::BTreeMap<String, String> =
         subject.selector_labels().into_iter().collect();
@@ -217,8 +132,8 @@ async fn start_run(
         },
         pipeline_name: pipeline.name().to_string(),
         pipeline_index: i64::try_from(index).unwrap_or(i64::MAX),
-        workflow_type: subject.workflow_type.as_str().to_string(),
-        workflow_action: action.as_str().to_string(),
+        workflow_type: subject.workflow_type,
+        workflow_action: action,
         hash: subject.hash.clone(),
         promise_version: subject.promise_version.clone(),
         pipeline: serde_json::to_value(pipeline).map_err(encode("the pipeline"))?,
@@ -260,18 +175,7 @@ async fn start_run(
         }
     }
     tracing::info!(run = %name, object = %subject.key(), "pipeline run created");
-    Ok(RunRecord {
-        sequence,
-        pipeline_name: pipeline.name().to_string(),
-        pipeline_index: index,
-        action,
-        hash: subject.hash.clone(),
-        phase: RunPhase::Pending,
-        completion_time_ms: None,
-        suspend: None,
-        progress: None,
-        attempt,
-    })
+    Ok(new_record(subject, action, pipeline.name(), sequence, &at))
 }
 
 /// `<object>-<action?>-<pipeline>-<sequence>`, cut to fit a Kubernetes name.
@@ -303,7 +207,8 @@ async fn prune(
     let doomed = decide::runs_to_prune(action, names, &records, RUNS_TO_KEEP);
     let kind = rt.kind(crate::api::Builtin::PipelineRun);
     for (obj, _) in runs.iter().filter(|(_, r)| doomed.contains(&r.sequence)) {
-        let _ = std::fs::remove_dir_all(rt.platform.run_dir(obj));
+        crate::controllers::run::folder::remove(rt.platform.run_dir(obj), &ObjectKey::of(obj))
+            .await;
         status::delete_if_present(rt.cp.as_ref(), &kind, obj).await?;
     }
     if started_one || !doomed.is_empty() {
@@ -315,27 +220,7 @@ async fn prune(
     Ok(())
 }
 
-/// The exit reason of the newest failed run, for condition messages (e.g. `exit code 3`).
-pub(crate) fn failure_reason(runs: &[(Object, RunRecord)], step: &Step) -> String {
-    let Step::Failed { pipeline, .. } = step else {
-        return String::new();
-    };
-    runs.iter()
-        .filter(|(_, r)| &r.pipeline_name == pipeline && r.phase == RunPhase::Failed)
-        .max_by_key(|(_, r)| r.sequence)
-        .and_then(|(o, _)| status::typed_status::<PipelineRunStatus>(o).ok()?.message)
-        .unwrap_or_default()
-}
-
 /// How long until the step wants another look without any change.
 pub(crate) fn wake_after(step: &Step) -> Option<std::time::Duration> {
     wake_after_at(step, now_ms())
-}
-
-/// [`wake_after`] at `now` (milliseconds since the epoch).
-pub(crate) fn wake_after_at(step: &Step, now: i64) -> Option<std::time::Duration> {
-    step.wake_at_ms().map(|at| {
-        let ms = (at - now).clamp(0, 24 * 3600 * 1000);
-        std::time::Duration::from_millis(u64::try_from(ms).unwrap_or(0) + 50)
-    })
 }

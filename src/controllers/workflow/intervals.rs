@@ -223,17 +223,10 @@ pub(crate) async fn reconcile_resources(rt: &Runtime, promise: &Object) -> Resul
     Ok(())
 }
 
-/// The sooner of two wake-ups.
-pub(crate) fn sooner(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::controllers::workflow::decide::plan::sooner;
 
     const S: u64 = 1000;
 

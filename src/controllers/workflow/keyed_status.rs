@@ -5,12 +5,14 @@
 use serde_json::Value;
 
 use crate::api::pipeline::Pipeline;
-use crate::api::workflow_status::{WorkflowStatus, WorkflowStatuses, FLAT_FIELDS};
+use crate::api::workflow_status::FLAT_FIELDS;
 use crate::api::Action;
 use crate::controllers::workflow::decide;
 use crate::controllers::workflow::decide::KeyedInputs;
 use crate::controllers::workflow::decide::RunRecord;
 use crate::controllers::workflow::decide::Step;
+
+pub(crate) use crate::controllers::workflow::decide::keyed_status::{set_workflow, update};
 
 use crate::controllers::subject::Subject;
 use crate::controllers::workflow::runs::runs_of;
@@ -40,50 +42,6 @@ pub(crate) fn inputs<'a>(
 /// The names of `pipelines`, in order.
 pub(crate) fn names(pipelines: &[Pipeline]) -> Vec<String> {
     pipelines.iter().map(|p| p.name().to_string()).collect()
-}
-
-/// The workflows as a status holds them (lenient: see [`WorkflowStatuses`]).
-fn workflows_in(status: &Value) -> WorkflowStatuses {
-    status
-        .pointer("/kratix/workflows")
-        .cloned()
-        .and_then(|w| serde_json::from_value(w).ok())
-        .unwrap_or_default()
-}
-
-/// Writes `action`'s workflow into `status.kratix.workflows`, leaving the other actions' as
-/// they are; an empty one is left out. What the flat layout left there goes.
-pub(crate) fn set_workflow(status: &mut Value, action: Action, workflow: WorkflowStatus) {
-    let mut workflows = workflows_in(status);
-    if workflow.is_empty() {
-        workflows.0.remove(action.as_str());
-    } else {
-        workflows.0.insert(action.as_str().to_string(), workflow);
-    }
-    let Some(kratix) = crate::controllers::status::object_at(status, "kratix") else {
-        return;
-    };
-    match serde_json::to_value(&workflows) {
-        Ok(value) if !workflows.0.is_empty() => {
-            kratix.insert("workflows".into(), value);
-        }
-        _ => {
-            kratix.remove("workflows");
-        }
-    }
-    if kratix.is_empty() {
-        if let Some(map) = status.as_object_mut() {
-            map.remove("kratix");
-        }
-    }
-}
-
-/// Brings `action`'s keyed status up to date from the runs, keeping what only the previous
-/// status knows (transition times, the last successful completion).
-pub(crate) fn update(status: &mut Value, inputs: &KeyedInputs) {
-    let previous = workflows_in(status).0.remove(inputs.action.as_str());
-    let next = decide::workflow_status(inputs, previous.as_ref());
-    set_workflow(status, inputs.action, next);
 }
 
 /// Migrates a status stored with the flat layout (see [`decide::migrated`]): drops the flat
@@ -128,7 +86,7 @@ pub(crate) async fn migrate(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::workflow_status::WorkflowPipelineStatus;
+    use crate::api::workflow_status::{WorkflowPipelineStatus, WorkflowStatus};
     use serde_json::json;
 
     fn workflow(pipeline: &str) -> WorkflowStatus {

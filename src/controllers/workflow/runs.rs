@@ -1,7 +1,7 @@
 //! A workflow's runs: reading a stored PipelineRun back as the record the workflow decisions work
 //! on, listing an object's runs, and deleting them when the object goes.
 
-use crate::api::{Object, PipelineRunSpec, PipelineRunStatus};
+use crate::api::{Object, ObjectKey, PipelineRunSpec, PipelineRunStatus};
 use crate::controllers::workflow::decide::RunPhase;
 use crate::controllers::workflow::decide::RunRecord;
 use crate::controllers::workflow::decide::Suspension;
@@ -35,7 +35,7 @@ pub(crate) fn run_record(run: &Object) -> Option<RunRecord> {
         sequence: spec.sequence,
         pipeline_name: spec.pipeline_name,
         pipeline_index: usize::try_from(spec.pipeline_index).ok()?,
-        action: spec.workflow_action.parse().ok()?,
+        action: spec.workflow_action,
         hash: spec.hash,
         phase,
         completion_time_ms: status.completion_time.as_deref().and_then(parse_ms),
@@ -70,7 +70,8 @@ pub(crate) async fn runs_of(
 pub(crate) async fn delete_runs(rt: &Runtime, subject: &Subject) -> Result<(), Error> {
     let kind = rt.kind(crate::api::Builtin::PipelineRun);
     for (run, _) in runs_of(rt, subject).await? {
-        let _ = std::fs::remove_dir_all(rt.platform.run_dir(&run));
+        crate::controllers::run::folder::remove(rt.platform.run_dir(&run), &ObjectKey::of(&run))
+            .await;
         status::delete_if_present(rt.cp.as_ref(), &kind, &run).await?;
     }
     Ok(())

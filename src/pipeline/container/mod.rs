@@ -107,27 +107,12 @@ pub fn open_folders(folders: &[&Path]) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Removes what an executor that is gone left in the engine for the run in `work_dir`. Called
-/// from synchronous code inside the runtime, so it runs on a thread of its own.
-pub fn remove_leftovers_blocking(work_dir: &Path) -> Vec<String> {
+/// Removes what an executor that is gone left in the engine for the run in `work_dir`.
+pub async fn remove_leftovers(work_dir: &Path) -> Vec<String> {
     if !engine::maybe_present() {
         return Vec::new();
     }
-    let work_dir = work_dir.to_path_buf();
-    std::thread::spawn(move || {
-        match tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-        {
-            Ok(rt) => rt.block_on(labels::remove_leftovers(&work_dir)),
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot look for leftover pipeline containers");
-                Vec::new()
-            }
-        }
-    })
-    .join()
-    .unwrap_or_default()
+    labels::remove_leftovers(work_dir).await
 }
 
 #[cfg(test)]

@@ -7,9 +7,9 @@ use crate::api::WorkflowType;
 use crate::api::{Object, PromiseStatus};
 use crate::controllers::promise::requirements::Requirements;
 use crate::controllers::subject::Subject;
+use crate::controllers::workflow::decide::plan::plan_configure;
 use crate::controllers::workflow::decide::RunPhase;
 use crate::controllers::workflow::decide::RunRecord;
-use crate::controllers::workflow::plan_configure;
 
 const NOW: i64 = 1_800_000_000_000;
 

@@ -1,6 +1,8 @@
 //! What a request's binding decides, with no I/O: the version a binding asks for, and the
 //! binding's upgrade status once the workflow for a version stands where it does.
 
+use serde_json::{json, Value};
+
 use crate::api::versions::{ResourceBindingStatus, LATEST, UPGRADE_SUCCEEDED};
 use crate::api::{condition, Condition, ConditionStatus};
 use crate::controllers::workflow::decide::Step;
@@ -122,6 +124,28 @@ pub(crate) fn next_status(
         condition::set_condition(&mut next.conditions, c, now);
     }
     next
+}
+
+/// What a bound request records of its binding in its own status (see
+/// `binding::request_versions`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RequestVersions {
+    pub(crate) completed: Option<String>,
+    pub(crate) binding: String,
+}
+
+impl RequestVersions {
+    /// Writes them into a request's status.
+    pub(crate) fn apply(&self, status: &mut Value) {
+        if let Some(version) = &self.completed {
+            crate::controllers::status_value::set_field(status, "promiseVersion", json!(version));
+        }
+        crate::controllers::status_value::set_field(
+            status,
+            "resourceBindingVersion",
+            json!(self.binding),
+        );
+    }
 }
 
 #[cfg(test)]

@@ -17,8 +17,8 @@ use crate::controllers::promise::revision;
 use crate::controllers::promise::revision::ResolveError;
 use crate::controllers::{now_rfc3339, status, Error, Runtime};
 
-mod decide;
-pub(crate) use decide::{desired_version, next_status, Outcome, Strategy};
+pub(crate) mod decide;
+pub(crate) use decide::{desired_version, next_status, Outcome, RequestVersions, Strategy};
 
 /// A request's pinning: the Promise it runs with, and the version it is bound to.
 #[derive(Debug, Clone)]
@@ -195,27 +195,6 @@ pub(crate) fn request_versions(pinned: &Pinned, outcome: Outcome<'_>) -> Option<
         completed: (outcome == Outcome::Succeeded).then(|| bound.version.clone()),
         binding: bound.desired.clone(),
     })
-}
-
-/// See [`request_versions`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct RequestVersions {
-    pub(crate) completed: Option<String>,
-    pub(crate) binding: String,
-}
-
-impl RequestVersions {
-    /// Writes them into a request's status.
-    pub(crate) fn apply(&self, status: &mut Value) {
-        if let Some(version) = &self.completed {
-            crate::controllers::status::set_field(status, "promiseVersion", json!(version));
-        }
-        crate::controllers::status::set_field(
-            status,
-            "resourceBindingVersion",
-            json!(self.binding),
-        );
-    }
 }
 
 /// Creates a request's binding at `version`.

@@ -130,14 +130,14 @@ mod configure {
     use crate::api::workflow_status::Landing;
     use crate::api::WorkflowType;
     use crate::api::{KindInfo, Object};
-    use crate::controllers::request::binding::RequestVersions;
+    use crate::controllers::next::Next;
+    use crate::controllers::request::binding::decide::RequestVersions;
     use crate::controllers::request::decide::{decide, Observed};
     use crate::controllers::subject::Subject;
+    use crate::controllers::workflow::decide::plan::plan_configure;
+    use crate::controllers::workflow::decide::plan::Configured;
     use crate::controllers::workflow::decide::RunPhase;
     use crate::controllers::workflow::decide::RunRecord;
-    use crate::controllers::workflow::plan_configure;
-    use crate::controllers::workflow::Configured;
-    use crate::controllers::Next;
 
     const HASH: &str = "h1";
     const NOW: i64 = 1_800_000_000_000;

@@ -1,7 +1,7 @@
 //! The conditions an object's workflow state maps to, with Kratix's types, reasons and messages.
 
 use crate::api::condition::{Condition, ConditionStatus};
-use crate::controllers::work::WorksState;
+use crate::controllers::work::state::WorksState;
 
 use crate::controllers::workflow::decide::model::Step;
 

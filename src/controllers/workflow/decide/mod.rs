@@ -11,8 +11,10 @@ mod cleanup;
 mod conditions;
 mod history;
 mod keyed;
+pub(crate) mod keyed_status;
 mod model;
 mod next_step;
+pub(crate) mod plan;
 mod prune;
 mod status;
 

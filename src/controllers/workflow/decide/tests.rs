@@ -3,7 +3,7 @@
 use crate::api::condition::ConditionStatus;
 use crate::api::workflow::Error;
 use crate::api::{Action, WorkflowType};
-use crate::controllers::work::WorksState;
+use crate::controllers::work::state::WorksState;
 use crate::controllers::workflow::decide::*;
 
 const T: i64 = 1_000_000;
