@@ -5,7 +5,6 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::Error;
 use crate::api::Object;
 use crate::platform::Platform;
 use crate::store::Selector;
@@ -25,7 +24,10 @@ pub struct Known {
 impl Known {
     /// What `platform` stores, for documents checked with `minimum_interval` as the shortest
     /// reconciliation interval a Promise may ask for.
-    pub async fn load(platform: &Platform, minimum_interval: Duration) -> Result<Self, Error> {
+    pub async fn load(
+        platform: &Platform,
+        minimum_interval: Duration,
+    ) -> Result<Self, crate::platform::Error> {
         let cp = platform.store.as_ref();
         let everything = Selector::everything();
         let mut known = Known {

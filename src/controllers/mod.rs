@@ -8,6 +8,7 @@ mod kube_time;
 mod lookups;
 mod owners;
 pub(crate) mod placement;
+pub(crate) mod platform_sync;
 pub(crate) mod promise;
 pub(crate) mod request;
 pub(crate) mod run;
@@ -95,7 +96,11 @@ impl Error {
     }
 
     /// A stored object that does not parse as `kind`.
-    fn malformed(obj: &crate::api::Object, kind: &str, source: serde_json::Error) -> Self {
+    pub(crate) fn malformed(
+        obj: &crate::api::Object,
+        kind: &str,
+        source: serde_json::Error,
+    ) -> Self {
         Error::Malformed {
             key: ObjectKey::of(obj),
             kind: kind.into(),
@@ -380,7 +385,7 @@ impl Runtime {
             "PipelineRun" => run::reconcile(self, obj).await,
             "Work" => work::reconcile(self, obj).await,
             "WorkPlacement" => placement::reconcile(self, obj).await,
-            "Destination" => destination::reconcile(self, obj).await,
+            "Destination" => platform_sync::reconcile_destination(self, obj).await,
             "GitStateStore" | "BucketStateStore" => state_store::reconcile(self, &kind, obj).await,
             "PromiseRevision" => promise::revision::reconcile(self, obj).await,
             "PromiseRelease" => promise::release::reconcile(self, obj).await,

@@ -86,7 +86,8 @@ pub async fn run(home: &Path, files: &[PathBuf], timeout: Duration) -> Result<Ve
             &copy,
             crate::controllers::Settings::from_env().intervals.minimum,
         )
-        .await?,
+        .await
+        .map_err(apply::Error::from)?,
     )?;
     for p in &prepared {
         for field in &p.pruned {
