@@ -1,7 +1,9 @@
 //! kratix-rs: the core of Kratix, the platform framework.
 //!
-//! Dependencies point one way: `cli` → `controllers` → (`events`, `pipeline`, `platform`) →
-//! (`store`, `api`, `statestores`). `cli` also chooses what the controllers run on: the
+//! Dependencies point one way: `cli` → `controllers` → `admission` → (`events`, `pipeline`,
+//! `platform`) → (`store`, `api`, `statestores`). `admission` (how a document is parsed,
+//! checked, defaulted and merged) is shared by `apply`, `diff` and the platform Destination's
+//! sync. `cli` also chooses what the controllers run on: the
 //! control plane (`store`'s embedded one, or `kube`) and the executor of pipeline runs
 //! (`pipeline`'s local one, or `jobs`, which implements `pipeline::Executor` with Kubernetes
 //! Jobs); `controllers` names neither `kube` nor `jobs`. `metrics` (what the process counts,
@@ -16,6 +18,7 @@
 //! checks that, and that `kube` never imports `controllers`; docs/architecture.md describes
 //! the whole.
 
+pub mod admission;
 pub mod api;
 pub mod cli;
 pub mod controllers;

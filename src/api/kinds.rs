@@ -2,7 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Names and scope of a kind: Kratix's own, core Secret, and kinds that Promises define.
+/// Names and scope of a kind: Kratix's own, core Secret, ConfigMap and Namespace, and kinds
+/// that Promises define.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KindInfo {
     pub group: String,
@@ -78,10 +79,12 @@ pub enum Builtin {
     ResourceBinding,
     PromiseRelease,
     HealthRecord,
+    ConfigMap,
+    Namespace,
 }
 
 impl Builtin {
-    pub const ALL: [Builtin; 12] = [
+    pub const ALL: [Builtin; 14] = [
         Builtin::Promise,
         Builtin::Destination,
         Builtin::GitStateStore,
@@ -94,6 +97,8 @@ impl Builtin {
         Builtin::ResourceBinding,
         Builtin::PromiseRelease,
         Builtin::HealthRecord,
+        Builtin::ConfigMap,
+        Builtin::Namespace,
     ];
 
     /// The state-store kind named `kind` (a Destination's `stateStoreRef.kind`), if it is one.
@@ -141,6 +146,13 @@ impl Builtin {
             Builtin::ResourceBinding => kratix("ResourceBinding", "resourcebindings", &[], true),
             Builtin::PromiseRelease => kratix("PromiseRelease", "promisereleases", &[], false),
             Builtin::HealthRecord => kratix("HealthRecord", "healthrecords", &[], true),
+            // Core kinds platforms keep data in: held as given (on Kubernetes, the cluster's).
+            Builtin::ConfigMap => {
+                KindInfo::builtin("", "v1", "ConfigMap", "configmaps", &["cm"], true)
+            }
+            Builtin::Namespace => {
+                KindInfo::builtin("", "v1", "Namespace", "namespaces", &["ns"], false)
+            }
         }
     }
 }

@@ -91,6 +91,11 @@ pub mod labels {
     /// Annotation `apply` (like `kubectl apply`) keeps the applied document in, as JSON, to
     /// know next time what the file set and no longer sets.
     pub const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+    /// Annotation on a Destination: `"true"` applies what is written for it back into this
+    /// platform's own control plane (see `controllers::platform_sync`).
+    pub const APPLY_TO_PLATFORM: &str = "kratix-rs.io/apply-to-platform";
+    /// Label on an object the platform Destination's sync applied: that Destination's name.
+    pub const PLATFORM_DESTINATION: &str = "kratix-rs.io/platform-destination";
 }
 
 /// Finalizers: what must be done before an object of each kind may go.

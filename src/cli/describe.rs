@@ -21,6 +21,8 @@ pub enum Error {
     },
     #[error(transparent)]
     Runs(#[from] super::logs::Error),
+    #[error(transparent)]
+    SubRequests(#[from] super::tree::Error),
     /// The object does not exist.
     #[error("{key} not found")]
     NotFound { key: ObjectKey },
@@ -71,6 +73,17 @@ pub async fn run(
         }
         crate::events::sort_by_last_seen(&mut events);
     }
+    let sub_requests = match crate::api::object::label(&object, labels::PROMISE_NAME) {
+        Some(promise) if kind.group != GROUP && !kind.group.is_empty() => {
+            let ns = ns.as_deref().unwrap_or("default");
+            super::tree::sub_request_trees(platform, promise, ns, name, 1)
+                .await?
+                .iter()
+                .map(|node| super::tree::text(node, super::tree::Charset::Ascii))
+                .collect()
+        }
+        _ => Vec::new(),
+    };
     Ok(render(
         &Described {
             kind,
@@ -78,6 +91,7 @@ pub async fn run(
             runs,
             placements,
             events,
+            sub_requests,
         },
         &super::events::now(),
     ))

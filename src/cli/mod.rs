@@ -7,7 +7,7 @@ pub mod completion;
 pub mod controller;
 pub mod describe;
 pub mod diff;
-pub mod documents;
+pub use crate::admission::documents;
 mod driver;
 pub mod events;
 mod examples;

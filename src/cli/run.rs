@@ -90,7 +90,11 @@ async fn dispatch(command: Command, platform: &Platform, driver: &Driver) -> Res
     match command {
         Command::Apply { files, wait: w } => {
             let docs = documents::load(&files)?;
-            let known = apply::Known::load(&platform).await?;
+            let known = apply::Known::load(
+                &platform,
+                crate::controllers::Settings::from_env().intervals.minimum,
+            )
+            .await?;
             let prepared = apply::prepare(&docs, &known)?;
             for p in &prepared {
                 for field in &p.pruned {

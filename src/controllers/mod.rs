@@ -9,6 +9,7 @@ mod lookups;
 mod next;
 mod owners;
 pub(crate) mod placement;
+pub(crate) mod platform_sync;
 pub(crate) mod promise;
 pub(crate) mod request;
 pub(crate) mod run;
@@ -117,7 +118,11 @@ impl Error {
     }
 
     /// A stored object that does not parse as `kind`.
-    fn malformed(obj: &crate::api::Object, kind: &str, source: serde_json::Error) -> Self {
+    pub(crate) fn malformed(
+        obj: &crate::api::Object,
+        kind: &str,
+        source: serde_json::Error,
+    ) -> Self {
         Error::Malformed {
             key: ObjectKey::of(obj),
             kind: kind.into(),
@@ -397,14 +402,18 @@ impl Runtime {
             B::PipelineRun => run::reconcile(self, obj).await,
             B::Work => work::reconcile(self, obj).await,
             B::WorkPlacement => placement::reconcile(self, obj).await,
-            B::Destination => destination::reconcile(self, obj).await,
+            B::Destination => platform_sync::reconcile_destination(self, obj).await,
             B::GitStateStore | B::BucketStateStore => {
                 state_store::reconcile(self, &kind, obj).await
             }
             B::PromiseRevision => promise::revision::reconcile(self, obj).await,
             B::PromiseRelease => promise::release::reconcile(self, obj).await,
             // Read by the kinds above; nothing to reconcile of their own.
-            B::Secret | B::ResourceBinding | B::HealthRecord => Ok(Next::Done),
+            B::Secret
+            | B::ConfigMap
+            | B::Namespace
+            | B::ResourceBinding
+            | B::HealthRecord => Ok(Next::Done),
         }
     }
 

@@ -42,6 +42,12 @@ pub struct Settings {
     /// How many objects are reconciled at once (`KRATIX_WORKERS`; by default twice
     /// `max_parallel`, see [`Settings::workers`]). Never two for one object.
     pub(crate) workers: Option<usize>,
+    /// How often a platform Destination is applied again even when nothing was written for it,
+    /// repairing drift (`KRATIX_PLATFORM_SYNC_INTERVAL`, seconds or a Go duration, default 30).
+    pub(crate) platform_sync_interval: Duration,
+    /// At most this many objects are applied for one platform Destination
+    /// (`KRATIX_PLATFORM_SYNC_MAX_OBJECTS`, default 10000).
+    pub(crate) platform_sync_max_objects: usize,
 }
 
 /// The environment variable of [`Settings::binding_strategy`].
@@ -87,6 +93,17 @@ impl Settings {
             ))
             .filter(|d| !d.is_zero()),
             workers: positive(std::env::var("KRATIX_WORKERS").ok().as_deref()),
+            platform_sync_interval: duration_from_env(
+                "KRATIX_PLATFORM_SYNC_INTERVAL",
+                Duration::from_secs(30),
+            )
+            .max(Duration::from_millis(100)),
+            platform_sync_max_objects: positive(
+                std::env::var("KRATIX_PLATFORM_SYNC_MAX_OBJECTS")
+                    .ok()
+                    .as_deref(),
+            )
+            .unwrap_or(10_000),
         }
     }
 

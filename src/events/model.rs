@@ -57,6 +57,12 @@ pub enum Reason {
     /// a spec change or manual reconciliation).
     WorkflowSuspended,
     Deleted,
+    /// The platform Destination's sync applied documents of its store.
+    PlatformApplied,
+    /// The platform Destination's sync deleted objects whose documents left its store.
+    PlatformPruned,
+    /// The platform Destination's sync could not apply a document (named in the message).
+    PlatformSyncFailed,
 }
 
 impl Reason {
@@ -73,6 +79,9 @@ impl Reason {
             Reason::RevisionStillInUse => "RevisionStillInUse",
             Reason::WorkflowSuspended => "WorkflowSuspended",
             Reason::Deleted => "Deleted",
+            Reason::PlatformApplied => "PlatformApplied",
+            Reason::PlatformPruned => "PlatformPruned",
+            Reason::PlatformSyncFailed => "PlatformSyncFailed",
         }
     }
 
@@ -83,7 +92,8 @@ impl Reason {
             | Reason::RequirementsNotFulfilled
             | Reason::LatestRevisionRecreated
             | Reason::RevisionStillInUse
-            | Reason::WorkflowSuspended => EventType::Warning,
+            | Reason::WorkflowSuspended
+            | Reason::PlatformSyncFailed => EventType::Warning,
             _ => EventType::Normal,
         }
     }

@@ -187,14 +187,48 @@ macro_rules! label_value {
     )*};
 }
 
+/// What the platform Destination's sync did with one document or inventory entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum SyncOutcome {
+    /// Created or changed in the control plane.
+    Applied,
+    /// Already as the document says.
+    Unchanged,
+    /// Left the store, so deleted from the control plane.
+    Pruned,
+    /// Of a kind not served yet: tried again once it is.
+    Waiting,
+    /// Refused (unparseable, invalid, a conflict, not served here).
+    Failed,
+}
+
+impl SyncOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SyncOutcome::Applied => "applied",
+            SyncOutcome::Unchanged => "unchanged",
+            SyncOutcome::Pruned => "pruned",
+            SyncOutcome::Waiting => "waiting",
+            SyncOutcome::Failed => "failed",
+        }
+    }
+}
+
 label_value!(
     Controller,
     WorkflowType,
     Action,
     RunResult,
     WriteResult,
-    ErrorCategory
+    ErrorCategory,
+    SyncOutcome
 );
+
+/// The labels of the platform sync's counter.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, EncodeLabelSet)]
+pub(super) struct SyncLabels {
+    pub outcome: SyncOutcome,
+}
 
 /// The labels of the reconcile counters.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, EncodeLabelSet)]

@@ -23,9 +23,9 @@ pub use endpoint::{bind, scrape, serve, Answer};
 use ends::Ends;
 pub use ends::WorkRef;
 pub use labels::{
-    Action, Controller, ErrorCategory, RunLabels, RunResult, WorkflowType, WriteResult,
+    Action, Controller, ErrorCategory, RunLabels, RunResult, SyncOutcome, WorkflowType, WriteResult,
 };
-use labels::{ControllerLabels, FailureLabels, WriteLabels};
+use labels::{ControllerLabels, FailureLabels, SyncLabels, WriteLabels};
 use ordered::Ordered;
 
 #[derive(Debug, thiserror::Error)]
@@ -78,6 +78,7 @@ pub struct Metrics {
     commits_per_push: Histogram,
     push_conflicts: Counter,
     push_retries: Counter,
+    platform_sync: Ordered<SyncLabels, Counter>,
     /// `controller` only (see [`Metrics::with_leader`]).
     leader: Option<Gauge>,
 }
@@ -110,6 +111,7 @@ impl Metrics {
             commits_per_push: Histogram::new(COUNTS),
             push_conflicts: Counter::default(),
             push_retries: Counter::default(),
+            platform_sync: Ordered::new(Counter::default),
             leader,
         };
         m.registered()
@@ -175,6 +177,11 @@ impl Metrics {
             "Pushes made again after waiting, the branch having moved under a freshly fetched tip",
             self.push_retries.clone(),
         );
+        r.register(
+            "kratix_platform_sync_documents",
+            "Documents and inventory entries the platform Destinations' sync handled, by outcome",
+            self.platform_sync.clone(),
+        );
         if let Some(leader) = &self.leader {
             r.register(
                 "kratix_leader",
@@ -183,6 +190,13 @@ impl Metrics {
             );
         }
         self
+    }
+
+    /// The platform sync handled `n` documents or entries with `outcome`.
+    pub fn synced(&self, outcome: SyncOutcome, n: usize) {
+        self.platform_sync
+            .get(&SyncLabels { outcome })
+            .inc_by(n as u64);
     }
 
     /// A reconcile of an object of `kind` in `group` ended: well, or failing on `failed`.

@@ -70,6 +70,13 @@ fn keys(paths: &[&str]) -> Vec<Key> {
     paths.iter().map(|p| key(p)).collect()
 }
 
+async fn snapshot(store: &dyn StateStore, prefix: &str) -> crate::Snapshot {
+    match store.snapshot(&key(prefix)).await {
+        Ok(snapshot) => snapshot,
+        Err(err) => panic!("{}: snapshot failed: {}", store.kind(), ErrorChain(&err)),
+    }
+}
+
 pub async fn write_then_read_and_list(store: &dyn StateStore) {
     let kind = store.kind();
     let outcome = write(
@@ -230,6 +237,37 @@ pub async fn list_respects_segment_boundaries_and_is_sorted(store: &dyn StateSto
         ["dest/a/1.yaml"],
         "{kind}"
     );
+}
+
+pub async fn snapshot_reads_a_prefix_at_one_version(store: &dyn StateStore) {
+    let kind = store.kind();
+    write(
+        store,
+        &[
+            put("dest/b.yaml", "b"),
+            put("dest/a/1.yaml", "1"),
+            put("dest-other/x.yaml", "x"),
+        ],
+        "seed",
+    )
+    .await;
+    let first = snapshot(store, "dest").await;
+    let files: Vec<(&str, &[u8])> = first
+        .files
+        .iter()
+        .map(|(k, b)| (k.as_str(), b.as_ref()))
+        .collect();
+    assert_eq!(
+        files,
+        [("dest/a/1.yaml", &b"1"[..]), ("dest/b.yaml", &b"b"[..])],
+        "{kind}: the prefix's files, sorted"
+    );
+    assert!(first.version.is_some(), "{kind}: a version");
+    let again = snapshot(store, "dest").await;
+    assert_eq!(again.version, first.version, "{kind}: stable");
+    write(store, &[put("dest/b.yaml", "changed")], "change").await;
+    let moved = snapshot(store, "dest").await;
+    assert_ne!(moved.version, first.version, "{kind}: moved");
 }
 
 pub async fn many_files_land_in_one_write(store: &dyn StateStore) {
@@ -414,6 +452,7 @@ macro_rules! conformance_suite {
         $crate::conformance_suite!(@case $make, delete_removes_and_absent_delete_is_noop);
         $crate::conformance_suite!(@case $make, identical_write_is_noop);
         $crate::conformance_suite!(@case $make, list_respects_segment_boundaries_and_is_sorted);
+        $crate::conformance_suite!(@case $make, snapshot_reads_a_prefix_at_one_version);
         $crate::conformance_suite!(@case $make, many_files_land_in_one_write);
         $crate::conformance_suite!(@case $make, untouched_keys_survive);
         $crate::conformance_suite!(@case $make, check_access_leaves_nothing_behind);

@@ -93,6 +93,34 @@ impl WriteOutcome {
     }
 }
 
+/// Every file under a prefix as one version of the store holds them.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Snapshot {
+    /// The version read: the commit for Git; for other stores a hash of the keys and contents
+    /// read (the same files give the same version).
+    pub version: Option<Version>,
+    /// The files under the prefix, sorted by key.
+    pub files: Vec<(Key, Bytes)>,
+}
+
+impl Snapshot {
+    /// A snapshot of `files` whose version is the hash of their keys and contents.
+    pub fn hashed(files: Vec<(Key, Bytes)>) -> Self {
+        use sha2::{Digest, Sha256};
+        let mut hash = Sha256::new();
+        for (key, bytes) in &files {
+            hash.update(key.as_str().as_bytes());
+            hash.update([0]);
+            hash.update((bytes.len() as u64).to_be_bytes());
+            hash.update(bytes);
+        }
+        Self {
+            version: Some(Version(hex::encode(hash.finalize()))),
+            files,
+        }
+    }
+}
+
 /// Errors every backend reports, by meaning.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -147,6 +175,8 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// - The same key MUST NOT appear twice in one `write`.
 /// - `read` returns `None` for an absent key. `list` returns the keys under a prefix, sorted.
 /// - `check_access` verifies the store can be written to and leaves nothing behind.
+/// - `snapshot` returns every file under a prefix as one version holds them where the backend
+///   keeps versions (Git reads one commit); elsewhere it lists, then reads each file.
 #[async_trait::async_trait]
 pub trait StateStore: Debug + Send + Sync + 'static {
     /// `git`, `bucket`, `dir` or `memory`.
@@ -159,4 +189,15 @@ pub trait StateStore: Debug + Send + Sync + 'static {
     async fn list(&self, prefix: &Key) -> Result<Vec<Key>>;
 
     async fn check_access(&self) -> Result<()>;
+
+    /// Every file under `prefix`, read with this store's own `list` and `read`.
+    async fn snapshot(&self, prefix: &Key) -> Result<Snapshot> {
+        let mut files = Vec::new();
+        for key in self.list(prefix).await? {
+            if let Some(bytes) = self.read(&key).await? {
+                files.push((key, bytes));
+            }
+        }
+        Ok(Snapshot::hashed(files))
+    }
 }

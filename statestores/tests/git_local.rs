@@ -128,6 +128,9 @@ impl StateStore for Scratch {
     async fn check_access(&self) -> statestores::Result<()> {
         self.store.check_access().await
     }
+    async fn snapshot(&self, prefix: &Key) -> statestores::Result<statestores::Snapshot> {
+        self.store.snapshot(prefix).await
+    }
 }
 
 async fn fresh_store() -> Scratch {

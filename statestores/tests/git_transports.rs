@@ -162,6 +162,13 @@ impl StateStore for Checked {
     async fn check_access(&self) -> statestores::Result<()> {
         self.store.check_access().await
     }
+
+    async fn snapshot(
+        &self,
+        prefix: &statestores::Key,
+    ) -> statestores::Result<statestores::Snapshot> {
+        self.store.snapshot(prefix).await
+    }
 }
 
 /// Checks, with the git CLI on the server's repository, that a write did what it reported: its

@@ -21,6 +21,8 @@ pub struct Described {
     pub placements: Vec<Object>,
     /// Its events, oldest first.
     pub events: Vec<Object>,
+    /// A request's sub-requests, each as the text of its `tree`.
+    pub sub_requests: Vec<String>,
 }
 
 /// The description, at `now` (RFC 3339; ages are counted to it).
@@ -75,6 +77,12 @@ pub fn render(d: &Described, now: &str) -> String {
     if !d.placements.is_empty() || is_workflow_kind(&d.kind) {
         let by_destination = !(d.kind.group == GROUP && d.kind.kind == "Destination");
         out.push_str(&destinations(&d.placements, by_destination));
+    }
+    if !d.sub_requests.is_empty() {
+        out.push_str("Sub-requests:\n");
+        for tree in &d.sub_requests {
+            out.push_str(&indent(tree));
+        }
     }
     out.push_str("Events:");
     if d.events.is_empty() {
@@ -193,6 +201,7 @@ fn summary(kind: &KindInfo, o: &Object) -> Vec<(&'static str, String)> {
             ),
             ("Path", at(o, "/spec/path")),
             ("Filepath Mode", at(o, "/spec/filepath/mode")),
+            ("Platform Sync", platform_sync(o)),
         ],
         "GitStateStore" => vec![
             ("URL", at(o, "/spec/url")),
@@ -219,6 +228,28 @@ fn summary(kind: &KindInfo, o: &Object) -> Vec<(&'static str, String)> {
         ],
         _ => vec![],
     }
+}
+
+/// A platform Destination's last sync: the revision and its counts.
+fn platform_sync(o: &Object) -> String {
+    let sync = |field: &str| at(o, &format!("/status/platformSync/{field}"));
+    let revision = sync("revision");
+    if revision.is_empty() {
+        return String::new();
+    }
+    let inventory = o
+        .data
+        .pointer("/status/platformSync/inventory")
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len);
+    format!(
+        "revision {}: {} applied, {} pruned, {} waiting, {} failed; {inventory} objects applied",
+        revision.get(..12).unwrap_or(&revision),
+        sync("applied"),
+        sync("pruned"),
+        sync("waiting"),
+        sync("failed"),
+    )
 }
 
 /// A Promise's `status.workflowsSucceeded` of `status.workflows`, when it has workflows.

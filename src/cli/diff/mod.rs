@@ -80,7 +80,15 @@ pub async fn run(home: &Path, files: &[PathBuf], timeout: Duration) -> Result<Ve
     let docs = documents::load(files)?;
     let scratch = scratch::Scratch::of(home).await?;
     let copy = scratch.platform.clone();
-    let prepared = apply::prepare(&docs, &apply::Known::load(&copy).await?)?;
+    let prepared = apply::prepare(
+        &docs,
+        &apply::Known::load(
+            &copy,
+            crate::controllers::Settings::from_env().intervals.minimum,
+        )
+        .await
+        .map_err(apply::Error::from)?,
+    )?;
     for p in &prepared {
         for field in &p.pruned {
             eprintln!("warning: {}: unknown field {field} dropped", p.document);

@@ -8,7 +8,7 @@ use crate::platform::{builtin, Platform};
 use crate::store::Selector;
 
 pub use model::{Node, Objects};
-pub use render::Charset;
+pub use render::{text, Charset};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -48,7 +48,7 @@ pub async fn run(
     format: TreeFormat,
     terminal: bool,
 ) -> Result<String, Error> {
-    let root = build(platform, kind, name, namespace).await?;
+    let root = build(platform, kind, name, namespace, 0).await?;
     Ok(match format {
         TreeFormat::Text if terminal => render::text(&root, Charset::Unicode),
         TreeFormat::Text => render::text(&root, Charset::Ascii),
@@ -57,11 +57,14 @@ pub async fn run(
     })
 }
 
+/// The tree of one object; a request's shows its sub-requests' trees, `depth` levels down
+/// already.
 async fn build(
     platform: &Platform,
     kind: &str,
     name: &str,
     namespace: Option<&str>,
+    depth: usize,
 ) -> Result<Node, Error> {
     let kind = platform.resolve_kind(kind).await?;
     let promise_kind = builtin(Builtin::Promise);
@@ -138,11 +141,70 @@ async fn build(
         placements,
         destinations: read(platform, &destination_kind, None, &Selector::everything()).await?,
     };
-    Ok(if kind == promise_kind {
-        model::promise_tree(&promise, &objects)
-    } else {
-        model::request_tree(&obj, &objects)
-    })
+    if kind == promise_kind {
+        return Ok(model::promise_tree(&promise, &objects));
+    }
+    let mut node = model::request_tree(&obj, &objects);
+    let ns = namespace.as_deref().unwrap_or("default");
+    node.children
+        .extend(sub_request_trees(platform, &promise_name, ns, name, depth).await?);
+    Ok(node)
+}
+
+/// The trees of the sub-requests of request `ns`/`name` of `promise` (see
+/// [`model::is_sub_request_of`]), each down to its own runs, Works, commits and sub-requests;
+/// `depth` levels are shown above them already.
+pub async fn sub_request_trees(
+    platform: &Platform,
+    promise: &str,
+    ns: &str,
+    name: &str,
+    depth: usize,
+) -> Result<Vec<Node>, Error> {
+    if depth >= MAX_DEPTH {
+        return Ok(Vec::new());
+    }
+    let promises = platform.promises().await?;
+    let mut out = Vec::new();
+    for (child_kind, child) in sub_requests(platform, &promises, promise, ns, name).await? {
+        let child_ns = child.metadata.namespace.clone();
+        let child_name = child.metadata.name.clone().unwrap_or_default();
+        let subtree = Box::pin(build(
+            platform,
+            &child_kind.kind,
+            &child_name,
+            child_ns.as_deref(),
+            depth + 1,
+        ))
+        .await?;
+        out.push(subtree);
+    }
+    Ok(out)
+}
+
+/// How many levels of sub-requests a tree shows (a Promise whose requests name themselves as
+/// their parent cannot make it endless).
+const MAX_DEPTH: usize = 8;
+
+/// The requests (of every Promise's kind) that are sub-requests of request `ns`/`name` of
+/// `promise`, in name order.
+async fn sub_requests(
+    platform: &Platform,
+    promises: &[crate::api::Object],
+    promise: &str,
+    ns: &str,
+    name: &str,
+) -> Result<Vec<(KindInfo, crate::api::Object)>, Error> {
+    let mut out = Vec::new();
+    for kind in crate::api::promise_api::kinds_from_promises(promises) {
+        for request in read(platform, &kind, None, &Selector::everything()).await? {
+            if model::is_sub_request_of(&request, promise, ns, name) {
+                out.push((kind.clone(), request));
+            }
+        }
+    }
+    out.sort_by_key(|(_, r)| (r.metadata.namespace.clone(), r.metadata.name.clone()));
+    Ok(out)
 }
 
 async fn read(

@@ -115,6 +115,32 @@ pub fn request_tree(request: &Object, objects: &Objects) -> Node {
     )
 }
 
+/// The label families that make a request a sub-request of another: Kratix's marketplace
+/// labels (`kratix.io/component-of-*`) and those of its dry run (`kratix.io/parent-*`), each
+/// `(promise, resource name, resource namespace)`.
+const PARENT_LABELS: [[&str; 3]; 2] = [
+    [
+        "kratix.io/component-of-promise-name",
+        "kratix.io/component-of-resource-name",
+        "kratix.io/component-of-resource-namespace",
+    ],
+    [
+        "kratix.io/parent-promise-name",
+        "kratix.io/parent-resource-name",
+        "kratix.io/parent-resource-namespace",
+    ],
+];
+
+/// Whether `child` is a sub-request of request `name` in `ns` of Promise `promise`: one family
+/// of [`PARENT_LABELS`] names it (a missing namespace label means the child's own namespace).
+pub fn is_sub_request_of(child: &Object, promise: &str, ns: &str, name: &str) -> bool {
+    PARENT_LABELS.iter().any(|[p, n, namespace_label]| {
+        label(child, p) == Some(promise)
+            && label(child, n) == Some(name)
+            && label(child, namespace_label).unwrap_or(self::namespace(child)) == ns
+    })
+}
+
 /// A Destination: every placement on it.
 pub fn destination_tree(destination: &Object, objects: &Objects) -> Node {
     let dest_name = name(destination);

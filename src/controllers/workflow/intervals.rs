@@ -74,18 +74,6 @@ pub(crate) fn interval(
     (policy.default, Source::Default)
 }
 
-/// Refuses a Promise's interval that is no duration or shorter than the minimum, as Kratix's
-/// webhook does.
-pub(crate) fn check_setting(text: &str, minimum: Duration) -> Result<(), String> {
-    match crate::pipeline::metadata::parse_duration(text.trim()) {
-        None => Err(format!(
-            "{text:?} is not a duration (e.g. \"10h\", \"90m\")"
-        )),
-        Some(d) if d < minimum => Err(format!("{text:?} must be at least {minimum:?}")),
-        Some(_) => Ok(()),
-    }
-}
-
 /// How a configure workflow last finished.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Finished {
@@ -342,19 +330,6 @@ mod tests {
         for (step, want) in cases {
             assert_eq!(finished(&step, &runs), want, "{step:?}");
         }
-    }
-
-    #[test]
-    fn a_promise_interval_is_a_duration_of_at_least_the_minimum() {
-        let minute = Duration::from_secs(60);
-        assert_eq!(check_setting("10h", minute), Ok(()));
-        assert_eq!(check_setting("1m", minute), Ok(()));
-        assert_eq!(
-            check_setting("30s", minute),
-            Err("\"30s\" must be at least 60s".into())
-        );
-        assert!(check_setting("often", minute).is_err());
-        assert!(check_setting("600", minute).is_err());
     }
 
     #[test]

@@ -16,7 +16,7 @@ mod write;
 
 pub use options::{redact_url, GitCredentials, GitOptions, DEFAULT_SSH_USER};
 
-use crate::{Change, Error, Key, Result, StateStore, WriteInfo, WriteOutcome};
+use crate::{Change, Error, Key, Result, Snapshot, StateStore, Version, WriteInfo, WriteOutcome};
 use bytes::Bytes;
 use error::{GitError, Meaning, Refusal};
 use gix::ObjectId;
@@ -249,6 +249,22 @@ impl Inner {
         tree::list(&local::open(&self.objects)?, tip, prefix)
     }
 
+    /// Every file under `prefix` in one commit: the branch's tip, read once.
+    fn snapshot(&self, prefix: &Key) -> Result<Snapshot, GitError> {
+        let tip = self.sync()?;
+        let repo = local::open(&self.objects)?;
+        let mut files = Vec::new();
+        for key in tree::list(&repo, tip, prefix)? {
+            if let Some(bytes) = tree::read(&repo, tip, &key)? {
+                files.push((key, Bytes::from(bytes)));
+            }
+        }
+        Ok(Snapshot {
+            version: tip.map(|id| Version(id.to_string())),
+            files,
+        })
+    }
+
     fn check_access(&self) -> Result<(), GitError> {
         match &self.location {
             Location::Local(path) => local::check_write(path),
@@ -302,6 +318,11 @@ impl StateStore for Git {
 
     async fn check_access(&self) -> Result<()> {
         self.run(|inner| inner.check_access()).await
+    }
+
+    async fn snapshot(&self, prefix: &Key) -> Result<Snapshot> {
+        let prefix = prefix.clone();
+        self.run(move |inner| inner.snapshot(&prefix)).await
     }
 }
 

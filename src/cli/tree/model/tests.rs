@@ -341,3 +341,49 @@ fn conditions_read_as_a_word_or_their_state() {
         assert_eq!(condition_word(&obj, "Ready"), want);
     }
 }
+
+#[test]
+fn sub_requests_are_named_by_either_label_family() {
+    let child = |labels: Value| {
+        object(
+            "test.kratix.io/v1",
+            "Child",
+            Some("team"),
+            "c",
+            labels,
+            json!({}),
+        )
+    };
+    let cases = [
+        (
+            json!({"kratix.io/component-of-promise-name": "app",
+                   "kratix.io/component-of-resource-name": "shop",
+                   "kratix.io/component-of-resource-namespace": "team"}),
+            true,
+        ),
+        (
+            json!({"kratix.io/parent-promise-name": "app",
+                   "kratix.io/parent-resource-name": "shop"}),
+            true,
+        ),
+        (
+            json!({"kratix.io/component-of-promise-name": "app",
+                   "kratix.io/component-of-resource-name": "shop",
+                   "kratix.io/component-of-resource-namespace": "other"}),
+            false,
+        ),
+        (
+            json!({"kratix.io/component-of-promise-name": "db",
+                   "kratix.io/component-of-resource-name": "shop"}),
+            false,
+        ),
+        (json!({"kratix.io/promise-name": "app"}), false),
+    ];
+    for (labels, want) in cases {
+        assert_eq!(
+            is_sub_request_of(&child(labels.clone()), "app", "team", "shop"),
+            want,
+            "{labels}"
+        );
+    }
+}

@@ -3,6 +3,7 @@
 //! names. Each returns the reason, naming the field, for the document's error.
 
 use std::collections::BTreeSet;
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
@@ -13,6 +14,9 @@ use crate::api::{names, KindInfo, GROUP};
 /// label values (Promises, Destinations, requests) must fit one: 63 characters at most.
 pub(super) fn check_name(name: &str, kind: &KindInfo) -> Result<(), String> {
     names::dns1123_subdomain(name)?;
+    if kind.group.is_empty() && kind.kind == "Namespace" {
+        names::dns1123_label(name)?;
+    }
     let is_request = kind.group != GROUP && !kind.group.is_empty();
     let is_labelled_by =
         kind.group == GROUP && matches!(kind.kind.as_str(), "Promise" | "Destination");
@@ -223,6 +227,7 @@ pub(super) fn check_health_record(value: Value) -> Result<Value, String> {
 /// platform's floor, as Kratix's webhook requires.
 pub(super) fn check_reconciliation_interval(
     workflows: &crate::api::promise::Workflows,
+    minimum: Duration,
 ) -> Result<(), String> {
     let Some(text) = workflows
         .config
@@ -231,9 +236,20 @@ pub(super) fn check_reconciliation_interval(
     else {
         return Ok(());
     };
-    let minimum = crate::controllers::Settings::from_env().intervals.minimum;
-    crate::controllers::workflow::intervals::check_setting(text, minimum)
+    check_interval(text, minimum)
         .map_err(|reason| format!("spec.workflows.config.reconciliationInterval: {reason}"))
+}
+
+/// Refuses a Promise's interval that is no duration or shorter than the minimum, as Kratix's
+/// webhook does.
+fn check_interval(text: &str, minimum: Duration) -> Result<(), String> {
+    match crate::pipeline::metadata::parse_duration(text.trim()) {
+        None => Err(format!(
+            "{text:?} is not a duration (e.g. \"10h\", \"90m\")"
+        )),
+        Some(d) if d < minimum => Err(format!("{text:?} must be at least {minimum:?}")),
+        Some(_) => Ok(()),
+    }
 }
 
 #[cfg(test)]
@@ -375,5 +391,18 @@ mod tests {
                 (got, want) => panic!("{source}: got {got:?}, want {want:?}"),
             }
         }
+    }
+
+    #[test]
+    fn a_promise_interval_is_a_duration_of_at_least_the_minimum() {
+        let minute = Duration::from_secs(60);
+        assert_eq!(check_interval("10h", minute), Ok(()));
+        assert_eq!(check_interval("1m", minute), Ok(()));
+        assert_eq!(
+            check_interval("30s", minute),
+            Err("\"30s\" must be at least 60s".into())
+        );
+        assert!(check_interval("often", minute).is_err());
+        assert!(check_interval("600", minute).is_err());
     }
 }
