@@ -17,6 +17,7 @@
 //! the whole.
 
 pub mod api;
+pub mod apiserver;
 pub mod cli;
 pub mod controllers;
 pub mod events;

@@ -5,6 +5,7 @@
 //! [`run`] is the I/O shell; the decisions (command lines, environment, sandbox arguments,
 //! output and metadata checks) are pure functions in the submodules.
 
+mod api_reach;
 pub mod container;
 pub mod contract;
 mod exec;
@@ -15,12 +16,14 @@ mod invocation;
 pub mod isolation;
 pub mod metadata;
 pub mod output;
+pub mod platform_api;
 mod program_path;
 pub mod progress;
 mod steps;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use statestores::error_chain::ErrorChain;
@@ -34,6 +37,7 @@ pub use images::ImageMap;
 pub use isolation::Isolation;
 pub use metadata::{DestinationSelectorEntry, Metadata, WorkflowControl};
 pub use output::Output;
+pub use platform_api::{Access, PlatformApi};
 pub use progress::Progress;
 
 pub use container::auth::DockerConfig;
@@ -266,14 +270,23 @@ pub trait Executor: std::fmt::Debug + Send + Sync + 'static {
 }
 
 /// The executor of the embedded runtime: containers run on this machine, sandboxed or as plain
-/// processes.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Local;
+/// processes; with the platform's API, each run gets credentials for it.
+#[derive(Debug, Clone, Default)]
+pub struct Local {
+    api: Option<Arc<dyn PlatformApi>>,
+}
+
+impl Local {
+    /// An executor whose runs reach `api` with credentials of their own.
+    pub fn with_api(api: Arc<dyn PlatformApi>) -> Self {
+        Self { api: Some(api) }
+    }
+}
 
 #[async_trait::async_trait]
 impl Executor for Local {
     async fn run(&self, req: RunRequest) -> Result<RunOutcome, Error> {
-        run(req).await
+        run_with(req, self.api.as_deref()).await
     }
 
     fn kill_leftovers(&self, work_dir: &Path) -> Vec<i32> {
@@ -299,10 +312,16 @@ impl Executor for Local {
     }
 }
 
-/// Runs the pipeline. `Err` only when the executor itself cannot work (folders, bubblewrap);
-/// everything the pipeline got wrong is a [`RunResult::Failed`] with its reason.
-#[tracing::instrument(skip_all, fields(run = %req.run_name, isolation))]
+/// Runs the pipeline without the platform's API. `Err` only when the executor itself cannot
+/// work (folders, bubblewrap); everything the pipeline got wrong is a [`RunResult::Failed`]
+/// with its reason.
 pub async fn run(req: RunRequest) -> Result<RunOutcome, Error> {
+    run_with(req, None).await
+}
+
+/// Runs the pipeline; with `api`, its containers get credentials for it while the run runs.
+#[tracing::instrument(skip_all, fields(run = %req.run_name, isolation))]
+pub async fn run_with(req: RunRequest, api: Option<&dyn PlatformApi>) -> Result<RunOutcome, Error> {
     let limits = output::Limits::from_env().map_err(Error::Limits)?;
     let dirs = RunDirs::create(&req.work_dir)?;
     let object_path = dirs.input.join("object.yaml");
@@ -342,7 +361,12 @@ pub async fn run(req: RunRequest) -> Result<RunOutcome, Error> {
                     },
                 )?;
             }
-            let host = HostRun::new(&req, &dirs, outcome.isolation_used)?;
+            let reach = match api {
+                Some(api) => Some(api_reach::admit(api, &req, engine.as_ref()).await?),
+                None => None,
+            };
+            let host = HostRun::new(&req, &dirs, outcome.isolation_used, reach.as_ref())?;
+            let engine_env = api_reach::engine_env(reach.as_ref(), &req.env);
             for (index, step) in steps.iter().enumerate() {
                 let name = step.name();
                 logs.extend_from_slice(format!("== container {name} ==\n").as_bytes());
@@ -360,7 +384,8 @@ pub async fn run(req: RunRequest) -> Result<RunOutcome, Error> {
                                 output: &dirs.output,
                                 metadata: &dirs.metadata,
                             },
-                            kratix_env: &req.env,
+                            kratix_env: &engine_env,
+                            api: reach.as_ref().and_then(api_reach::Reach::engine_mount),
                             registries: &req.registries,
                             deadline,
                             progress: &req.progress,
@@ -381,6 +406,9 @@ pub async fn run(req: RunRequest) -> Result<RunOutcome, Error> {
                     outcome.result = result;
                     break;
                 }
+            }
+            if let Some(reach) = reach {
+                reach.end();
             }
         }
     }
@@ -542,6 +570,7 @@ async fn probe_bubblewrap(program: &Path, dirs: &RunDirs) -> Result<(), String> 
         output: &dirs.output,
         metadata: &dirs.metadata,
         hidden: &[],
+        api: None,
     };
     let args = isolation::sandbox_args(&root, &mounts, &["true".to_string()]);
     let result = tokio::process::Command::new(program)

@@ -7,6 +7,7 @@ pub mod engine;
 pub mod faults;
 pub mod kube;
 pub mod kube_testenv;
+pub mod kubectl;
 pub mod kubelet;
 pub mod node;
 pub mod promise_server;
