@@ -1,5 +1,6 @@
-//! A real `kubectl` (a static binary: the machine's, or `KRATIX_TEST_KUBECTL`) against the
-//! platform's API. Tests that need it skip with a NOTE when there is none, and fail instead
+//! A real `kubectl` against the platform's API: `KRATIX_TEST_KUBECTL`, else the static one of
+//! the machine image, else the one on `PATH` (it is also copied into a test image, so it must
+//! be a static binary, as Go builds kubectl). Tests that need it skip with a NOTE when there is none, and fail instead
 //! when `KRATIX_REQUIRE_REAL=1`.
 
 use std::path::{Path, PathBuf};
@@ -10,8 +11,18 @@ const STATIC_KUBECTL: &str = "/usr/lib/google-cloud-sdk/bin/kubectl";
 
 /// The kubectl binary, or `None` (with a NOTE).
 pub fn binary() -> Option<PathBuf> {
+    let on_path = || {
+        std::env::var_os("PATH").and_then(|paths| {
+            std::env::split_paths(&paths)
+                .map(|dir| dir.join("kubectl"))
+                .find(|p| p.is_file())
+                .and_then(|p| p.canonicalize().ok())
+        })
+    };
     let path = std::env::var_os("KRATIX_TEST_KUBECTL")
         .map(PathBuf::from)
+        .or_else(|| Some(PathBuf::from(STATIC_KUBECTL)).filter(|p| p.is_file()))
+        .or_else(on_path)
         .unwrap_or_else(|| PathBuf::from(STATIC_KUBECTL));
     if path.is_file() {
         return Some(path);
