@@ -116,7 +116,11 @@ fn secrets() -> String {
 
 /// A home served with `--api-addr` on loopback, and its kubeconfig once written.
 fn served(k: &mut Kratix) -> PathBuf {
-    k.start_serve_args(&["--api-addr", "127.0.0.1:0"], &[]);
+    served_on(k, "127.0.0.1:0")
+}
+
+fn served_on(k: &mut Kratix, addr: &str) -> PathBuf {
+    k.start_serve_args(&["--api-addr", addr], &[]);
     let kubeconfig = k.home().join("kubeconfig");
     eventually(
         "serve wrote the kubeconfig",
@@ -196,6 +200,49 @@ fn host_pipelines_and_people_use_the_api_with_kubectl() {
 
     people_read_with_kubectl(&k, &kubectl, &kubeconfig);
     kube_rs_lists(&kubeconfig);
+
+    // The tokens of a process that died are refused by the one that takes the home over.
+    let old = k.home().join("old-kubeconfig");
+    std::fs::rename(&kubeconfig, &old).expect("kubeconfig moved");
+    let text = std::fs::read_to_string(&old).expect("kubeconfig");
+    let doc: Value = serde_json::from_str(&text).expect("kubeconfig is JSON");
+    let server = doc["clusters"][0]["cluster"]["server"]
+        .as_str()
+        .expect("server");
+    let addr = server.trim_start_matches("https://").to_string();
+    k.kill_serve();
+    let kubeconfig = served_on(&mut k, &addr);
+    let (ok, _, err) = kubectl::run(&kubectl, &old, &["get", "promises"]);
+    assert!(
+        !ok && err.contains("You must be logged in to the server"),
+        "{err}"
+    );
+    let (ok, out, err) = kubectl::run(&kubectl, &kubeconfig, &["get", "promises"]);
+    assert!(ok && out.contains("thing"), "{out}{err}");
+}
+
+/// A waiting `apply` that runs the controllers itself serves the API to its pipelines too.
+#[test]
+fn a_waiting_command_serves_the_api_to_its_pipelines() {
+    let Some(kubectl) = kubectl::binary() else {
+        return;
+    };
+    let k = Kratix::new().with_env("KRATIX_ISOLATION", "process");
+    let script = format!(
+        "echo \"own: $({} get \"$KRATIX_CRD_PLURAL\" \"$KRATIX_OBJECT_NAME\" -o jsonpath='{{.spec.size}}')\"",
+        kubectl.display()
+    );
+    let pipeline = json!([{
+        "apiVersion": "platform.kratix.io/v1alpha1",
+        "kind": "Pipeline",
+        "metadata": {"name": "own"},
+        "spec": {"containers": [{"name": "own", "image": "local/sh", "command": ["sh", "-c", script]}]},
+    }]);
+    k.apply_yaml(&promise("thing", "Thing", pipeline), &[])
+        .assert_ok();
+    k.apply_yaml(&request("Thing", "t1", 7), &[]).assert_ok();
+    let logs = logs(&k, "t1");
+    assert!(logs.contains("own: 7\n"), "{logs}");
 }
 
 /// What people do with the home's kubeconfig.
