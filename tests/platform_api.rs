@@ -221,15 +221,16 @@ fn host_pipelines_and_people_use_the_api_with_kubectl() {
     assert!(ok && out.contains("thing"), "{out}{err}");
 }
 
-/// A waiting `apply` that runs the controllers itself serves the API to its pipelines too.
+/// A waiting `apply` that runs the controllers itself serves the API to its pipelines too; here
+/// in the bubblewrap sandbox (where it runs), which sees its kubeconfig at `/kratix/api`.
 #[test]
 fn a_waiting_command_serves_the_api_to_its_pipelines() {
     let Some(kubectl) = kubectl::binary() else {
         return;
     };
-    let k = Kratix::new().with_env("KRATIX_ISOLATION", "process");
+    let k = Kratix::new();
     let script = format!(
-        "echo \"own: $({} get \"$KRATIX_CRD_PLURAL\" \"$KRATIX_OBJECT_NAME\" -o jsonpath='{{.spec.size}}')\"",
+        "echo \"kubeconfig: $KUBECONFIG\"; echo \"own: $({} get \"$KRATIX_CRD_PLURAL\" \"$KRATIX_OBJECT_NAME\" -o jsonpath='{{.spec.size}}')\"",
         kubectl.display()
     );
     let pipeline = json!([{
@@ -243,6 +244,16 @@ fn a_waiting_command_serves_the_api_to_its_pipelines() {
     k.apply_yaml(&request("Thing", "t1", 7), &[]).assert_ok();
     let logs = logs(&k, "t1");
     assert!(logs.contains("own: 7\n"), "{logs}");
+    let sandboxed = std::process::Command::new("bwrap")
+        .args(["--ro-bind", "/", "/", "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if sandboxed {
+        assert!(
+            logs.contains("kubeconfig: /kratix/api/kubeconfig"),
+            "{logs}"
+        );
+    }
 }
 
 /// What people do with the home's kubeconfig.
