@@ -76,6 +76,7 @@ section() {
         echo
     fi
     section scripts/bench/containers.sh $quick --bin "$bin"
+    section scripts/bench/api.sh $quick --bin "$bin"
     echo "## How to rerun"
     echo
     echo "\`scripts/bench.sh\` (all sizes, several minutes) or \`scripts/bench.sh --quick\` (small sizes,"
@@ -87,6 +88,7 @@ section() {
     echo "- \`scripts/bench/remote.sh [--quick] [--bin target/release/kratix-rs]\`"
     echo "- \`scripts/bench/runtime.sh [--quick] [--bin target/release/kratix-rs]\`"
     echo "- \`scripts/bench/containers.sh [--quick] [--bin target/release/kratix-rs]\` (needs an engine)"
+    echo "- \`scripts/bench/api.sh [--quick] [--requests N] [--bin target/release/kratix-rs]\` (kubectl; an engine for the pipeline round trip)"
 } >"$out"
 mv "$out" BENCHMARKS.md
 trap - EXIT

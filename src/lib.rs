@@ -20,6 +20,7 @@
 
 pub mod admission;
 pub mod api;
+pub mod apiserver;
 pub mod cli;
 pub mod controllers;
 pub mod events;

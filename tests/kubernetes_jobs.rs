@@ -702,7 +702,7 @@ async fn the_job_executor_ends_runs_as_the_local_one_does() {
         let env = workflow(Action::Configure, &name, true);
         let (local_req, _local_work) =
             cluster.request(p.clone(), env.clone(), Duration::from_secs(60));
-        let local = kratix::pipeline::Local
+        let local = kratix::pipeline::Local::default()
             .run(local_req)
             .await
             .expect("local run");

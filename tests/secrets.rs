@@ -276,7 +276,7 @@ impl Serve {
         let stdout = logs.join("serve.stdout");
         let stderr = logs.join("serve.stderr");
         let child = k
-            .command(&["serve"])
+            .command(&["serve", "--api-addr", "127.0.0.1:0"])
             .stdin(Stdio::null())
             .stdout(std::fs::File::create(&stdout).expect("serve stdout file"))
             .stderr(std::fs::File::create(&stderr).expect("serve stderr file"))
@@ -503,6 +503,51 @@ fn no_credential_shows(stores: Vec<Store>, credentials: Vec<Credential>) {
             run.stderr
         );
         eprintln!("apply of {}: {}", store.name, run.stderr.trim());
+    }
+
+    // What people read through the platform's API with the home's kubeconfig; its token is a
+    // credential too, shown nowhere but in that file.
+    let mut credentials = credentials;
+    let kubeconfig = k.home().join("kubeconfig");
+    if let Some(kubectl) = support::kubectl::binary() {
+        let text = std::fs::read_to_string(&kubeconfig).expect("serve wrote the kubeconfig");
+        let doc: Value = serde_json::from_str(&text).expect("the kubeconfig is JSON");
+        let token = doc["users"][0]["user"]["token"].as_str().expect("a token");
+        credentials.push(Credential::new("the API's administrator token", token));
+        for kind in kinds {
+            for format in ["yaml", "json", "wide"] {
+                let (_, out, err) = support::kubectl::run(
+                    &kubectl,
+                    &kubeconfig,
+                    &["get", kind, "-A", "-o", format],
+                );
+                seen.add(
+                    format!("kubectl get {kind} -A -o {format}"),
+                    format!("{out}{err}"),
+                );
+            }
+        }
+        for (kind, name) in &named {
+            for args in [
+                vec!["get", kind, name, "-o", "yaml"],
+                vec!["describe", kind, name],
+            ] {
+                let mut args = args;
+                args.extend(["-n", NAMESPACE]);
+                let (ok, out, err) = support::kubectl::run(&kubectl, &kubeconfig, &args);
+                assert!(ok, "kubectl {args:?}: {err}");
+                seen.add(format!("kubectl {args:?}"), format!("{out}{err}"));
+            }
+        }
+        // Refusals: a write, and a token that is not one.
+        let (_, out, err) = support::kubectl::run(
+            &kubectl,
+            &kubeconfig,
+            &["delete", "secret", &named[0].1, "-n", NAMESPACE],
+        );
+        assert!(err.contains("read-only"), "{err}");
+        seen.add("kubectl delete", format!("{out}{err}"));
+        std::fs::remove_file(&kubeconfig).expect("kubeconfig removed");
     }
 
     let (stdout, stderr) = serve.stop();

@@ -18,6 +18,7 @@ pub mod pipeline_run;
 pub mod promise;
 pub mod promise_api;
 pub mod promise_release;
+pub mod redact;
 pub mod schema;
 pub mod secret;
 pub mod state_store;

@@ -150,7 +150,7 @@ pub fn pipeline_executor(
 ) -> Result<Arc<dyn Executor>, Error> {
     Ok(match pipelines {
         Pipelines::Jobs => Arc::new(KubeJobs::new(config, job::Settings::from_env()?)?),
-        Pipelines::Local => Arc::new(crate::pipeline::Local),
+        Pipelines::Local => Arc::new(crate::pipeline::Local::default()),
     })
 }
 

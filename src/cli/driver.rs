@@ -114,7 +114,11 @@ impl Driver {
             return Ok(());
         };
         let (stop, stopped) = oneshot::channel::<()>();
-        let mut runtime = controllers::Runtime::new(self.platform.clone());
+        let mut runtime = with_platform_api(
+            controllers::Runtime::new(self.platform.clone()),
+            &self.platform,
+        )
+        .0;
         if let Some(customise) = &self.customise {
             runtime = customise(runtime);
         }
@@ -142,6 +146,27 @@ impl Driver {
         if let Some(Running { stop, task }) = running {
             let _ = stop.send(());
             let _ = task.await;
+        }
+    }
+}
+
+/// The runtime with its pipelines served the platform's API, and the API (`None`, with a
+/// warning, when it cannot start: pipelines then run without it).
+pub fn with_platform_api(
+    runtime: controllers::Runtime,
+    platform: &Platform,
+) -> (
+    controllers::Runtime,
+    Option<Arc<crate::apiserver::ApiServer>>,
+) {
+    match crate::apiserver::ApiServer::start(platform) {
+        Ok(api) => {
+            let local = crate::pipeline::Local::with_api(api.clone());
+            (runtime.with_executor(Arc::new(local)), Some(api))
+        }
+        Err(err) => {
+            tracing::warn!(error = %statestores::error_chain::ErrorChain(&err), "the platform API cannot start: pipelines run without it");
+            (runtime, None)
         }
     }
 }

@@ -94,7 +94,8 @@ Examples:
   kratix-rs serve
   kratix-rs --home /srv/kratix serve --max-parallel 4
   kratix-rs serve --resource-binding-version pinned
-  KRATIX_LOG=info kratix-rs serve --metrics-addr 127.0.0.1:8080 --log-format json";
+  KRATIX_LOG=info kratix-rs serve --metrics-addr 127.0.0.1:8080 --log-format json
+  kratix-rs serve --api-addr 127.0.0.1:6443 &  kubectl --kubeconfig .kratix/kubeconfig get promises";
 
 pub const CONTROLLER: &str = "\
 Examples:

@@ -214,6 +214,12 @@ pub enum Command {
         /// `127.0.0.1:8080`; none without it.
         #[arg(long)]
         metrics_addr: Option<String>,
+        /// Serve the platform's read-only Kubernetes API to people on this address too (e.g.
+        /// `127.0.0.1:6443`) and write `<home>/kubeconfig` (owner-only) with an administrator's
+        /// token for it: `kubectl --kubeconfig <home>/kubeconfig get promises`. Pipelines get
+        /// the API whether or not this is given.
+        #[arg(long, value_name = "ADDR")]
+        api_addr: Option<std::net::SocketAddr>,
         /// Log format on standard error; `KRATIX_LOG` sets the level (e.g. `info`).
         #[arg(long, value_enum, default_value_t = controller::LogFormat::Text)]
         log_format: controller::LogFormat,

@@ -49,6 +49,11 @@ pub enum Error {
     Controller(#[from] super::controller::Error),
     #[error(transparent)]
     Endpoint(#[from] crate::metrics::Error),
+    #[error(transparent)]
+    Api(#[from] crate::apiserver::Error),
+    /// `--api-addr` was given and the platform API could not start.
+    #[error("--api-addr: the platform API could not start (see the warning above)")]
+    NoApi,
     #[error("writing to standard output")]
     Stdout(#[source] std::io::Error),
     #[error(transparent)]
@@ -302,6 +307,7 @@ async fn dispatch(command: Command, platform: &Platform, driver: &Driver) -> Res
             intervals,
             resource_binding_version,
             metrics_addr,
+            api_addr,
             log_format: _,
         } => {
             let lock = HomeLock::try_acquire(&platform.home)
@@ -309,7 +315,18 @@ async fn dispatch(command: Command, platform: &Platform, driver: &Driver) -> Res
                 .ok_or_else(|| Error::AlreadyServing {
                     home: platform.home.display().to_string(),
                 })?;
-            let mut runtime = controllers::Runtime::new(platform.clone());
+            let (mut runtime, api) = super::driver::with_platform_api(
+                controllers::Runtime::new(platform.clone()),
+                &platform,
+            );
+            if let Some(addr) = api_addr {
+                let api = api.as_ref().ok_or(Error::NoApi)?;
+                let at = api.expose(addr)?;
+                eprintln!(
+                    "platform API on https://{at}: kubectl --kubeconfig {}",
+                    platform.home.join(crate::apiserver::KUBECONFIG).display()
+                );
+            }
             if let Some(n) = max_parallel {
                 runtime = runtime.with_max_parallel(usize::from(n));
             }

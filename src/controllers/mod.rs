@@ -180,7 +180,7 @@ impl Runtime {
             )),
             platform,
             cp,
-            pipelines: Arc::new(crate::pipeline::Local),
+            pipelines: Arc::new(crate::pipeline::Local::default()),
             executor: run::claims::Executor::this_process(),
             running: Arc::new(Mutex::new(HashMap::new())),
             owners_seen: Arc::new(Mutex::new(std::collections::HashMap::new())),

@@ -71,6 +71,13 @@ fn role_ref(kind: &str, name: &str) -> RoleRef {
     }
 }
 
+/// The adapters hand results back through ConfigMaps named after the Job: Kratix's
+/// work-writer writes Works instead. Only `create` and `get`: nothing can replace a result
+/// once written. Kratix's pipelines do not have it; the embedded API leaves it out.
+pub fn handback_rule() -> PolicyRule {
+    rule(&[""], &["configmaps".into()], &["get", "create"])
+}
+
 /// The grants of one pipeline, in the namespace its Job runs in.
 pub fn grants(identity: &Identity, rbac: &Rbac, namespace: &str) -> Grants {
     let id = identity.pipeline_id();
@@ -92,10 +99,7 @@ pub fn grants(identity: &Identity, rbac: &Rbac, namespace: &str) -> Grants {
         ..Grants::default()
     };
 
-    // The adapters hand results back through ConfigMaps named after the Job: Kratix's
-    // work-writer writes Works instead. Only `create` and `get`: nothing can replace a result
-    // once written.
-    let mut own_rules = vec![rule(&[""], &["configmaps".into()], &["get", "create"])];
+    let mut own_rules = vec![handback_rule()];
     match &identity.resource {
         None => g.cluster_roles.push(ClusterRole {
             metadata: meta(&id, None, &promise_labels),

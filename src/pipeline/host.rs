@@ -4,7 +4,8 @@ use std::path::PathBuf;
 
 use tokio::time::Instant;
 
-use super::invocation::{invocation, Prepared};
+use super::api_reach::Reach;
+use super::invocation::{invocation, Prepared, Shown};
 use super::{
     container_failure, exec, groups, isolation, Error, Isolation, RunDirs, RunRequest, RunResult,
 };
@@ -16,6 +17,10 @@ pub(super) struct HostRun<'a> {
     isolation: Isolation,
     root: Vec<isolation::RootEntry>,
     hidden: Vec<PathBuf>,
+    /// `KRATIX_*`, and `KUBECONFIG` when the run reaches the platform's API.
+    env: Vec<(String, String)>,
+    /// The run's API folder, bound into the sandbox.
+    api_dir: Option<PathBuf>,
 }
 
 impl<'a> HostRun<'a> {
@@ -23,6 +28,7 @@ impl<'a> HostRun<'a> {
         req: &'a RunRequest,
         dirs: &'a RunDirs,
         isolation: Isolation,
+        reach: Option<&Reach>,
     ) -> Result<Self, Error> {
         let root = match isolation {
             Isolation::Sandbox => isolation::host_root_entries().map_err(Error::ListRoot)?,
@@ -35,12 +41,16 @@ impl<'a> HostRun<'a> {
             .iter()
             .filter_map(|p| p.canonicalize().ok())
             .collect();
+        let mut env = req.env.clone();
+        env.extend(reach.map(|r| r.host_env(isolation)));
         Ok(Self {
             req,
             dirs,
             isolation,
             root,
             hidden,
+            env,
+            api_dir: reach.map(|r| r.dir().to_path_buf()),
         })
     }
 
@@ -61,9 +71,12 @@ impl<'a> HostRun<'a> {
             self.isolation,
             &self.root,
             self.dirs,
-            &self.hidden,
+            Shown {
+                hidden: &self.hidden,
+                api_dir: self.api_dir.as_deref(),
+            },
             &tmp,
-            &self.req.env,
+            &self.env,
             container,
         );
         let exit = exec::run(invocation, deadline, logs, |group| {

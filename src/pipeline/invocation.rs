@@ -48,11 +48,17 @@ pub(super) fn container_environment(
         .collect()
 }
 
+/// What the sandbox hides of the host, and the run's API folder it shows.
+pub(super) struct Shown<'a> {
+    pub(super) hidden: &'a [PathBuf],
+    pub(super) api_dir: Option<&'a Path>,
+}
+
 pub(super) fn invocation(
     isolation: Isolation,
     root: &[isolation::RootEntry],
     dirs: &RunDirs,
-    hidden: &[PathBuf],
+    shown: Shown<'_>,
     tmp: &Path,
     kratix: &[(String, String)],
     container: &Prepared,
@@ -73,7 +79,8 @@ pub(super) fn invocation(
             input: &dirs.input,
             output: &dirs.output,
             metadata: &dirs.metadata,
-            hidden,
+            hidden: shown.hidden,
+            api: shown.api_dir,
         };
         exec::Invocation {
             program: isolation::BWRAP.into(),

@@ -15,6 +15,8 @@ pub const BWRAP: &str = "bwrap";
 pub const SANDBOX_INPUT: &str = "/kratix/input";
 pub const SANDBOX_OUTPUT: &str = "/kratix/output";
 pub const SANDBOX_METADATA: &str = "/kratix/metadata";
+/// The run's platform API credentials (its kubeconfig), when it has them.
+pub const SANDBOX_API: &str = "/kratix/api";
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -96,6 +98,8 @@ pub struct SandboxMounts<'a> {
     /// Absolute host folders replaced by an empty tmpfs: the platform's home, whose database
     /// holds the state stores' Secrets. (`/` itself is never hidden.)
     pub hidden: &'a [PathBuf],
+    /// The run's folder of platform API credentials, bound read-only at `/kratix/api`.
+    pub api: Option<&'a Path>,
 }
 
 /// The bubblewrap arguments that run `command` with the host read-only and only the output and
@@ -149,6 +153,9 @@ pub fn sandbox_args(
         mounts.metadata.as_os_str(),
         SANDBOX_METADATA.as_ref(),
     ]);
+    if let Some(api) = mounts.api {
+        push(&["--ro-bind".as_ref(), api.as_os_str(), SANDBOX_API.as_ref()]);
+    }
     push(&["--remount-ro".as_ref(), "/".as_ref()]);
     push(&["--chdir".as_ref(), "/tmp".as_ref()]);
     // When the executor runs as root, bwrap keeps capabilities unless told otherwise, and a
@@ -222,6 +229,7 @@ mod tests {
             output: Path::new("/w/output"),
             metadata: Path::new("/w/metadata"),
             hidden: &hidden,
+            api: None,
         };
         let args = sandbox_args(&root, &mounts, &["sh".into(), "-c".into(), "echo".into()]);
         let args: Vec<&str> = args.iter().map(|a| a.to_str().unwrap_or("?")).collect();

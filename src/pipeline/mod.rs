@@ -5,9 +5,11 @@
 //! [`run`] is the I/O shell; the decisions (command lines, environment, sandbox arguments,
 //! output and metadata checks) are pure functions in the submodules.
 
+mod api_reach;
 pub mod container;
 pub mod contract;
 mod exec;
+mod executor;
 pub mod groups;
 mod host;
 pub mod images;
@@ -15,6 +17,7 @@ mod invocation;
 pub mod isolation;
 pub mod metadata;
 pub mod output;
+pub mod platform_api;
 mod program_path;
 pub mod progress;
 mod steps;
@@ -30,10 +33,12 @@ use tokio::time::Instant;
 use crate::api::pipeline::Pipeline;
 
 pub use contract::{kratix_env, ResourceObject, Subject, WorkflowEnv};
+pub use executor::{Executor, Local, Owner};
 pub use images::ImageMap;
 pub use isolation::Isolation;
 pub use metadata::{DestinationSelectorEntry, Metadata, WorkflowControl};
 pub use output::Output;
+pub use platform_api::{Access, PlatformApi};
 pub use progress::Progress;
 
 pub use container::auth::DockerConfig;
@@ -204,112 +209,16 @@ impl RunDirs {
     }
 }
 
-/// What the executor's leftovers belong to: a Promise (and everything of its requests) or one
-/// request.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Owner {
-    Promise {
-        name: String,
-    },
-    Request {
-        promise: String,
-        /// Empty for a cluster-scoped request.
-        namespace: String,
-        name: String,
-    },
-}
-
-impl std::fmt::Display for Owner {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Owner::Promise { name } => write!(f, "Promise {name}"),
-            Owner::Request {
-                promise,
-                namespace,
-                name,
-            } if namespace.is_empty() => write!(f, "{promise} request {name}"),
-            Owner::Request {
-                promise,
-                namespace,
-                name,
-            } => write!(f, "{promise} request {namespace}/{name}"),
-        }
-    }
-}
-
-/// Carries out pipeline runs. The controllers only know this trait; [`Local`] runs containers on
-/// this machine.
-#[async_trait::async_trait]
-pub trait Executor: std::fmt::Debug + Send + Sync + 'static {
-    /// Runs every container of the pipeline in order and checks what they wrote.
-    async fn run(&self, req: RunRequest) -> Result<RunOutcome, Error>;
-
-    /// Kills whatever a run that an executor which is now gone started in `work_dir` left
-    /// running, and returns what it killed (process groups, for the local executor).
-    async fn kill_leftovers(&self, work_dir: &Path) -> Vec<i32>;
-
-    /// Removes everything the executor made for `owner` beyond its runs' folders (for the Job
-    /// executor: Jobs, ServiceAccounts, roles, ConfigMaps). Called once the owner's delete
-    /// workflows ran, before its finalizer goes; doing it again finds nothing.
-    async fn sweep(&self, owner: &Owner) -> Result<(), Error>;
-
-    /// Prunes what the executor keeps of `owner`'s finished `action` runs beyond their
-    /// PipelineRuns (for the Job executor: Jobs): everything of pipelines not in `pipelines`
-    /// (removed or renamed), and of each current pipeline all but the newest it keeps. Never
-    /// anything of a run in progress.
-    async fn prune(
-        &self,
-        owner: &Owner,
-        action: crate::api::Action,
-        pipelines: &[String],
-    ) -> Result<(), Error>;
-}
-
-/// The executor of the embedded runtime: containers run on this machine, sandboxed or as plain
-/// processes.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Local;
-
-#[async_trait::async_trait]
-impl Executor for Local {
-    async fn run(&self, req: RunRequest) -> Result<RunOutcome, Error> {
-        run(req).await
-    }
-
-    async fn kill_leftovers(&self, work_dir: &Path) -> Vec<i32> {
-        for id in container::remove_leftovers(work_dir).await {
-            tracing::warn!(container = %id, "removed a leftover pipeline container of the interrupted run");
-        }
-        // Reads the run's record of its process groups: file work, off the runtime's workers.
-        let work_dir = work_dir.to_path_buf();
-        tokio::task::spawn_blocking(move || groups::kill_recorded(&work_dir))
-            .await
-            .unwrap_or_else(|e| {
-                tracing::warn!(error = %e, "cannot kill the leftover process groups");
-                Vec::new()
-            })
-    }
-
-    /// Runs leave only their folders, which the controllers remove with the runs.
-    async fn sweep(&self, _owner: &Owner) -> Result<(), Error> {
-        Ok(())
-    }
-
-    /// Nothing beyond the runs' folders, which go with the runs.
-    async fn prune(
-        &self,
-        _owner: &Owner,
-        _action: crate::api::Action,
-        _pipelines: &[String],
-    ) -> Result<(), Error> {
-        Ok(())
-    }
-}
-
-/// Runs the pipeline. `Err` only when the executor itself cannot work (folders, bubblewrap);
-/// everything the pipeline got wrong is a [`RunResult::Failed`] with its reason.
-#[tracing::instrument(skip_all, fields(run = %req.run_name, isolation))]
+/// Runs the pipeline without the platform's API. `Err` only when the executor itself cannot
+/// work (folders, bubblewrap); everything the pipeline got wrong is a [`RunResult::Failed`]
+/// with its reason.
 pub async fn run(req: RunRequest) -> Result<RunOutcome, Error> {
+    run_with(req, None).await
+}
+
+/// Runs the pipeline; with `api`, its containers get credentials for it while the run runs.
+#[tracing::instrument(skip_all, fields(run = %req.run_name, isolation))]
+pub async fn run_with(req: RunRequest, api: Option<&dyn PlatformApi>) -> Result<RunOutcome, Error> {
     let limits = output::Limits::from_env().map_err(Error::Limits)?;
     let dirs = RunDirs::create(&req.work_dir)?;
     let object_path = dirs.input.join("object.yaml");
@@ -349,7 +258,12 @@ pub async fn run(req: RunRequest) -> Result<RunOutcome, Error> {
                     },
                 )?;
             }
-            let host = HostRun::new(&req, &dirs, outcome.isolation_used)?;
+            let reach = match api {
+                Some(api) => Some(api_reach::admit(api, &req, engine.as_ref()).await?),
+                None => None,
+            };
+            let host = HostRun::new(&req, &dirs, outcome.isolation_used, reach.as_ref())?;
+            let engine_env = api_reach::engine_env(reach.as_ref(), &req.env);
             for (index, step) in steps.iter().enumerate() {
                 let name = step.name();
                 logs.extend_from_slice(format!("== container {name} ==\n").as_bytes());
@@ -367,7 +281,8 @@ pub async fn run(req: RunRequest) -> Result<RunOutcome, Error> {
                                 output: &dirs.output,
                                 metadata: &dirs.metadata,
                             },
-                            kratix_env: &req.env,
+                            kratix_env: &engine_env,
+                            api: reach.as_ref().and_then(api_reach::Reach::engine_mount),
                             registries: &req.registries,
                             deadline,
                             progress: &req.progress,
@@ -388,6 +303,9 @@ pub async fn run(req: RunRequest) -> Result<RunOutcome, Error> {
                     outcome.result = result;
                     break;
                 }
+            }
+            if let Some(reach) = reach {
+                reach.end();
             }
         }
     }
@@ -567,6 +485,7 @@ async fn probe_bubblewrap(program: &Path, dirs: &RunDirs) -> Result<(), String> 
         output: &dirs.output,
         metadata: &dirs.metadata,
         hidden: &[],
+        api: None,
     };
     let args = isolation::sandbox_args(&root, &mounts, &["true".to_string()]);
     let result = tokio::process::Command::new(program)

@@ -6,6 +6,7 @@ pub mod contract;
 pub mod engine;
 pub mod faults;
 pub mod kube;
+pub mod kubectl;
 pub mod kubelet;
 pub mod node;
 pub mod promise_server;

@@ -93,6 +93,36 @@ pub async fn connect() -> Result<(Docker, String), Error> {
     Ok((docker, address))
 }
 
+/// The networks whose gateway is this machine as containers see it: Docker's default bridge,
+/// then Podman's.
+const HOST_NETWORKS: [&str; 2] = ["bridge", "podman"];
+
+/// This machine's address on the engine's default network (its IPAM gateway), where a server
+/// the containers must reach listens; `None` when the engine names none.
+pub async fn host_address(docker: &Docker) -> Option<std::net::IpAddr> {
+    for name in HOST_NETWORKS {
+        let Ok(network) = docker
+            .inspect_network(
+                name,
+                None::<bollard::query_parameters::InspectNetworkOptions>,
+            )
+            .await
+        else {
+            continue;
+        };
+        let gateway = network
+            .ipam
+            .and_then(|ipam| ipam.config)
+            .unwrap_or_default()
+            .into_iter()
+            .find_map(|config| config.gateway.and_then(|g| g.parse().ok()));
+        if gateway.is_some() {
+            return gateway;
+        }
+    }
+    None
+}
+
 /// Whether an engine may be there at all, without asking it (for the leftover sweep, which must
 /// not wait on a machine without one).
 pub fn maybe_present() -> bool {

@@ -44,6 +44,9 @@ pub struct Context<'a> {
     pub run_name: &'a str,
     pub folders: Folders<'a>,
     pub kratix_env: &'a [(String, String)],
+    /// The run's folder of platform API credentials, mounted read-only where a pod finds its
+    /// service account's files, when its containers reach the API.
+    pub api: Option<&'a Path>,
     pub registries: &'a [auth::DockerConfig],
     pub deadline: Instant,
     pub progress: &'a crate::pipeline::Progress,
@@ -145,7 +148,7 @@ fn create_body(ctx: &Context<'_>, planned: &Planned, image_user: &str) -> Contai
         ..Mount::default()
     };
     let folders = &ctx.folders;
-    let mounts = vec![
+    let mut mounts = vec![
         bind(folders.input, crate::pipeline::isolation::SANDBOX_INPUT),
         bind(folders.output, crate::pipeline::isolation::SANDBOX_OUTPUT),
         bind(
@@ -153,6 +156,12 @@ fn create_body(ctx: &Context<'_>, planned: &Planned, image_user: &str) -> Contai
             crate::pipeline::isolation::SANDBOX_METADATA,
         ),
     ];
+    if let Some(api) = ctx.api {
+        mounts.push(Mount {
+            read_only: Some(true),
+            ..bind(api, crate::pipeline::platform_api::SERVICE_ACCOUNT_DIR)
+        });
+    }
     let EngineSecurity {
         read_only_root,
         cap_add,
