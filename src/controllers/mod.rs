@@ -33,7 +33,9 @@ use crate::store::{self, ControlPlane, Selector};
 pub(crate) use kube_time::{now_ms, now_rfc3339};
 use runtime::queue::{Queue, Reason};
 use runtime::workers::Finished;
-pub(crate) use settings::{parse_duration_setting, Settings, BINDING_VERSION_ENV};
+pub(crate) use settings::{
+    parse_duration_setting, pipeline_slots, Settings, BINDING_VERSION_ENV, MAX_PARALLEL_ENV,
+};
 pub(crate) use statestores::error_chain::ErrorChain;
 
 #[derive(Debug, thiserror::Error)]
