@@ -925,3 +925,51 @@ fn the_marketplace_redis_promise_runs_its_promise_and_resource_workflows_as_pods
         );
     }
 }
+
+/// How many of the pods in `namespace` have a container running now (the pipeline's own run as
+/// init containers, so the pod's phase says `Pending` meanwhile).
+fn pods_running(node: &Node, namespace: &str) -> usize {
+    node.list_json(
+        "pods",
+        &["-n", namespace, "-l", "app.kubernetes.io/managed-by=Kratix"],
+    )
+    .iter()
+    .filter(|pod| {
+        ["initContainerStatuses", "containerStatuses"]
+            .iter()
+            .flat_map(|k| pod["status"][k].as_array().into_iter().flatten())
+            .any(|c| c["state"]["running"].is_object())
+    })
+    .count()
+}
+
+#[test]
+#[ignore = "runs kratix-rs on a real node (KRATIX_TEST_NODE_DIR); run with --ignored"]
+fn more_than_eight_pipeline_pods_of_different_requests_run_at_once() {
+    let Some(s) = Scenario::start("nwide", false) else {
+        return;
+    };
+    const REQUESTS: usize = 12;
+    // Long enough for every pod to start while the first still runs; the most seen at once is
+    // what the controller let run, the node's scheduler being the only other bound.
+    s.configure(&[pipeline("hold", "sleep 45", "step.sh")], &[]);
+    for i in 0..REQUESTS {
+        s.request(&format!("r{i}"), 1);
+    }
+    let mut most = 0;
+    s.wait("every request reconciled", || {
+        most = most.max(pods_running(s.node, &s.name));
+        (0..REQUESTS)
+            .all(|i| s.reconciled(&format!("r{i}")).is_some())
+            .then_some(())
+    });
+    assert!(
+        most > 8,
+        "at most {most} pipeline pods ran at once: the controller still caps them"
+    );
+    for i in 0..REQUESTS {
+        let runs = s.runs(&format!("r{i}"));
+        assert_eq!(runs.len(), 1, "r{i}: {runs:#?}");
+        assert_eq!(runs[0].phase, "Succeeded", "r{i}: {runs:#?}");
+    }
+}

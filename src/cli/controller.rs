@@ -185,7 +185,16 @@ pub async fn run(args: ControllerArgs) -> Result<(), Error> {
     })?;
     let cp: Arc<dyn ControlPlane> = Arc::new(kube.clone());
     let platform = Platform::with_control_plane(&args.work_dir, cp.clone())?;
+    // Jobs run on the cluster's nodes, whose scheduler and quotas bound them: no cap unless
+    // KRATIX_MAX_PARALLEL sets one.
+    let slots = crate::controllers::pipeline_slots(
+        std::env::var(crate::controllers::MAX_PARALLEL_ENV)
+            .ok()
+            .as_deref(),
+        args.pipelines == Pipelines::Jobs,
+    );
     let runtime = runtime(platform, executor)
+        .with_max_parallel(slots)
         .with_binding_strategy(args.resource_binding_version)
         .with_settings(|s| args.intervals.apply(s));
 

@@ -112,7 +112,8 @@ pub const PIPELINE_ADAPTER: &str = "\
 Examples (run by a pipeline Job's containers, not by hand):
   kratix-rs pipeline-adapter reader
   kratix-rs pipeline-adapter work-writer
-  kratix-rs pipeline-adapter status-writer";
+  kratix-rs pipeline-adapter status-writer
+  kratix-rs pipeline-adapter hand-back";
 
 pub const COMPLETION: &str = "\
 Examples:

@@ -37,7 +37,9 @@ pub(crate) use kube_time::{now_ms, now_rfc3339};
 pub(crate) use next::Next;
 use runtime::queue::{Queue, Reason};
 use runtime::workers::Finished;
-pub(crate) use settings::{parse_duration_setting, Settings, BINDING_VERSION_ENV};
+pub(crate) use settings::{
+    parse_duration_setting, pipeline_slots, Settings, BINDING_VERSION_ENV, MAX_PARALLEL_ENV,
+};
 pub(crate) use statestores::error_chain::ErrorChain;
 
 #[derive(Debug, thiserror::Error)]

@@ -25,8 +25,10 @@ pub struct Settings {
     /// as unreachable (`KRATIX_GIT_TIMEOUT` seconds, default 60).
     pub(crate) git_timeout: Duration,
     /// How many pipeline runs (of different objects) may run at once (`KRATIX_MAX_PARALLEL`,
-    /// default the number of cores). One object's pipelines run one after another whatever
-    /// this is: a workflow creates its next run only once the previous one finished.
+    /// default the number of cores; [`NO_PIPELINE_CAP`] when the runs are Jobs on a cluster and
+    /// the setting is unset, see [`pipeline_slots`]). One object's pipelines run one after
+    /// another whatever this is: a workflow creates its next run only once the previous one
+    /// finished.
     pub(crate) max_parallel: usize,
     /// How a new request of a versioned Promise is bound to a version
     /// (`KRATIX_RESOURCE_BINDING_VERSION`: `floating`, the default, or `pinned`).
@@ -40,7 +42,8 @@ pub struct Settings {
     /// duration or seconds, default Kratix's `10h`; `0` turns it off).
     pub(crate) drift_interval: Option<Duration>,
     /// How many objects are reconciled at once (`KRATIX_WORKERS`; by default twice
-    /// `max_parallel`, see [`Settings::workers`]). Never two for one object.
+    /// `max_parallel`, or [`UNCAPPED_WORKERS`] without a cap, see [`Settings::workers`]).
+    /// Never two for one object.
     pub(crate) workers: Option<usize>,
     /// How often a platform Destination is applied again even when nothing was written for it,
     /// repairing drift (`KRATIX_PLATFORM_SYNC_INTERVAL`, seconds or a Go duration, default 30).
@@ -49,6 +52,16 @@ pub struct Settings {
     /// (`KRATIX_PLATFORM_SYNC_MAX_OBJECTS`, default 10000).
     pub(crate) platform_sync_max_objects: usize,
 }
+
+/// The pipeline slots when nothing caps them: the most permits a semaphore holds.
+pub(crate) const NO_PIPELINE_CAP: usize = tokio::sync::Semaphore::MAX_PERMITS;
+
+/// Reconcile workers when pipeline runs are not capped: what twice the former cap of eight
+/// gave on Kubernetes, where a reconcile mostly waits on the API server.
+pub(crate) const UNCAPPED_WORKERS: usize = 16;
+
+/// The environment variable of [`Settings::max_parallel`].
+pub(crate) const MAX_PARALLEL_ENV: &str = "KRATIX_MAX_PARALLEL";
 
 /// The environment variable of [`Settings::binding_strategy`].
 pub(crate) const BINDING_VERSION_ENV: &str = "KRATIX_RESOURCE_BINDING_VERSION";
@@ -71,7 +84,7 @@ impl Settings {
                 retry::DEFAULT_MAX_RETRY.as_secs(),
             )),
             git_timeout: Duration::from_secs(secs("KRATIX_GIT_TIMEOUT", 60).max(1)),
-            max_parallel: max_parallel(std::env::var("KRATIX_MAX_PARALLEL").ok().as_deref()),
+            max_parallel: max_parallel(std::env::var(MAX_PARALLEL_ENV).ok().as_deref()),
             binding_strategy: crate::controllers::request::binding::Strategy::parse(
                 std::env::var(BINDING_VERSION_ENV).ok().as_deref(),
             ),
@@ -109,11 +122,14 @@ impl Settings {
 
     /// How many objects are reconciled at once: the setting, else twice the pipeline runs at
     /// once — a reconcile mostly waits on the control plane or a state store, so a core has
-    /// room for more than one.
+    /// room for more than one — and [`UNCAPPED_WORKERS`] when nothing caps the runs.
     pub(crate) fn workers(&self) -> usize {
-        self.workers
-            .unwrap_or(self.max_parallel.saturating_mul(2))
-            .max(1)
+        let default = if self.max_parallel == NO_PIPELINE_CAP {
+            UNCAPPED_WORKERS
+        } else {
+            self.max_parallel.saturating_mul(2)
+        };
+        self.workers.unwrap_or(default).max(1)
     }
 }
 
@@ -142,7 +158,18 @@ pub(crate) fn parse_duration_setting(text: &str) -> Option<Duration> {
 
 /// The number of pipeline runs at once: the given positive number, else the number of cores.
 fn max_parallel(given: Option<&str>) -> usize {
-    positive(given).unwrap_or_else(default_max_parallel)
+    pipeline_slots(given, false)
+}
+
+/// The pipeline slots of a controller: `given` (`KRATIX_MAX_PARALLEL`) when it is a positive
+/// number; else, when the runs are carried out elsewhere (Jobs on a cluster, whose scheduler
+/// and quotas bound them), no cap; else the number of cores.
+pub(crate) fn pipeline_slots(given: Option<&str>, runs_elsewhere: bool) -> usize {
+    match positive(given) {
+        Some(n) => n,
+        None if runs_elsewhere => NO_PIPELINE_CAP,
+        None => default_max_parallel(),
+    }
 }
 
 /// The number of cores this process may use (1 when unknown).
@@ -187,8 +214,36 @@ mod tests {
     }
 
     #[test]
+    fn pipeline_slots_are_uncapped_for_runs_elsewhere_unless_set() {
+        let cores = default_max_parallel();
+        let cases = [
+            (None, false, cores),
+            (None, true, NO_PIPELINE_CAP),
+            (Some(""), true, NO_PIPELINE_CAP),
+            (Some("0"), true, NO_PIPELINE_CAP),
+            (Some("8"), true, 8),
+            (Some("8"), false, 8),
+            (Some("many"), false, cores),
+        ];
+        for (given, elsewhere, want) in cases {
+            assert_eq!(
+                pipeline_slots(given, elsewhere),
+                want,
+                "{given:?} {elsewhere}"
+            );
+        }
+    }
+
+    #[test]
     fn workers_are_the_setting_else_twice_the_parallel_runs() {
-        let cases = [(None, 2, 4), (None, 1, 2), (Some(3), 2, 3), (Some(1), 8, 1)];
+        let cases = [
+            (None, 2, 4),
+            (None, 1, 2),
+            (Some(3), 2, 3),
+            (Some(1), 8, 1),
+            (None, NO_PIPELINE_CAP, UNCAPPED_WORKERS),
+            (Some(40), NO_PIPELINE_CAP, 40),
+        ];
         for (workers, max_parallel, want) in cases {
             let settings = Settings {
                 workers,

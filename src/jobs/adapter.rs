@@ -1,5 +1,6 @@
 //! `kratix-rs pipeline-adapter reader|work-writer|status-writer`: Kratix's adapter containers,
-//! run by the same binary as the controller so one image serves both. They make the local
+//! and `hand-back`, the one adapter of a lean pod that does what the work-writer and the
+//! status-writer do, run by the same binary as the controller so one image serves both. They make the local
 //! executor's checks (the same functions) inside the pod, and hand what passed back to the
 //! controller (see [`super::handback`]).
 
@@ -15,7 +16,8 @@ use super::identity::{self, Identity};
 use super::job::{
     INPUT_DIR, JOB_NAMESPACE_ENV, JOB_NAME_ENV, JOB_UID_ENV, METADATA_DIR, OUTPUT_DIR,
 };
-use crate::pipeline::{check_folders, metadata, output, WORK_WRITER};
+use crate::api::Action;
+use crate::pipeline::{check_folders, metadata, output, STATUS_WRITER, WORK_WRITER};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Step {
@@ -25,6 +27,9 @@ pub enum Step {
     WorkWriter,
     /// Checks the metadata folder and hands it back.
     StatusWriter,
+    /// The work-writer's checks (configure workflows) and the status-writer's, then hands both
+    /// back.
+    HandBack,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -32,6 +37,8 @@ pub enum Error {
     /// A variable the Job sets is missing: not run from a pipeline Job.
     #[error("{0} is not set: pipeline-adapter runs inside a pipeline Job")]
     MissingVar(&'static str),
+    #[error("{ACTION_ENV}={0:?} is not one of configure, delete")]
+    BadAction(String),
     #[error("cannot reach the Kubernetes API")]
     Client(#[source] kube::Error),
     #[error("cannot read ConfigMap {name}")]
@@ -51,6 +58,13 @@ pub enum Error {
     /// The check refused what the pipeline wrote: the message is the check's, as locally.
     #[error("{0}")]
     Refused(String),
+    /// One of the checks of `hand-back` refused: named after the Kratix container that makes
+    /// it, so that the run fails naming the same container as with Kratix's pod shape.
+    #[error("{container}: {reason}")]
+    RefusedBy {
+        container: &'static str,
+        reason: String,
+    },
     #[error(transparent)]
     Limits(output::Error),
     #[error(transparent)]
@@ -150,23 +164,63 @@ pub async fn run(step: Step) -> Result<(), Error> {
                 .await
         }
         Step::StatusWriter => {
-            metadata::read_metadata(&metadata_dir)
-                .map_err(|e| Error::Refused(ErrorChain(&e).to_string()))?;
-            let mut files = Vec::new();
-            for file in [
-                metadata::STATUS_FILE,
-                metadata::DESTINATION_SELECTORS_FILE,
-                metadata::WORKFLOW_CONTROL_FILE,
-            ] {
-                if let Some(text) = metadata::read_optional(&metadata_dir, file)
-                    .map_err(|e| Error::Refused(ErrorChain(&e).to_string()))?
-                {
-                    files.push((file.to_string(), text.into_bytes()));
-                }
-            }
+            let files = metadata_files(&metadata_dir).map_err(Error::Refused)?;
             let pod = Pod::connect().await?;
             pod.hand_back(&Bundle::new(&files, &[]), Part::Metadata)
                 .await
         }
+        Step::HandBack => {
+            let action: Action = {
+                let text = var(ACTION_ENV)?;
+                text.parse().map_err(|_| Error::BadAction(text))?
+            };
+            let output = match action {
+                Action::Configure => {
+                    let limits = output::Limits::from_env().map_err(Error::Limits)?;
+                    let (out, _) =
+                        check_folders(&output_dir, &metadata_dir, limits).map_err(|refused| {
+                            Error::RefusedBy {
+                                container: refused.container,
+                                reason: refused.reason,
+                            }
+                        })?;
+                    Some(Bundle::new(&out.files, &out.dirs))
+                }
+                // Delete workflows have no work-writer: their output goes nowhere.
+                Action::Delete => None,
+            };
+            let files = metadata_files(&metadata_dir).map_err(|reason| Error::RefusedBy {
+                container: STATUS_WRITER,
+                reason,
+            })?;
+            let pod = Pod::connect().await?;
+            if let Some(output) = output {
+                pod.hand_back(&output, Part::Output).await?;
+            }
+            pod.hand_back(&Bundle::new(&files, &[]), Part::Metadata)
+                .await
+        }
     }
+}
+
+/// The run's action, which tells `hand-back` whether there is an output to hand back.
+const ACTION_ENV: &str = "KRATIX_WORKFLOW_ACTION";
+
+/// The status-writer's check of the metadata folder, and the files it hands back; the refusal
+/// is the check's message.
+fn metadata_files(metadata_dir: &std::path::Path) -> Result<Vec<(String, Vec<u8>)>, String> {
+    metadata::read_metadata(metadata_dir).map_err(|e| ErrorChain(&e).to_string())?;
+    let mut files = Vec::new();
+    for file in [
+        metadata::STATUS_FILE,
+        metadata::DESTINATION_SELECTORS_FILE,
+        metadata::WORKFLOW_CONTROL_FILE,
+    ] {
+        if let Some(text) =
+            metadata::read_optional(metadata_dir, file).map_err(|e| ErrorChain(&e).to_string())?
+        {
+            files.push((file.to_string(), text.into_bytes()));
+        }
+    }
+    Ok(files)
 }

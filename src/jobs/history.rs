@@ -10,9 +10,6 @@ use super::identity::{self, Identity};
 use crate::api::Action;
 use crate::pipeline::Owner;
 
-/// Kratix's default.
-pub const DEFAULT_JOBS_TO_KEEP: usize = 5;
-
 /// The label selector of every Job of one pipeline of one object's workflow.
 pub fn pipeline_selector(identity: &Identity) -> String {
     let mut labels: BTreeMap<String, String> = identity.workflow_labels();

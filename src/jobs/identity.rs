@@ -7,8 +7,9 @@ use std::collections::BTreeMap;
 pub use crate::api::labels::{
     HASH as HASH_LABEL, MANAGED_BY as MANAGED_BY_LABEL, PIPELINE_NAME as PIPELINE_NAME_LABEL,
     PIPELINE_NAMESPACE as PIPELINE_NAMESPACE_LABEL, PROMISE_NAME as PROMISE_NAME_LABEL,
-    RESOURCE_NAME as RESOURCE_NAME_LABEL, RESOURCE_NAMESPACE as RESOURCE_NAMESPACE_LABEL,
-    WORKFLOW_ACTION as WORKFLOW_ACTION_LABEL, WORKFLOW_TYPE as WORKFLOW_TYPE_LABEL,
+    PROMISE_VERSION as PROMISE_VERSION_LABEL, RESOURCE_NAME as RESOURCE_NAME_LABEL,
+    RESOURCE_NAMESPACE as RESOURCE_NAMESPACE_LABEL, WORKFLOW_ACTION as WORKFLOW_ACTION_LABEL,
+    WORKFLOW_TYPE as WORKFLOW_TYPE_LABEL,
 };
 pub const MANAGED_BY_VALUE: &str = "Kratix";
 
@@ -43,6 +44,9 @@ pub struct Resource {
 pub struct Identity {
     pub action: Action,
     pub promise: String,
+    /// `KRATIX_PROMISE_VERSION` of the run (Kratix's `not-set` for an unversioned Promise):
+    /// the pipeline's rights are per version.
+    pub promise_version: String,
     pub pipeline: String,
     /// `None` for a Promise workflow.
     pub resource: Option<Resource>,
@@ -97,6 +101,10 @@ impl Identity {
         Ok(Identity {
             action,
             promise: get("KRATIX_PROMISE_NAME")?,
+            promise_version: crate::api::versions::run_version(
+                get("KRATIX_PROMISE_VERSION").ok().as_deref(),
+            )
+            .to_string(),
             pipeline: get("KRATIX_PIPELINE_NAME")?,
             resource,
         })
@@ -154,10 +162,27 @@ impl Identity {
         labels
     }
 
-    /// The labels of the Job and its pod; `hash` identifies the object's content.
+    /// The labels of the Job and its pod; `hash` identifies the object's content, the version
+    /// tells whose rights the Job uses.
     pub fn job_labels(&self, hash: &str) -> BTreeMap<String, String> {
         let mut labels = self.run_labels();
         labels.insert(HASH_LABEL.into(), hash.to_string());
+        labels.insert(PROMISE_VERSION_LABEL.into(), self.promise_version.clone());
+        labels
+    }
+
+    /// The labels of the pipeline's rights in `namespace` (where its Jobs run), whatever the
+    /// version: the workflow labels and the namespace.
+    pub fn rights_labels(&self, namespace: &str) -> BTreeMap<String, String> {
+        let mut labels = self.workflow_labels();
+        labels.insert(PIPELINE_NAMESPACE_LABEL.into(), namespace.into());
+        labels
+    }
+
+    /// [`Identity::rights_labels`] and the run's version: the labels of the rights it runs with.
+    pub fn versioned_rights_labels(&self, namespace: &str) -> BTreeMap<String, String> {
+        let mut labels = self.rights_labels(namespace);
+        labels.insert(PROMISE_VERSION_LABEL.into(), self.promise_version.clone());
         labels
     }
 }
@@ -260,6 +285,7 @@ mod tests {
                 ("kratix.io/workflow-type", "resource"),
                 ("kratix.io/workflow-action", "configure"),
                 ("kratix.io/hash", "abc"),
+                ("kratix.io/promise-version", "not-set"),
                 ("app.kubernetes.io/managed-by", "Kratix"),
             ]
             .map(|(k, v)| (k.to_string(), v.to_string())),

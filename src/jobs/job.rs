@@ -1,16 +1,19 @@
-//! The Job of one pipeline run, shaped like Kratix's
-//! (https://github.com/syntasso/kratix/blob/ae170e22/api/v1alpha1/pipeline_factory.go): init
+//! The Job of one pipeline run. Kratix's shape
+//! (https://github.com/syntasso/kratix/blob/ae170e22/api/v1alpha1/pipeline_factory.go) is init
 //! containers `[reader, <the pipeline's containers>, work-writer]` and container
-//! `status-writer`, sharing three emptyDir folders. Pure: the executor creates what this builds.
+//! `status-writer`, sharing three emptyDir folders; the lean shape, the default, runs the
+//! pipeline's containers as init containers and one adapter, `hand-back`, as the container, with
+//! `object.yaml` mounted from the run's input ConfigMap (see [`PodShape`]). What the pipeline's
+//! containers see is the same in both. Pure: the executor creates what this builds.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
-    Capabilities, Container, EmptyDirVolumeSource, EnvVar, EnvVarSource, LocalObjectReference,
-    ObjectFieldSelector, PodSpec, PodTemplateSpec, ResourceRequirements, SeccompProfile,
-    SecurityContext, Volume, VolumeMount,
+    Capabilities, ConfigMapVolumeSource, Container, EmptyDirVolumeSource, EnvVar, EnvVarSource,
+    KeyToPath, LocalObjectReference, ObjectFieldSelector, PodSpec, PodTemplateSpec,
+    ResourceRequirements, SeccompProfile, SecurityContext, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -21,8 +24,15 @@ use crate::api::pipeline::Pipeline;
 use crate::api::Action;
 use crate::pipeline::{output, STATUS_WRITER, WORK_WRITER};
 
-/// The first init container: writes `object.yaml` into the input folder.
+pub use super::settings::{
+    PodShape, Settings, SettingsError, ADAPTER_IMAGE_ENV, ADAPTER_PULL_SECRET_ENV,
+    DEFAULT_SYSTEM_NAMESPACE, JOBS_TO_KEEP_ENV, POD_SHAPE_ENV, SYSTEM_NAMESPACE_ENV,
+};
+
+/// The first init container of Kratix's pod shape: writes `object.yaml` into the input folder.
 pub const READER: &str = "reader";
+/// The one adapter of the lean pod shape, after the pipeline's containers.
+pub const HAND_BACK: &str = "hand-back";
 /// The subcommand of `kratix-rs` the adapter containers run.
 pub const ADAPTER_COMMAND: &str = "pipeline-adapter";
 /// Where the three shared folders are mounted in every container.
@@ -56,79 +66,6 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
-}
-
-/// What every Job of this executor shares.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Settings {
-    /// Where Promise workflows and cluster-scoped requests' workflows run.
-    pub system_namespace: String,
-    /// The `kratix-rs` image the adapter containers run.
-    pub adapter_image: String,
-    /// Pull secret for the adapter image, listed first as Kratix does.
-    pub adapter_pull_secret: Option<String>,
-    /// The output limits the work-writer applies, the controller's own.
-    pub limits: output::Limits,
-    /// Finished Jobs kept per pipeline of an object (Kratix's `numberOfJobsToKeep`).
-    pub jobs_to_keep: usize,
-}
-
-/// The variable naming the adapter image (the controller's own image, normally).
-pub const ADAPTER_IMAGE_ENV: &str = "KRATIX_PIPELINE_ADAPTER_IMAGE";
-/// The variable naming a pull secret for the adapter image.
-pub const ADAPTER_PULL_SECRET_ENV: &str = "KRATIX_PIPELINE_ADAPTER_PULL_SECRET";
-/// The variable naming the system namespace (the controller's own, normally).
-pub const SYSTEM_NAMESPACE_ENV: &str = "KRATIX_SYSTEM_NAMESPACE";
-/// The variable naming how many finished Jobs stay per pipeline of an object.
-pub const JOBS_TO_KEEP_ENV: &str = "KRATIX_JOBS_TO_KEEP";
-/// Kratix's system namespace, when [`SYSTEM_NAMESPACE_ENV`] is unset.
-pub const DEFAULT_SYSTEM_NAMESPACE: &str = "kratix-platform-system";
-
-/// [`Settings::from_vars`] found no adapter image, or a bad output limit.
-#[derive(Debug, thiserror::Error)]
-pub enum SettingsError {
-    #[error("{ADAPTER_IMAGE_ENV} is not set: pipeline Jobs need the kratix-rs image for their adapter containers")]
-    NoAdapterImage,
-    #[error("invalid output limit")]
-    Limits(#[source] output::Error),
-    #[error("{JOBS_TO_KEEP_ENV}={0:?} is not a whole number of at least 1")]
-    JobsToKeep(String),
-}
-
-impl Settings {
-    /// From the controller's environment (see the constants above and the output limits).
-    pub fn from_env() -> Result<Self, SettingsError> {
-        let vars: Vec<(String, String)> = std::env::vars().collect();
-        let limits = output::Limits::from_env().map_err(SettingsError::Limits)?;
-        Self::from_vars(&vars, limits)
-    }
-
-    pub fn from_vars(
-        vars: &[(String, String)],
-        limits: output::Limits,
-    ) -> Result<Self, SettingsError> {
-        let get = |name: &str| {
-            vars.iter()
-                .rev()
-                .find(|(k, v)| k == name && !v.is_empty())
-                .map(|(_, v)| v.clone())
-        };
-        Ok(Settings {
-            system_namespace: get(SYSTEM_NAMESPACE_ENV)
-                .unwrap_or_else(|| DEFAULT_SYSTEM_NAMESPACE.into()),
-            adapter_image: get(ADAPTER_IMAGE_ENV).ok_or(SettingsError::NoAdapterImage)?,
-            adapter_pull_secret: get(ADAPTER_PULL_SECRET_ENV),
-            limits,
-            jobs_to_keep: match get(JOBS_TO_KEEP_ENV) {
-                None => super::history::DEFAULT_JOBS_TO_KEEP,
-                Some(text) => text
-                    .parse()
-                    .ok()
-                    .filter(|n| *n >= 1)
-                    .ok_or(SettingsError::JobsToKeep(text))?,
-            },
-        })
-    }
 }
 
 /// One run to shape.
@@ -301,50 +238,94 @@ fn user_container(r: &JobRequest, c: &crate::api::pipeline::Container) -> Result
     Ok(k)
 }
 
-/// The Job of the run.
-pub fn job(r: &JobRequest) -> Result<Job, Error> {
-    let pod = PodSettings::of(r.pipeline)?;
-    let namespace = r.identity.namespace(&r.settings.system_namespace);
+/// The output limits, for the adapter that checks the output.
+fn limit_env(r: &JobRequest) -> Vec<EnvVar> {
     let limits = r.settings.limits;
+    vec![
+        value(output::MAX_FILES_ENV, &limits.max_files.to_string()),
+        value(output::MAX_BYTES_ENV, &limits.max_bytes.to_string()),
+    ]
+}
 
+/// The one adapter of a lean pod: it checks what the pipeline wrote and hands it back.
+fn lean_adapter(r: &JobRequest) -> Container {
+    let mut mounts = vec![mount("shared-metadata", METADATA_DIR, true)];
+    if r.identity.action == Action::Configure {
+        mounts.insert(0, mount("shared-output", OUTPUT_DIR, true));
+    }
+    adapter(r, HAND_BACK, mounts, limit_env(r))
+}
+
+/// Kratix's adapters around the pipeline's containers `user`: the init containers and the
+/// container of the pod.
+fn kratix_adapters(r: &JobRequest, user: Vec<Container>) -> (Vec<Container>, Container) {
     let reader = adapter(
         r,
         READER,
         vec![mount("shared-input", INPUT_DIR, false)],
         vec![],
     );
-    let work_writer = adapter(
-        r,
-        WORK_WRITER,
-        vec![
-            mount("shared-output", OUTPUT_DIR, true),
-            mount("shared-metadata", METADATA_DIR, true),
-        ],
-        vec![
-            value(output::MAX_FILES_ENV, &limits.max_files.to_string()),
-            value(output::MAX_BYTES_ENV, &limits.max_bytes.to_string()),
-        ],
-    );
+    let mut init = vec![reader];
+    init.extend(user);
+    if r.identity.action == Action::Configure {
+        init.push(adapter(
+            r,
+            WORK_WRITER,
+            vec![
+                mount("shared-output", OUTPUT_DIR, true),
+                mount("shared-metadata", METADATA_DIR, true),
+            ],
+            limit_env(r),
+        ));
+    }
     let status_writer = adapter(
         r,
         STATUS_WRITER,
         vec![mount("shared-metadata", METADATA_DIR, true)],
         vec![],
     );
-    let mut init = vec![reader];
-    for c in &r.pipeline.spec.containers {
-        init.push(user_container(r, c)?);
-    }
-    if r.identity.action == Action::Configure {
-        init.push(work_writer);
-    }
+    (init, status_writer)
+}
+
+/// The Job of the run.
+pub fn job(r: &JobRequest) -> Result<Job, Error> {
+    let pod = PodSettings::of(r.pipeline)?;
+    let namespace = r.identity.namespace(&r.settings.system_namespace);
+    let user = r
+        .pipeline
+        .spec
+        .containers
+        .iter()
+        .map(|c| user_container(r, c))
+        .collect::<Result<Vec<_>, _>>()?;
+    let (init, main) = match r.settings.pod_shape {
+        PodShape::Lean => (user, lean_adapter(r)),
+        PodShape::Kratix => kratix_adapters(r, user),
+    };
 
     let mut volumes: Vec<Volume> = SHARED
         .iter()
-        .map(|(name, _)| Volume {
-            name: name.to_string(),
-            empty_dir: Some(EmptyDirVolumeSource::default()),
-            ..Volume::default()
+        .map(|(name, path)| match r.settings.pod_shape {
+            // The object as it was when the run started, from the ConfigMap the executor made
+            // before the Job: no container has to fetch it.
+            PodShape::Lean if *path == INPUT_DIR => Volume {
+                name: name.to_string(),
+                config_map: Some(ConfigMapVolumeSource {
+                    name: super::handback::input_name(r.name),
+                    items: Some(vec![KeyToPath {
+                        key: super::handback::OBJECT_KEY.into(),
+                        path: super::handback::OBJECT_KEY.into(),
+                        ..KeyToPath::default()
+                    }]),
+                    ..ConfigMapVolumeSource::default()
+                }),
+                ..Volume::default()
+            },
+            _ => Volume {
+                name: name.to_string(),
+                empty_dir: Some(EmptyDirVolumeSource::default()),
+                ..Volume::default()
+            },
         })
         .collect();
     volumes.extend(pod.volumes.iter().cloned());
@@ -385,7 +366,7 @@ pub fn job(r: &JobRequest) -> Result<Job, Error> {
                 }),
                 spec: Some(PodSpec {
                     init_containers: Some(init),
-                    containers: vec![status_writer],
+                    containers: vec![main],
                     volumes: Some(volumes),
                     image_pull_secrets: (!pull_secrets.is_empty()).then_some(pull_secrets),
                     node_selector: pod.node_selector.clone(),
@@ -414,6 +395,7 @@ mod tests {
         Identity {
             action: Action::Configure,
             promise: promise.into(),
+            promise_version: "v1".into(),
             pipeline: pipeline.into(),
             resource: resource.map(|name| Resource {
                 name: name.into(),
@@ -422,47 +404,6 @@ mod tests {
                 plural: "things".into(),
             }),
         }
-    }
-
-    #[test]
-    fn settings_come_from_the_controller_environment() {
-        let vars = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
-            pairs
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect()
-        };
-        let limits = output::Limits::default();
-        let got = Settings::from_vars(
-            &vars(&[
-                (ADAPTER_IMAGE_ENV, "kratix-rs:1"),
-                (SYSTEM_NAMESPACE_ENV, "ops"),
-            ]),
-            limits,
-        )
-        .expect("settings");
-        assert_eq!(
-            got,
-            Settings {
-                system_namespace: "ops".into(),
-                adapter_image: "kratix-rs:1".into(),
-                adapter_pull_secret: None,
-                limits,
-                jobs_to_keep: 5,
-            }
-        );
-        let err = Settings::from_vars(
-            &vars(&[(ADAPTER_IMAGE_ENV, "i"), (JOBS_TO_KEEP_ENV, "0")]),
-            limits,
-        )
-        .expect_err("zero jobs");
-        assert!(matches!(err, SettingsError::JobsToKeep(_)));
-        let got =
-            Settings::from_vars(&vars(&[(ADAPTER_IMAGE_ENV, "i")]), limits).expect("settings");
-        assert_eq!(got.system_namespace, DEFAULT_SYSTEM_NAMESPACE);
-        let err =
-            Settings::from_vars(&vars(&[(ADAPTER_IMAGE_ENV, "")]), limits).expect_err("no image");
-        assert!(matches!(err, SettingsError::NoAdapterImage));
     }
 
     #[test]

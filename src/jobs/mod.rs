@@ -12,7 +12,10 @@ pub mod identity;
 pub mod job;
 mod prune;
 pub mod rbac;
+pub mod rights;
+mod rights_api;
 mod rundir;
+pub mod settings;
 pub mod spec;
 pub mod status;
 pub mod sweep;
@@ -21,12 +24,10 @@ mod wait;
 use std::path::{Path, PathBuf};
 
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod, ServiceAccount};
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams, PropagationPolicy};
 use kube::{Api, Client};
 use md5::{Digest, Md5};
-use serde::Serialize;
 use statestores::error_chain::ErrorChain;
 
 use crate::api::Action;
@@ -86,6 +87,12 @@ pub struct KubeJobs {
     config: kube::Config,
     client: Client,
     settings: job::Settings,
+    /// The runs holding their version's rights (see [`rights`]).
+    in_flight: rights::InFlight,
+    /// Held shared while a run counts itself in and applies its rights, exclusively while a
+    /// version's rights are judged unused and deleted: a run starting meanwhile applies them
+    /// again after.
+    rights_lock: std::sync::Arc<tokio::sync::RwLock<()>>,
 }
 
 impl std::fmt::Debug for KubeJobs {
@@ -106,54 +113,24 @@ impl KubeJobs {
             config,
             client,
             settings,
+            in_flight: rights::InFlight::default(),
+            rights_lock: std::sync::Arc::default(),
         })
     }
 
-    async fn apply<K>(&self, api: Api<K>, object: &K) -> Result<(), Error>
-    where
-        K: kube::Resource<DynamicType = ()>
-            + Clone
-            + Serialize
-            + serde::de::DeserializeOwned
-            + std::fmt::Debug,
-    {
-        let name = object.meta().name.clone().unwrap_or_default();
-        api.patch(
-            &name,
-            &PatchParams::apply(FIELD_MANAGER).force(),
-            &Patch::Apply(object),
-        )
-        .await
-        .map_err(api_error("apply", format!("{} {name}", K::kind(&()))))?;
-        Ok(())
-    }
-
-    /// Creates or updates the ServiceAccount and roles of the pipeline.
-    async fn grant(&self, grants: &rbac::Grants, namespace: &str) -> Result<(), Error> {
-        let c = &self.client;
-        self.apply(
-            Api::<ServiceAccount>::namespaced(c.clone(), namespace),
-            &grants.service_account,
-        )
-        .await?;
-        for r in &grants.cluster_roles {
-            self.apply(Api::<ClusterRole>::all(c.clone()), r).await?;
+    /// Deletes the rights of the pipeline's other versions in `namespace` that no run uses any
+    /// more (see [`rights`]). A failure is only logged: the next run's end tries again.
+    async fn clean_rights(&self, identity: &Identity, namespace: &str) {
+        let cleaning = rights_api::clean(
+            &self.client,
+            &self.in_flight,
+            &self.rights_lock,
+            identity,
+            namespace,
+        );
+        if let Err(error) = cleaning.await {
+            tracing::warn!(pipeline = %identity.pipeline_id(), %namespace, error = %ErrorChain(&error), "cannot clean up the rights of old versions");
         }
-        for b in &grants.cluster_role_bindings {
-            self.apply(Api::<ClusterRoleBinding>::all(c.clone()), b)
-                .await?;
-        }
-        for r in &grants.roles {
-            let ns = r.metadata.namespace.as_deref().unwrap_or(namespace);
-            self.apply(Api::<Role>::namespaced(c.clone(), ns), r)
-                .await?;
-        }
-        for b in &grants.role_bindings {
-            let ns = b.metadata.namespace.as_deref().unwrap_or(namespace);
-            self.apply(Api::<RoleBinding>::namespaced(c.clone(), ns), b)
-                .await?;
-        }
-        Ok(())
     }
 
     /// Reads back one part the adapters handed back, chunk by chunk.
@@ -279,7 +256,12 @@ impl KubeJobs {
             })
             .unwrap_or_default();
 
-        self.grant(&grants, &namespace).await?;
+        let in_flight = {
+            let _applying = self.rights_lock.read().await;
+            let counted = self.in_flight.enter(&identity, &namespace);
+            rights_api::grant(&self.client, &grants, &namespace).await?;
+            counted
+        };
         let jobs: Api<Job> = Api::namespaced(self.client.clone(), &namespace);
         let maps: Api<ConfigMap> = Api::namespaced(self.client.clone(), &namespace);
         let pods: Api<Pod> = Api::namespaced(self.client.clone(), &namespace);
@@ -366,6 +348,8 @@ impl KubeJobs {
             }
         }
         self.prune(&jobs, &identity).await;
+        drop(in_flight);
+        self.clean_rights(&identity, &namespace).await;
         // The results are in the outcome now: the ConfigMaps go (they can be large), the Job
         // stays for inspection and takes whatever is left with it when it goes.
         for cm in self.hand_back_names(&maps, &name).await {

@@ -1,6 +1,12 @@
 //! The ServiceAccount of a pipeline and what it may do: Kratix's grants
 //! (https://github.com/syntasso/kratix/blob/ae170e22/api/v1alpha1/pipeline_factory.go) plus the
 //! pipeline's `rbac.permissions`, and the ConfigMaps the adapters hand results back through.
+//!
+//! Unlike Kratix's, they are per Promise version: named after the pipeline, the namespace its
+//! Jobs run in and the version, and labelled so ([`Identity::versioned_rights_labels`]). Runs of
+//! two versions of one pipeline at once (a request pinned to the old one, another following the
+//! new one) each keep exactly their version's rights, and one version's end never takes the
+//! rights another is using (the executor deletes a version's rights once no run of it is left).
 
 use std::collections::BTreeMap;
 
@@ -11,7 +17,7 @@ use k8s_openapi::api::rbac::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use md5::{Digest, Md5};
 
-use super::identity::{Identity, PIPELINE_NAMESPACE_LABEL, RESOURCE_NAMESPACE_LABEL};
+use super::identity::{Identity, RESOURCE_NAMESPACE_LABEL};
 use super::spec::Rbac;
 
 const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
@@ -29,19 +35,43 @@ pub struct Grants {
     pub cluster_role_bindings: Vec<ClusterRoleBinding>,
 }
 
-/// `rbac.serviceAccount` when the pipeline names one, else the pipeline id.
+/// `rbac.serviceAccount` when the pipeline names one, else the pipeline's rights name for the
+/// run's version ([`rights_name`]).
 pub fn service_account_name(identity: &Identity, rbac: &Rbac) -> String {
     if rbac.service_account.is_empty() {
-        identity.pipeline_id()
+        rights_name(identity)
     } else {
         rbac.service_account.clone()
     }
 }
 
-/// Kratix's deterministic names: the name, then five characters of its hash.
+/// The name of the ServiceAccount and own Role of the pipeline at the run's version: Kratix's
+/// pipeline id and the version, as a [`deterministic_name`] (a version may hold characters a
+/// name may not).
+pub fn rights_name(identity: &Identity) -> String {
+    deterministic_name(&format!(
+        "{}-{}",
+        identity.pipeline_id(),
+        identity.promise_version
+    ))
+}
+
+/// Kratix's deterministic names: the name, then five characters of its hash; characters a
+/// Kubernetes name may not hold become `-`.
 pub fn deterministic_name(name: &str) -> String {
     let hash = hex::encode(Md5::digest(name.as_bytes()));
-    let base: String = name.to_lowercase().chars().take(57).collect();
+    let base: String = name
+        .to_lowercase()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .take(57)
+        .collect();
     format!("{}-{}", base.trim_end_matches(['-', '.']), &hash[..5])
 }
 
@@ -78,13 +108,18 @@ pub fn handback_rule() -> PolicyRule {
     rule(&[""], &["configmaps".into()], &["get", "create"])
 }
 
-/// The grants of one pipeline, in the namespace its Job runs in.
+/// The grants of one pipeline at the run's version, in the namespace its Job runs in.
 pub fn grants(identity: &Identity, rbac: &Rbac, namespace: &str) -> Grants {
-    let id = identity.pipeline_id();
+    let id = rights_name(identity);
     let sa_name = service_account_name(identity, rbac);
-    let promise_labels = identity.promise_labels();
-    let mut user_labels = identity.workflow_labels();
-    user_labels.insert(PIPELINE_NAMESPACE_LABEL.into(), namespace.into());
+    // Everything is labelled with the version it serves, but an account the pipeline names is
+    // shared by every version: it goes with the Promise, never with a version.
+    let labels = identity.versioned_rights_labels(namespace);
+    let account_labels = if rbac.service_account.is_empty() {
+        labels.clone()
+    } else {
+        identity.rights_labels(namespace)
+    };
     let subject = vec![Subject {
         kind: "ServiceAccount".into(),
         name: sa_name.clone(),
@@ -93,7 +128,7 @@ pub fn grants(identity: &Identity, rbac: &Rbac, namespace: &str) -> Grants {
     }];
     let mut g = Grants {
         service_account: ServiceAccount {
-            metadata: meta(&sa_name, Some(namespace), &promise_labels),
+            metadata: meta(&sa_name, Some(namespace), &account_labels),
             ..ServiceAccount::default()
         },
         ..Grants::default()
@@ -102,7 +137,7 @@ pub fn grants(identity: &Identity, rbac: &Rbac, namespace: &str) -> Grants {
     let mut own_rules = vec![handback_rule()];
     match &identity.resource {
         None => g.cluster_roles.push(ClusterRole {
-            metadata: meta(&id, None, &promise_labels),
+            metadata: meta(&id, None, &labels),
             rules: Some(vec![rule(
                 &[crate::api::GROUP],
                 &["promises".into(), "promises/status".into(), "works".into()],
@@ -121,7 +156,7 @@ pub fn grants(identity: &Identity, rbac: &Rbac, namespace: &str) -> Grants {
             if r.namespace != namespace {
                 // A cluster-scoped request: its API is not in the Job's namespace.
                 g.cluster_roles.push(ClusterRole {
-                    metadata: meta(&format!("{id}-cluster"), None, &promise_labels),
+                    metadata: meta(&format!("{id}-cluster"), None, &labels),
                     rules: Some(vec![request_rule]),
                     ..ClusterRole::default()
                 });
@@ -129,7 +164,7 @@ pub fn grants(identity: &Identity, rbac: &Rbac, namespace: &str) -> Grants {
         }
     }
     g.roles.push(Role {
-        metadata: meta(&id, Some(namespace), &promise_labels),
+        metadata: meta(&id, Some(namespace), &labels),
         rules: Some(own_rules),
     });
 
@@ -143,7 +178,7 @@ pub fn grants(identity: &Identity, rbac: &Rbac, namespace: &str) -> Grants {
     for (ns, rules) in by_namespace {
         if ns.is_empty() {
             g.roles.push(Role {
-                metadata: meta(&deterministic_name(&id), Some(namespace), &user_labels),
+                metadata: meta(&deterministic_name(&id), Some(namespace), &labels),
                 rules: Some(rules),
             });
             continue;
@@ -152,9 +187,11 @@ pub fn grants(identity: &Identity, rbac: &Rbac, namespace: &str) -> Grants {
             "*" => (ALL_NAMESPACES, "kratix-all-namespaces"),
             other => (other, other),
         };
-        let mut labels = user_labels.clone();
+        let mut labels = labels.clone();
         labels.insert(RESOURCE_NAMESPACE_LABEL.into(), marker.into());
-        let role_name = deterministic_name(&format!("{id}-{name_part}"));
+        // Cluster-scoped, so named after the Jobs' namespace too: the rights of one namespace's
+        // runs never change or go with another's.
+        let role_name = deterministic_name(&format!("{id}-{namespace}-{name_part}"));
         let binding_name = deterministic_name(&format!("{id}-{namespace}"));
         g.cluster_roles.push(ClusterRole {
             metadata: meta(&role_name, None, &labels),
@@ -182,7 +219,7 @@ pub fn grants(identity: &Identity, rbac: &Rbac, namespace: &str) -> Grants {
             metadata: meta(
                 &name,
                 Some(namespace),
-                role.metadata.labels.as_ref().unwrap_or(&promise_labels),
+                role.metadata.labels.as_ref().unwrap_or(&labels),
             ),
             role_ref: role_ref("Role", &name),
             subjects: Some(subject.clone()),
@@ -195,7 +232,7 @@ pub fn grants(identity: &Identity, rbac: &Rbac, namespace: &str) -> Grants {
         }
         let name = cr.metadata.name.clone().unwrap_or_default();
         g.cluster_role_bindings.push(ClusterRoleBinding {
-            metadata: meta(&name, None, &promise_labels),
+            metadata: meta(&name, None, &labels),
             role_ref: role_ref("ClusterRole", &name),
             subjects: Some(subject.clone()),
         });
@@ -214,5 +251,120 @@ mod tests {
         assert!(a.starts_with("db-resource-configure-instance-"), "{a}");
         assert_eq!(a.len(), "db-resource-configure-instance".len() + 6);
         assert!(deterministic_name(&"y".repeat(100)).len() <= 63);
+        let odd = deterministic_name("db-v1_2+Build");
+        assert!(odd.starts_with("db-v1-2-build-"), "{odd}");
+        assert_ne!(odd, deterministic_name("db-v1-2-build"));
+    }
+
+    fn identity(version: &str, namespace: &str) -> Identity {
+        Identity {
+            action: crate::api::Action::Configure,
+            promise: "db".into(),
+            promise_version: version.into(),
+            pipeline: "instance".into(),
+            resource: Some(super::super::identity::Resource {
+                name: "mine".into(),
+                namespace: namespace.into(),
+                group: "example.com".into(),
+                plural: "things".into(),
+            }),
+        }
+    }
+
+    /// Kind, namespace and name of every object: what makes one object another.
+    fn names(g: &Grants) -> Vec<String> {
+        let key = |kind: &str, m: &ObjectMeta| {
+            format!(
+                "{kind} {}/{}",
+                m.namespace.clone().unwrap_or_default(),
+                m.name.clone().unwrap_or_default()
+            )
+        };
+        let mut all = vec![key("ServiceAccount", &g.service_account.metadata)];
+        all.extend(g.roles.iter().map(|o| key("Role", &o.metadata)));
+        all.extend(
+            g.role_bindings
+                .iter()
+                .map(|o| key("RoleBinding", &o.metadata)),
+        );
+        all.extend(
+            g.cluster_roles
+                .iter()
+                .map(|o| key("ClusterRole", &o.metadata)),
+        );
+        all.extend(
+            g.cluster_role_bindings
+                .iter()
+                .map(|o| key("ClusterRoleBinding", &o.metadata)),
+        );
+        all
+    }
+
+    fn versions(g: &Grants) -> Vec<Option<String>> {
+        let label = |m: &ObjectMeta| {
+            m.labels
+                .as_ref()
+                .and_then(|l| l.get(crate::api::labels::PROMISE_VERSION).cloned())
+        };
+        let mut all = vec![label(&g.service_account.metadata)];
+        all.extend(g.roles.iter().map(|o| label(&o.metadata)));
+        all.extend(g.role_bindings.iter().map(|o| label(&o.metadata)));
+        all.extend(g.cluster_roles.iter().map(|o| label(&o.metadata)));
+        all.extend(g.cluster_role_bindings.iter().map(|o| label(&o.metadata)));
+        all
+    }
+
+    #[test]
+    fn each_version_and_namespace_has_rights_of_its_own() {
+        let everywhere: Rbac = serde_json::from_value(serde_json::json!({"permissions": [
+            {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]},
+            {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"], "resourceNamespace": "vault"},
+            {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get"], "resourceNamespace": "*"},
+        ]}))
+        .expect("rbac");
+        let v1 = grants(&identity("v1", "team-a"), &everywhere, "team-a");
+        let v2 = grants(&identity("v2", "team-a"), &everywhere, "team-a");
+        let other_ns = grants(&identity("v1", "team-b"), &everywhere, "team-b");
+        for (case, a, b) in [
+            ("two versions", &v1, &v2),
+            ("two namespaces", &v1, &other_ns),
+        ] {
+            for name in names(a) {
+                assert!(!names(b).contains(&name), "{case}: {name} is shared");
+            }
+        }
+        assert!(versions(&v1).iter().all(|v| v.as_deref() == Some("v1")));
+        assert!(versions(&v2).iter().all(|v| v.as_deref() == Some("v2")));
+        assert_eq!(
+            v1.service_account.metadata.name.as_deref(),
+            Some(rights_name(&identity("v1", "team-a")).as_str())
+        );
+        // Every binding names the version's own account.
+        let subjects: Vec<String> = v2
+            .role_bindings
+            .iter()
+            .flat_map(|b| b.subjects.iter().flatten())
+            .chain(
+                v2.cluster_role_bindings
+                    .iter()
+                    .flat_map(|b| b.subjects.iter().flatten()),
+            )
+            .map(|s| s.name.clone())
+            .collect();
+        assert!(!subjects.is_empty());
+        assert!(subjects
+            .iter()
+            .all(|s| s == &rights_name(&identity("v2", "team-a"))));
+    }
+
+    #[test]
+    fn an_account_the_pipeline_names_is_shared_by_every_version() {
+        let named: Rbac =
+            serde_json::from_value(serde_json::json!({"serviceAccount": "mine"})).expect("rbac");
+        let v1 = grants(&identity("v1", "team-a"), &named, "team-a");
+        let v2 = grants(&identity("v2", "team-a"), &named, "team-a");
+        assert_eq!(v1.service_account, v2.service_account);
+        assert_eq!(versions(&v1)[0], None, "the account carries no version");
+        assert_ne!(v1.roles[0].metadata.name, v2.roles[0].metadata.name);
     }
 }

@@ -3,6 +3,7 @@
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ContainerStateTerminated, ContainerStatus, Pod};
 
+use super::job::HAND_BACK;
 use crate::pipeline::{RunResult, STATUS_WRITER, WORK_WRITER};
 
 /// How a Job ended, once it has.
@@ -91,6 +92,30 @@ pub fn failure(pods: &[Pod], order: &[String], job_reason: &str) -> RunResult {
         })
     });
     match failed {
+        Some((name, t)) if name == HAND_BACK => {
+            let message = t.message.as_deref().map(adapter_reason).unwrap_or_default();
+            // `hand-back` names the Kratix container whose check refused.
+            let named = [WORK_WRITER, STATUS_WRITER].into_iter().find_map(|c| {
+                message
+                    .strip_prefix(c)
+                    .and_then(|m| m.strip_prefix(": "))
+                    .map(|reason| (c, reason.to_string()))
+            });
+            match named {
+                Some((container, reason)) => RunResult::Failed {
+                    container: container.into(),
+                    exit_code: None,
+                    reason,
+                },
+                None => RunResult::Failed {
+                    reason: Some(message).filter(|m| !m.is_empty()).unwrap_or_else(|| {
+                        format!("container {name:?} exited with code {}", t.exit_code)
+                    }),
+                    container: name,
+                    exit_code: None,
+                },
+            }
+        }
         Some((name, t)) if name == WORK_WRITER || name == STATUS_WRITER => RunResult::Failed {
             reason: t
                 .message
@@ -211,6 +236,36 @@ mod tests {
                     container: "work-writer".into(),
                     exit_code: None,
                     reason: "output file x is a symbolic link: error: detail".into(),
+                },
+            ),
+            (
+                "hand-back refuses the metadata as the status-writer would",
+                pod(
+                    json!([status("a", Some(0), ""), status("b", Some(0), "")]),
+                    json!([status(
+                        "hand-back",
+                        Some(1),
+                        "error: status-writer: status.yaml is not a YAML mapping\n"
+                    )]),
+                ),
+                "BackoffLimitExceeded",
+                RunResult::Failed {
+                    container: "status-writer".into(),
+                    exit_code: None,
+                    reason: "status.yaml is not a YAML mapping".into(),
+                },
+            ),
+            (
+                "hand-back fails otherwise",
+                pod(
+                    json!([status("a", Some(0), "")]),
+                    json!([status("hand-back", Some(1), "error: cannot reach the Kubernetes API\n")]),
+                ),
+                "BackoffLimitExceeded",
+                RunResult::Failed {
+                    container: "hand-back".into(),
+                    exit_code: None,
+                    reason: "cannot reach the Kubernetes API".into(),
                 },
             ),
             (

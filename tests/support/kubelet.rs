@@ -1,7 +1,8 @@
 //! Plays the kubelet for pipeline Jobs on a control plane without nodes (scripts/testworld): runs
 //! each pending pod's init containers and containers in order as local processes, with the
-//! pod's environment and its emptyDir volumes as temporary folders (bound at the `/kratix/*`
-//! paths through `KRATIX_INPUT_DIR` and friends, as the local executor does without a sandbox),
+//! pod's environment and its emptyDir and ConfigMap volumes as temporary folders (bound at the
+//! `/kratix/*` paths through `KRATIX_INPUT_DIR` and friends, as the local executor does without
+//! a sandbox),
 //! and writes the pod's status so that the real Job controller completes or fails the Job.
 //!
 //! Each container gets a kubeconfig holding the token of the pod's ServiceAccount (the token
@@ -132,11 +133,22 @@ async fn run_pod(node: Node, pod: Pod) {
         .volumes
         .iter()
         .flatten()
-        .filter(|v| v.empty_dir.is_some())
+        .filter(|v| v.empty_dir.is_some() || v.config_map.is_some())
         .map(|v| (v.name.clone(), dir.join("volumes").join(&v.name)))
         .collect();
     for path in volumes.values() {
         let _ = std::fs::create_dir_all(path);
+    }
+    for volume in spec.volumes.iter().flatten() {
+        let Some(source) = &volume.config_map else {
+            continue;
+        };
+        if let Err(e) = config_map_volume(&node, &namespace, source, &volumes[&volume.name]).await {
+            // As a kubelet that cannot mount a volume: the pod fails before any container.
+            eprintln!("test kubelet: pod {namespace}/{name}: {e}");
+            write_status(&pods, &name, "Failed", &[], &[]).await;
+            return;
+        }
     }
     let kubeconfig = match service_account_kubeconfig(&node, &namespace, &spec, &dir).await {
         Ok(path) => path,
@@ -185,6 +197,37 @@ async fn run_pod(node: Node, pod: Pod) {
         }
     }
     write_status(&pods, &name, "Succeeded", &init, &main).await;
+}
+
+/// Writes the keys of a ConfigMap volume (its `items`, else every key) into `dir`, as a kubelet
+/// mounts them (read-only there; the pipelines' mounts of it are read-only anyway).
+async fn config_map_volume(
+    node: &Node,
+    namespace: &str,
+    source: &k8s_openapi::api::core::v1::ConfigMapVolumeSource,
+    dir: &Path,
+) -> Result<(), String> {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    let maps: Api<ConfigMap> = Api::namespaced(node.client.clone(), namespace);
+    let cm = maps
+        .get(&source.name)
+        .await
+        .map_err(|e| format!("ConfigMap {}: {e}", source.name))?;
+    let data = cm.data.unwrap_or_default();
+    let items: Vec<(String, String)> = match &source.items {
+        Some(items) => items
+            .iter()
+            .map(|i| (i.key.clone(), i.path.clone()))
+            .collect(),
+        None => data.keys().map(|k| (k.clone(), k.clone())).collect(),
+    };
+    for (key, path) in items {
+        let text = data
+            .get(&key)
+            .ok_or_else(|| format!("ConfigMap {} has no key {key}", source.name))?;
+        std::fs::write(dir.join(path), text).map_err(|e| e.to_string())?;
+    }
+    Ok(())
 }
 
 /// A kubeconfig for the pod's ServiceAccount: the cluster's server and CA, and the token the

@@ -5,6 +5,7 @@ pub mod bucket;
 pub mod contract;
 pub mod engine;
 pub mod faults;
+pub mod helm;
 pub mod kube;
 pub mod kubectl;
 pub mod kubelet;

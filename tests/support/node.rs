@@ -4,7 +4,9 @@
 //! scripts/test-image.sh) and nothing granted by hand.
 //!
 //! The install is done once per node: every test binary applies `deploy/` (idempotent) and
-//! restarts the controller when its pods run another build of the image. Tests that change the
+//! restarts the controller when its pods run another build of the image. With
+//! `KRATIX_TEST_INSTALL=helm` it installs the Helm chart instead (on a node that has not had
+//! `deploy/` applied: Helm does not take over objects it did not make). Tests that change the
 //! installation itself (scaling it) hold the node's lock exclusively; every other scenario holds
 //! it shared, in its own namespace, with its own Promise, state store and Destination, so they
 //! run at the same time without seeing each other's Works.
@@ -27,6 +29,26 @@ pub const SYSTEM_NAMESPACE: &str = "kratix-platform-system";
 pub const DEPLOYMENT: &str = "kratix-rs-controller";
 /// Generous bound for anything a test waits for; never a timing assertion.
 pub const PATIENCE: Duration = Duration::from_secs(180);
+
+/// How the tests install kratix-rs on the node (`KRATIX_TEST_INSTALL`): the same scenarios run
+/// on either install.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Install {
+    /// `kubectl apply -k deploy` (the default).
+    Kustomize,
+    /// The Helm chart `charts/kratix-rs` (`helm`).
+    Helm,
+}
+
+impl Install {
+    pub fn from_env() -> Self {
+        match std::env::var("KRATIX_TEST_INSTALL").as_deref() {
+            Ok("helm") => Install::Helm,
+            Ok("kustomize") | Ok("") | Err(_) => Install::Kustomize,
+            Ok(other) => panic!("KRATIX_TEST_INSTALL={other:?} is not one of kustomize, helm"),
+        }
+    }
+}
 
 pub struct Node {
     pub dir: PathBuf,
@@ -168,7 +190,7 @@ impl Node {
         .unwrap_or_else(|e| e)
     }
 
-    /// Installs kratix-rs from deploy/ (with the node's lock held exclusively), and builds the
+    /// Installs kratix-rs from deploy/ or the chart (with the node's lock held exclusively), and builds the
     /// pipelines' image.
     fn install(&self) {
         let _lock = self.lock(true);
@@ -177,8 +199,13 @@ impl Node {
             panic!("{IMAGE} is not in the node's engine ({e}): build it with DOCKER_HOST={} scripts/test-image.sh", self.docker_host)
         });
         self.build_pipeline_image();
-        let deploy = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("deploy");
-        self.kubectl(&["apply", "-k", deploy.to_str().expect("UTF-8 path")]);
+        match Install::from_env() {
+            Install::Kustomize => {
+                let deploy = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("deploy");
+                self.kubectl(&["apply", "-k", deploy.to_str().expect("UTF-8 path")]);
+            }
+            Install::Helm => self.helm_install(),
+        }
         // A scaled-up installation left by an interrupted run is put back as deploy/ says.
         self.kubectl(&[
             "scale",
@@ -205,6 +232,43 @@ impl Node {
             ]);
             self.wait_for_rollout();
         }
+    }
+
+    /// Installs (or upgrades) the chart as its README says: the CRDs first (Helm installs
+    /// `crds/` only on a first install and never upgrades them), then the release.
+    fn helm_install(&self) {
+        let chart = super::helm::chart_dir();
+        let crds = chart.join("crds");
+        self.kubectl(&[
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "-f",
+            crds.to_str().expect("UTF-8 path"),
+        ]);
+        let helm = super::helm::helm().expect("KRATIX_TEST_INSTALL=helm needs a helm");
+        let out = Command::new(helm)
+            .args([
+                "upgrade",
+                "--install",
+                "kratix-rs",
+                chart.to_str().expect("UTF-8 path"),
+                "--namespace",
+                SYSTEM_NAMESPACE,
+                "--create-namespace",
+                "--wait",
+                "--timeout",
+                "180s",
+            ])
+            .env("KUBECONFIG", &self.kubeconfig)
+            .output()
+            .expect("helm runs");
+        assert!(
+            out.status.success(),
+            "helm upgrade --install: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 
     /// Waits until the Deployment's pods are all updated and ready (their `/readyz` answers).
