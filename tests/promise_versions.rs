@@ -466,3 +466,57 @@ fn deleting_an_older_revision_keeps_its_requests_and_names_them_in_an_event() {
     // The latest revision is still refused.
     refused_as_latest(&k, &revision_name(&k, "v3"));
 }
+
+/// A binding's labels (`get resourcebindings -o json`): the request's own besides Kratix's.
+fn binding_labels_of(k: &Kratix, request: &str) -> Value {
+    binding_of(k, request)["metadata"]["labels"].clone()
+}
+
+#[test]
+fn bindings_carry_their_request_s_labels() {
+    // As Kratix's test/system/promise_revision_test.go: "propagating resource request labels to
+    // the resource binding", then a label changed and a label removed on the request.
+    let k = platform(&[]);
+    apply(&k, &things::promise_at("v1", &["a"]));
+    let mut labelled: Value = serde_json::from_str(&things::request("one", 1)).expect("json");
+    labelled["metadata"]["labels"] = json!({"environment": "staging"});
+    apply(&k, &labelled.to_string());
+    apply(&k, &things::request("two", 2));
+    let kratix = |request: &str| json!({"kratix.io/promise-name": "thing", "kratix.io/resource-name": request});
+    let with = |request: &str, environment: &str| {
+        let mut all = kratix(request);
+        all["environment"] = json!(environment);
+        all
+    };
+    let labels_become = |request: &str, want: Value| {
+        eventually(
+            &format!("{request}'s binding labelled {want}"),
+            WAIT,
+            || (binding_labels_of(&k, request) == want).then_some(()),
+        )
+    };
+    labels_become("one", with("one", "staging"));
+    // `two` has no labels of its own: only the binding's.
+    labels_become("two", kratix("two"));
+
+    k.run(&[
+        "label",
+        "thing",
+        "one",
+        "environment=production",
+        "--overwrite",
+    ])
+    .assert_ok();
+    labels_become("one", with("one", "production"));
+    let table = k.run(&["get", "resourcebindings", "--show-labels"]);
+    table.assert_ok();
+    assert!(
+        table.stdout.contains("environment=production"),
+        "{}",
+        table.stdout
+    );
+
+    k.run(&["label", "thing", "one", "environment-"])
+        .assert_ok();
+    labels_become("one", kratix("one"));
+}

@@ -1,10 +1,12 @@
 //! What a request's binding decides, with no I/O: the version a binding asks for, and the
 //! binding's upgrade status once the workflow for a version stands where it does.
 
+use std::collections::BTreeMap;
+
 use serde_json::{json, Value};
 
 use crate::api::versions::{ResourceBindingStatus, LATEST, UPGRADE_SUCCEEDED};
-use crate::api::{condition, Condition, ConditionStatus};
+use crate::api::{condition, labels, Condition, ConditionStatus};
 use crate::controllers::workflow::decide::Step;
 
 /// How a new request's binding picks its version (`KRATIX_RESOURCE_BINDING_VERSION`).
@@ -42,6 +44,31 @@ pub(crate) fn desired_version(
         (None, Strategy::Floating) => Some(LATEST.to_string()),
         (None, Strategy::Pinned) => latest.map(str::to_string),
     }
+}
+
+/// The labels a request's binding carries (Kratix's `updateResourceBinding`): the request's
+/// own, so that a label added, changed or removed on the request is on the binding the same way;
+/// then Kratix's labels that find the binding, which always win. The request's
+/// manual-reconciliation label is not copied (the binding's controller would re-run the request
+/// each time it saw it), but a binding's own, set to re-run an upgrade, stays until it is done.
+pub(crate) fn labels_for(
+    request: &BTreeMap<String, String>,
+    finding: &[(String, String)],
+    binding: &BTreeMap<String, String>,
+) -> BTreeMap<String, String> {
+    let mut merged = request.clone();
+    merged.remove(labels::MANUAL_RECONCILIATION);
+    merged.extend(finding.iter().cloned());
+    if binding
+        .get(labels::MANUAL_RECONCILIATION)
+        .is_some_and(|v| v == "true")
+    {
+        merged.insert(
+            labels::MANUAL_RECONCILIATION.to_string(),
+            "true".to_string(),
+        );
+    }
+    merged
 }
 
 /// Where the request's configure workflow stands for the version it runs with.
@@ -220,6 +247,79 @@ mod tests {
         ];
         for (value, want) in parse {
             assert_eq!(Strategy::parse(value), want, "{value:?}");
+        }
+    }
+
+    #[test]
+    fn bindings_carry_their_request_s_labels_and_kratix_s_win() {
+        let map = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let finding = [
+            (labels::PROMISE_NAME.to_string(), "db".to_string()),
+            (labels::RESOURCE_NAME.to_string(), "a".to_string()),
+        ];
+        let kratix = [(labels::PROMISE_NAME, "db"), (labels::RESOURCE_NAME, "a")];
+        let with = |extra: &[(&str, &str)]| {
+            let mut all = map(&kratix);
+            all.extend(map(extra));
+            all
+        };
+        let manual = labels::MANUAL_RECONCILIATION;
+        // (case, request's labels, binding's labels, want)
+        let cases = [
+            ("no labels of its own", map(&[]), map(&[]), with(&[])),
+            (
+                "a label is copied",
+                map(&[("environment", "staging")]),
+                with(&[]),
+                with(&[("environment", "staging")]),
+            ),
+            (
+                "a changed label follows",
+                map(&[("environment", "production")]),
+                with(&[("environment", "staging")]),
+                with(&[("environment", "production")]),
+            ),
+            (
+                "a removed label goes",
+                map(&[]),
+                with(&[("environment", "staging")]),
+                with(&[]),
+            ),
+            (
+                "kratix's labels win",
+                map(&[
+                    (labels::PROMISE_NAME, "other"),
+                    (labels::RESOURCE_NAME, "b"),
+                ]),
+                with(&[]),
+                with(&[]),
+            ),
+            (
+                "the request's manual reconciliation is not copied",
+                map(&[(manual, "true")]),
+                with(&[]),
+                with(&[]),
+            ),
+            (
+                "the binding's own manual reconciliation stays",
+                map(&[]),
+                with(&[(manual, "true")]),
+                with(&[(manual, "true")]),
+            ),
+            (
+                "a binding's manual label other than true goes",
+                map(&[]),
+                with(&[(manual, "false")]),
+                with(&[]),
+            ),
+        ];
+        for (name, request, binding, want) in cases {
+            assert_eq!(labels_for(&request, &finding, &binding), want, "{name}");
         }
     }
 

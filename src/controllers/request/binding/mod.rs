@@ -18,6 +18,7 @@ use crate::controllers::promise::revision::ResolveError;
 use crate::controllers::{now_rfc3339, status, Error, Runtime};
 
 pub(crate) mod decide;
+use decide::labels_for;
 pub(crate) use decide::{desired_version, next_status, Outcome, RequestVersions, Strategy};
 
 /// A request's pinning: the Promise it runs with, and the version it is bound to.
@@ -166,7 +167,7 @@ pub(crate) async fn record(
     };
     let promise = pinned.promise.metadata.name.clone().unwrap_or_default();
     let binding = match &bound.binding {
-        Some(b) => b.clone(),
+        Some(b) => relabel(rt, &promise, request, b).await?,
         None => create(rt, &promise, request, &bound.desired).await?,
     };
     let now = now_rfc3339();
@@ -184,6 +185,40 @@ pub(crate) async fn record(
     )
     .await?;
     Ok(())
+}
+
+/// Brings a binding's labels in line with its request's (see [`labels_for`]).
+async fn relabel(
+    rt: &Runtime,
+    promise: &str,
+    request: &Object,
+    binding: &Object,
+) -> Result<Object, Error> {
+    let request_name = request.metadata.name.clone().unwrap_or_default();
+    let finding = binding_labels(promise, &request_name);
+    let wanted = labels_for(
+        &crate::api::object::labels(request),
+        &finding,
+        &crate::api::object::labels(binding),
+    );
+    if crate::api::object::labels(binding) == wanted {
+        return Ok(binding.clone());
+    }
+    let stored = status::update_object(
+        rt.cp.as_ref(),
+        &rt.kind(Builtin::ResourceBinding),
+        &ObjectKey::of(binding),
+        |b| {
+            let current = crate::api::object::labels(b);
+            b.metadata.labels = Some(labels_for(
+                &crate::api::object::labels(request),
+                &finding,
+                &current,
+            ));
+        },
+    )
+    .await?;
+    Ok(stored.unwrap_or_else(|| binding.clone()))
 }
 
 /// What a bound request records of its binding in its own status: `promiseVersion` (the
@@ -207,10 +242,11 @@ async fn create(
     let request_name = request.metadata.name.clone().unwrap_or_default();
     let namespace = request.metadata.namespace.clone().unwrap_or_default();
     let name = names::deterministic_name(&format!("{request_name}-{promise}"), &[]);
-    let labels: serde_json::Map<String, Value> = binding_labels(promise, &request_name)
-        .into_iter()
-        .map(|(k, v)| (k, json!(v)))
-        .collect();
+    let labels = labels_for(
+        &crate::api::object::labels(request),
+        &binding_labels(promise, &request_name),
+        &Default::default(),
+    );
     let obj: Object = serde_json::from_value(json!({
         "apiVersion": crate::api::API_VERSION,
         "kind": "ResourceBinding",
