@@ -10,6 +10,8 @@ mod next;
 mod owners;
 pub(crate) mod placement;
 pub(crate) mod promise;
+#[cfg(test)]
+mod recording;
 pub(crate) mod request;
 pub(crate) mod run;
 mod runtime;
