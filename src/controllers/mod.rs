@@ -11,6 +11,8 @@ mod owners;
 pub(crate) mod placement;
 pub(crate) mod platform_sync;
 pub(crate) mod promise;
+#[cfg(test)]
+mod recording;
 pub(crate) mod request;
 pub(crate) mod run;
 mod runtime;

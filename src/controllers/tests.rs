@@ -78,3 +78,110 @@ fn each_failure_falls_in_one_bounded_category() {
         assert_eq!(err.category(), want, "{err}");
     }
 }
+
+/// The writes one reconcile of `key` makes in a world stored beforehand, each as
+/// `verb object written`, with the times in them (which change from run to run) left out.
+async fn writes_of_one_reconcile(
+    rt: &Runtime,
+    recording: &recording::Recording,
+    key: &ObjectKey,
+) -> Vec<String> {
+    recording.take();
+    rt.reconcile(key).await.expect("the reconcile succeeds");
+    recording
+        .take()
+        .into_iter()
+        .map(|w| {
+            let mut written = w.written;
+            without_times(&mut written);
+            format!("{} {} {written}", w.verb, w.object)
+        })
+        .collect()
+}
+
+fn without_times(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(map) => {
+            map.retain(|k, _| !k.ends_with("Time") && !k.ends_with("Timestamp"));
+            map.values_mut().for_each(without_times);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(without_times),
+        _ => {}
+    }
+}
+
+/// A runtime on a fresh home whose control plane records every write.
+fn recorded_runtime() -> (tempfile::TempDir, Runtime, Arc<recording::Recording>) {
+    let home = tempfile::tempdir().expect("temporary home");
+    let mut platform = Platform::open(home.path()).expect("platform");
+    let recording = Arc::new(recording::Recording::new(platform.store.clone()));
+    platform.store = recording.clone();
+    (home, Runtime::new(platform), recording)
+}
+
+async fn store(rt: &Runtime, kind: crate::api::Builtin, value: serde_json::Value) -> ObjectKey {
+    let obj: crate::api::Object = serde_json::from_value(value).expect("an object");
+    let stored = rt.cp.create(&rt.kind(kind), &obj).await.expect("stored");
+    ObjectKey::of(&stored)
+}
+
+#[tokio::test]
+async fn a_destination_reconcile_names_its_writes() {
+    let (_home, rt, recording) = recorded_runtime();
+    let key = store(
+        &rt,
+        crate::api::Builtin::Destination,
+        serde_json::json!({
+            "apiVersion": "platform.kratix.io/v1alpha1",
+            "kind": "Destination",
+            "metadata": {"name": "worker", "labels": {"env": "dev"}},
+            "spec": {"stateStoreRef": {"kind": "GitStateStore", "name": "missing"}},
+        }),
+    )
+    .await;
+    let writes = writes_of_one_reconcile(&rt, &recording, &key).await;
+    assert_eq!(
+        writes,
+        [
+            // Its finalizer, so that its files go before it does.
+            r#"update Destination worker {"finalizers":["kratix.io/destination-cleanup"],"labels":{"env":"dev"},"spec":{"stateStoreRef":{"kind":"GitStateStore","name":"missing"}}}"#,
+            // `Ready`, from its state store, for its generation.
+            r#"update_status Destination worker {"conditions":[{"message":"GitStateStore \"missing\" not found","reason":"StateStoreNotFound","status":"False","type":"Ready"}],"observedGeneration":1}"#,
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_promise_reconcile_names_its_writes() {
+    let (_home, rt, recording) = recorded_runtime();
+    let key = store(
+        &rt,
+        crate::api::Builtin::Promise,
+        serde_json::json!({
+            "apiVersion": "platform.kratix.io/v1alpha1",
+            "kind": "Promise",
+            "metadata": {"name": "plain"},
+            "spec": {},
+        }),
+    )
+    .await;
+    let writes = writes_of_one_reconcile(&rt, &recording, &key).await;
+    assert_eq!(
+        writes,
+        [
+            // Its finalizer, so that its delete workflow runs and its Works go before it does.
+            r#"update Promise plain {"finalizers":["kratix.io/workflows-cleanup"],"labels":null,"spec":{}}"#,
+            // Its whole status in one write: no workflow to run, so available at once.
+            concat!(
+                r#"update_status Promise plain {"conditions":["#,
+                r#"{"message":"Reconciled","reason":"Reconciled","status":"True","type":"Reconciled"},"#,
+                r#"{"message":"Ready to fulfil resource requests","reason":"PromiseAvailable","status":"True","type":"Available"},"#,
+                r#"{"message":"All works associated with this resource are ready","reason":"WorksSucceeded","status":"True","type":"WorksSucceeded"}],"#,
+                r#""kratix":{"status":"Available","version":"not-set"},"observedGeneration":1,"pipelines":[],"#,
+                r#""status":"Available","version":"not-set","workflows":0,"workflowsFailed":0,"workflowsSucceeded":0}"#,
+            ),
+            // Users are told it became available.
+            r#"create Event {"message":"Ready to fulfil resource requests","reason":"PromiseAvailable"}"#,
+        ]
+    );
+}
