@@ -77,6 +77,17 @@ section() {
     fi
     section scripts/bench/containers.sh $quick --bin "$bin"
     section scripts/bench/api.sh $quick --bin "$bin"
+    if [ -n "${KRATIX_BENCH_NODE_DIR:-}" ]; then
+        # A real node with kratix-rs installed (as the real-node tests leave it).
+        (eval "$(scripts/testworld env "$KRATIX_BENCH_NODE_DIR")"
+         export KUBECONFIG DOCKER_HOST NODE_IP
+         section scripts/bench/kubernetes.sh ${quick:+--requests 20})
+    else
+        echo "## On Kubernetes"
+        echo
+        echo "Not measured in this run: \`KRATIX_BENCH_NODE_DIR\` names no node (\`scripts/bench/kubernetes.sh\`)."
+        echo
+    fi
     echo "## How to rerun"
     echo
     echo "\`scripts/bench.sh\` (all sizes, several minutes) or \`scripts/bench.sh --quick\` (small sizes,"
@@ -89,6 +100,7 @@ section() {
     echo "- \`scripts/bench/runtime.sh [--quick] [--bin target/release/kratix-rs]\`"
     echo "- \`scripts/bench/containers.sh [--quick] [--bin target/release/kratix-rs]\` (needs an engine)"
     echo "- \`scripts/bench/api.sh [--quick] [--requests N] [--bin target/release/kratix-rs]\` (kubectl; an engine for the pipeline round trip)"
+    echo "- \`scripts/bench/kubernetes.sh [--requests N] [--pipelines \"1 2\"]\` (needs a node with kratix-rs installed: \`KRATIX_BENCH_NODE_DIR\` for \`scripts/bench.sh\`)"
 } >"$out"
 mv "$out" BENCHMARKS.md
 trap - EXIT

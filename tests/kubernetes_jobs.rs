@@ -889,6 +889,16 @@ async fn pruning_a_workflow_removes_the_jobs_of_pipelines_no_longer_in_it() {
         .await;
 }
 
+/// `env` of a run for request `name` instead of `mydb`.
+fn for_request(env: Vec<(String, String)>, name: &str) -> Vec<(String, String)> {
+    env.into_iter()
+        .map(|(k, v)| match k.as_str() {
+            "KRATIX_OBJECT_NAME" => (k, name.to_string()),
+            _ => (k, v),
+        })
+        .collect()
+}
+
 /// The files a run handed back, as text.
 fn output_files(outcome: &kratix::pipeline::RunOutcome) -> Vec<(String, String)> {
     outcome
@@ -916,12 +926,12 @@ async fn role_versions(client: &kube::Client) -> Vec<String> {
     versions
 }
 
-/// Runs of two versions of one pipeline at once, with different permissions, each with its
-/// version's rights: the end of version 1's run (which declares none) leaves version 2's run
+/// Runs of two versions of one pipeline at once (for two requests, one pinned to the old
+/// version), with different permissions, each with its version's rights: the end of version 1's run (which declares none) leaves version 2's run
 /// its rights, and version 1's rights go once version 2's run ends and no run of version 1 is
 /// left. Kratix shares one set of rights between versions (syntasso/kratix#948).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "starts a real control plane with kube-testenv; run with --ignored"]
+#[ignore = "starts a real control plane (scripts/testworld); run with --ignored"]
 async fn two_versions_of_a_pipeline_keep_their_own_rights_until_their_runs_end() {
     let cluster = Cluster::start().await;
     let gate = tempfile::tempdir().expect("gate");
@@ -955,9 +965,13 @@ async fn two_versions_of_a_pipeline_keep_their_own_rights_until_their_runs_end()
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 
+    // A request pinned to v1 runs while another, on v2, is in its run.
     let (req1, _work1) = cluster.request(
         v1.clone(),
-        workflow_at(Action::Configure, "instance", true, "v1"),
+        for_request(
+            workflow_at(Action::Configure, "instance", true, "v1"),
+            "pinned",
+        ),
         Duration::from_secs(120),
     );
     let first = cluster.executor.run(req1).await.expect("v1 run");
@@ -1010,10 +1024,75 @@ async fn two_versions_of_a_pipeline_keep_their_own_rights_until_their_runs_end()
     // A pinned request's run of v1 again: its rights come back, and v2's (no run left) go.
     let (again, _work3) = cluster.request(
         v1,
-        workflow_at(Action::Configure, "instance", true, "v1"),
+        for_request(
+            workflow_at(Action::Configure, "instance", true, "v1"),
+            "pinned",
+        ),
         Duration::from_secs(120),
     );
     let again = cluster.executor.run(again).await.expect("v1 run again");
     assert_eq!(again.result, RunResult::Succeeded, "{}", again.logs);
     assert_eq!(role_versions(&cluster.client).await, ["v1"]);
+}
+
+/// A controller that stops gives its run back and drops it, but the run's Job runs on (and on
+/// Kubernetes its note went with the controller's pod). The run's next attempt deletes that Job
+/// and waits for it to go before creating its own: the object's pipelines never run twice at
+/// once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "starts a real control plane (scripts/testworld); run with --ignored"]
+async fn a_job_left_by_an_interrupted_run_goes_before_the_run_again() {
+    let cluster = Cluster::start().await;
+    let (req, _work) = cluster.request(
+        pipeline(
+            "instance",
+            json!({"containers": [sh("sleep", "sleep 120")]}),
+        ),
+        workflow(Action::Configure, "instance", true),
+        Duration::from_secs(300),
+    );
+    let executor = cluster.executor.clone();
+    let first = tokio::spawn(async move { executor.run(req).await });
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let left = loop {
+        if let Some(job) = cluster.jobs("default").await.into_iter().next() {
+            break job.metadata.name.expect("a name");
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the Job never appeared"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    // The stopping controller drops its run; the Job stays.
+    first.abort();
+    let _ = first.await;
+    assert_eq!(
+        cluster
+            .jobs("default")
+            .await
+            .iter()
+            .filter_map(|j| j.metadata.name.clone())
+            .collect::<Vec<_>>(),
+        std::slice::from_ref(&left)
+    );
+
+    let (again, _work2) = cluster.request(
+        pipeline("instance", json!({"containers": [sh("quick", "true")]})),
+        workflow(Action::Configure, "instance", true),
+        Duration::from_secs(120),
+    );
+    let outcome = cluster.executor.run(again).await.expect("run again");
+    assert_eq!(outcome.result, RunResult::Succeeded, "{}", outcome.logs);
+    let names: Vec<String> = cluster
+        .jobs("default")
+        .await
+        .iter()
+        .filter_map(|j| j.metadata.name.clone())
+        .collect();
+    assert_eq!(names.len(), 1, "{names:?}");
+    assert_ne!(
+        names[0], left,
+        "the left Job went before the new one was made"
+    );
 }

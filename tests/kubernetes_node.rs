@@ -973,3 +973,93 @@ fn more_than_eight_pipeline_pods_of_different_requests_run_at_once() {
         assert_eq!(runs[0].phase, "Succeeded", "r{i}: {runs:#?}");
     }
 }
+
+/// Applies the CRDs and the Deployment of this version again over the running install, as an
+/// upgrade to the same version does (with `replicas` kept): `kubectl apply` of deploy/'s files,
+/// or the chart's upgrade step when the node runs the Helm install.
+fn reapply_install(node: &Node, replicas: usize) {
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    match support::node::Install::from_env() {
+        support::node::Install::Kustomize => {
+            let crds = root.join("deploy/crds/platform.kratix.io_crds.yaml");
+            node.kubectl(&["apply", "-f", crds.to_str().expect("UTF-8 path")]);
+            let text = std::fs::read_to_string(root.join("deploy/deployment.yaml"))
+                .expect("deploy/deployment.yaml");
+            let mut deployment: Value = serde_yaml::from_str(&text).expect("the Deployment");
+            deployment["spec"]["replicas"] = json!(replicas);
+            node.apply(&deployment.to_string());
+        }
+        support::node::Install::Helm => node.helm_upgrade(&[&format!("replicas={replicas}")]),
+    }
+}
+
+/// The install under load: two replicas, requests in the middle of their workflows, then a
+/// `kubectl rollout restart` of the controller and the CRDs and Deployment applied again over
+/// it, with more requests applied meanwhile. Every request settles, with each pipeline's last
+/// run succeeded, and no request ever had two runs or two pods at once. Holds the node
+/// exclusively: it restarts the controller.
+#[test]
+#[ignore = "runs kratix-rs on a real node (KRATIX_TEST_NODE_DIR); run with --ignored"]
+fn restarts_and_reapplied_installs_under_load_lose_nothing() {
+    let Some(s) = Scenario::start("nroll", true) else {
+        return;
+    };
+    let node = s.node;
+    scale(node, 2);
+    s.configure(
+        &[
+            pipeline("a", "sleep 4", "step.sh"),
+            pipeline("b", "sleep 4", "step.sh"),
+        ],
+        &[],
+    );
+    let requests: Vec<String> = (0..12).map(|i| format!("r{i}")).collect();
+    for r in &requests[..8] {
+        s.request(r, 1);
+    }
+    s.wait("runs in the middle of their workflows", || {
+        let running = requests[..8]
+            .iter()
+            .flat_map(|r| s.runs(r))
+            .any(|run| run.phase == "Running");
+        running.then_some(())
+    });
+    node.kubectl(&[
+        "rollout",
+        "restart",
+        "deployment",
+        support::node::DEPLOYMENT,
+        "-n",
+        SYSTEM_NAMESPACE,
+    ]);
+    for r in &requests[8..10] {
+        s.request(r, 1);
+    }
+    node.wait_for_rollout();
+    reapply_install(node, 2);
+    for r in &requests[10..] {
+        s.request(r, 1);
+    }
+    node.wait_for_rollout();
+
+    for r in &requests {
+        s.settled(r);
+        let runs = s.runs(r);
+        for pipeline in ["a", "b"] {
+            let last = runs
+                .iter()
+                .rfind(|run| run.pipeline == pipeline)
+                .unwrap_or_else(|| panic!("{r}: no run of {pipeline}: {runs:#?}"));
+            assert_eq!(last.phase, "Succeeded", "{r}: {runs:#?}");
+        }
+        assert_never_overlapped(&runs);
+        assert_pods_never_overlapped(&s.pods(r));
+        for pipeline in ["a", "b"] {
+            let file = s.wait(&format!("{r}'s {pipeline} file in the store"), || {
+                s.file(r, pipeline)
+            });
+            assert!(file.contains("size: \"1\""), "{r} {pipeline}: {file}");
+        }
+    }
+    scale(node, 1);
+}

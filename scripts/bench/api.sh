@@ -8,7 +8,7 @@
 #     start of a container of the same image (`docker run --rm`, median of 5): what a call to
 #     the platform costs beside what the pipeline's container costs anyway.
 # Needs kubectl (a static binary: it is copied into the pipeline's image) and, for part 2, an
-# engine: DOCKER_HOST, or KRATIX_TEST_ENGINE_DIR where `kube-testenv start DIR --engine` runs.
+# engine: DOCKER_HOST, or KRATIX_TEST_ENGINE_DIR where `scripts/testworld start DIR --engine` runs.
 # Usage: scripts/bench/api.sh [--quick] [--requests N] [--bin PATH]
 set -euo pipefail
 
@@ -108,8 +108,7 @@ echo "| \`kubectl get things -A\` through the API ($listed listed) | $api s | $(
 
 # Part 2: a pipeline's kubectl round trip against the engine's container start.
 if [ -z "${DOCKER_HOST:-}" ] && [ -n "${KRATIX_TEST_ENGINE_DIR:-}" ]; then
-    testenv="${KUBE_TESTENV:-$repo/../shared/tools/kube-testenv}"
-    DOCKER_HOST="$("$testenv" env "$KRATIX_TEST_ENGINE_DIR" | sed -n 's/^DOCKER_HOST=//p')"
+    DOCKER_HOST="$("$repo/scripts/testworld" env "$KRATIX_TEST_ENGINE_DIR" | sed -n 's/^DOCKER_HOST=//p')"
     export DOCKER_HOST
 fi
 if [ -z "${DOCKER_HOST:-}" ] || ! docker version >/dev/null 2>&1; then

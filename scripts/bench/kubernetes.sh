@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Kubernetes benchmark, on a real node with kratix-rs installed (the tests' node: `kube-testenv
+# Kubernetes benchmark, on a real node with kratix-rs installed (the tests' node: `scripts/testworld
 # start DIR --node`, the image from scripts/test-image.sh, `kubectl apply -k deploy`). In one run:
 #   - floor "one container": N plain Jobs of one busybox container (`true`), created at once,
 #     until every one is Complete;
@@ -12,7 +12,7 @@
 # Prints a Markdown section on standard output; progress on standard error.
 # Usage: KUBECONFIG=… DOCKER_HOST=… NODE_IP=… scripts/bench/kubernetes.sh [--requests N]
 #        [--pipelines "1 2"] [--skip-floors]
-# (`eval "$(kube-testenv env DIR)"` sets the three.)
+# (`eval "$(scripts/testworld env DIR)"` sets the three.)
 set -euo pipefail
 
 n=100
@@ -38,7 +38,7 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/kratix-bench-kube.XXXXXX")"
 daemon_pid=""
 cleanup() {
     if [ -n "$daemon_pid" ]; then kill "$daemon_pid" 2>/dev/null || true; fi
-    kubectl delete namespace kbench-floor kbench --wait=false --ignore-not-found >/dev/null 2>&1 || true
+    kubectl delete namespace kbench-floor kbench1 kbench2 --wait=false --ignore-not-found >/dev/null 2>&1 || true
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -139,15 +139,22 @@ YAML
     done
 }
 
-# Seconds, most pipeline pods at once, controller CPU seconds and peak MiB for N requests of a
-# Promise with $1 pipelines.
+# Seconds, most pipeline pods at once, controller CPU seconds and peak MiB for N requests (in
+# namespace kbench$1) of the Promise with $1 pipelines. The Promise stays between runs, changed;
+# the previous run's requests are deleted first, so that the change re-runs none.
 kratix() {
+    local previous
+    for previous in $(kubectl get namespaces -o name | grep '^namespace/kbench[0-9]'); do
+        kubectl delete "$previous" --wait=true --timeout=600s >/dev/null
+    done
     platform "$1" | kubectl apply -f - >/dev/null
+    until kubectl get crd things.bench.kratix.io >/dev/null 2>&1; do sleep 0.5; done
     kubectl wait --for=condition=Established crd/things.bench.kratix.io --timeout=120s >/dev/null
     until [ "$(kubectl get promise thing -o jsonpath='{.status.status}')" = Available ]; do sleep 0.5; done
-    kubectl create namespace kbench >/dev/null
+    local namespace="kbench$1"
+    kubectl create namespace "$namespace" >/dev/null
     for i in $(seq 1 "$n"); do
-        printf -- '---\napiVersion: bench.kratix.io/v1\nkind: Thing\nmetadata: {name: r%s, namespace: kbench}\nspec: {size: 1}\n' "$i"
+        printf -- '---\napiVersion: bench.kratix.io/v1\nkind: Thing\nmetadata: {name: r%s, namespace: %s}\nspec: {size: 1}\n' "$i" "$namespace"
     done > "$work/requests.yaml"
     controller_cgroup
     echo 0 > "$mem/memory.max_usage_in_bytes" 2>/dev/null || true
@@ -155,15 +162,13 @@ kratix() {
     cpu0=$(cat "$cpu/cpuacct.usage")
     start=$(now)
     kubectl apply -f "$work/requests.yaml" >/dev/null
-    most=$(wait_count kbench things.bench.kratix.io \
+    most=$(wait_count "$namespace" things.bench.kratix.io \
         '[.items[] | select((.status.conditions // []) | (any(.type == "ConfigureWorkflowCompleted" and .status == "True") and any(.type == "WorksSucceeded" and .status == "True")))] | length' \
         "$n" app.kubernetes.io/managed-by=Kratix)
     end=$(now)
     cpu1=$(cat "$cpu/cpuacct.usage")
     peak=$(awk '{ printf "%.0f", $1 / 1048576 }' "$mem/memory.max_usage_in_bytes")
     echo "$(elapsed "$start" "$end") $most $(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN { printf "%.1f", (b - a) / 1e9 }') $peak"
-    kubectl delete namespace kbench --wait=true --timeout=600s >/dev/null
-    kubectl delete promise thing --wait=true --timeout=300s >/dev/null
 }
 
 # The Git server the controller's pod writes to.
@@ -183,18 +188,21 @@ cap=$(kubectl get deployment kratix-rs-controller -n "$ns" -o json |
 if [ "$floors" = yes ]; then
     echo "floor: $n Jobs of one container…" >&2
     read -r one_s one_most <<<"$(floor one)"
+    echo "  $one_s s, $one_most at once" >&2
     echo "floor: $n Jobs of Kratix's pod shape…" >&2
     read -r kx_s kx_most <<<"$(floor kratix)"
+    echo "  $kx_s s, $kx_most at once" >&2
 fi
 declare -A k_s k_most k_cpu k_peak
 for p in $pipelines; do
     echo "kratix-rs: $n requests x $p pipeline(s)…" >&2
     read -r k_s[$p] k_most[$p] k_cpu[$p] k_peak[$p] <<<"$(kratix "$p")"
+    echo "  ${k_s[$p]} s, ${k_most[$p]} at once, ${k_cpu[$p]} s CPU, ${k_peak[$p]} MiB" >&2
 done
 
 echo "## On Kubernetes"
 echo
-echo "One node (\`kube-testenv --node\`: Kubernetes 1.20 with a kubelet on a Docker Engine, $(nproc) cores shared"
+echo "One node (\`scripts/testworld start DIR --node\`: Kubernetes 1.20 with a kubelet on a Docker Engine, $(nproc) cores shared"
 echo "with the control plane), kratix-rs from \`deploy/\` (pod shape \`$shape\`, pipeline cap: $cap), $n requests"
 echo "applied at once, each until \`ConfigureWorkflowCompleted\` and \`WorksSucceeded\`; the floors are $n"
 echo "plain Jobs created at once in the same run, until every one is Complete. Every container is busybox."

@@ -10,6 +10,7 @@ pub mod handback;
 pub mod history;
 pub mod identity;
 pub mod job;
+pub mod leftovers;
 mod prune;
 pub mod rbac;
 pub mod rights;
@@ -70,6 +71,8 @@ pub enum Error {
     },
     #[error("a file handed back by the pod is not a plain relative name: {name:?}")]
     BadName { name: String },
+    #[error("the Job {name} of an interrupted run is still there after its deletion")]
+    LeftoverStays { name: String },
 }
 
 fn api_error(action: &'static str, what: impl Into<String>) -> impl FnOnce(kube::Error) -> Error {
@@ -266,6 +269,7 @@ impl KubeJobs {
         let maps: Api<ConfigMap> = Api::namespaced(self.client.clone(), &namespace);
         let pods: Api<Pod> = Api::namespaced(self.client.clone(), &namespace);
         let input = handback::input_config_map(&name, &namespace, &labels, &req.object_yaml);
+        leftovers::stop(&jobs, &identity).await?;
         // Noted before it exists, so that a crash right after creating it leaves nothing unknown.
         rundir::note_job(&req.work_dir, &namespace, &name)?;
         maps.create(&PostParams::default(), &input)

@@ -246,20 +246,30 @@ impl Node {
             "-f",
             crds.to_str().expect("UTF-8 path"),
         ]);
+        self.helm_upgrade(&[]);
+    }
+
+    /// `helm upgrade --install` of the chart with these `--set` values, waiting for it.
+    pub fn helm_upgrade(&self, values: &[&str]) {
+        let chart = super::helm::chart_dir();
         let helm = super::helm::helm().expect("KRATIX_TEST_INSTALL=helm needs a helm");
+        let mut args = vec![
+            "upgrade",
+            "--install",
+            "kratix-rs",
+            chart.to_str().expect("UTF-8 path"),
+            "--namespace",
+            SYSTEM_NAMESPACE,
+            "--create-namespace",
+            "--wait",
+            "--timeout",
+            "180s",
+        ];
+        for v in values {
+            args.extend(["--set", v]);
+        }
         let out = Command::new(helm)
-            .args([
-                "upgrade",
-                "--install",
-                "kratix-rs",
-                chart.to_str().expect("UTF-8 path"),
-                "--namespace",
-                SYSTEM_NAMESPACE,
-                "--create-namespace",
-                "--wait",
-                "--timeout",
-                "180s",
-            ])
+            .args(&args)
             .env("KUBECONFIG", &self.kubeconfig)
             .output()
             .expect("helm runs");
