@@ -11,15 +11,20 @@ use k8s_openapi::api::rbac::v1::PolicyRule;
 
 use crate::jobs::identity::Identity;
 use crate::jobs::rbac::{self, Grants};
-use crate::jobs::spec::PodSettings;
+use crate::jobs::spec::Rbac;
 use crate::pipeline::RunRequest;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error(transparent)]
     Identity(#[from] crate::jobs::identity::Error),
-    #[error(transparent)]
-    Pipeline(#[from] crate::jobs::spec::Error),
+    /// The Pipeline's `spec.rbac` is not Kratix's `rbac`.
+    #[error("pipeline {pipeline}: spec.rbac is not valid")]
+    Rbac {
+        pipeline: String,
+        #[source]
+        source: serde_json::Error,
+    },
 }
 
 /// Who a token stands for.
@@ -85,13 +90,20 @@ impl Principal {
 /// The rights of `run`, from the pipeline it runs and its `KRATIX_*` variables.
 pub(crate) fn of_run(run: &RunRequest) -> Result<RunRights, Error> {
     let identity = Identity::from_env(&run.run_name, &run.env)?;
-    let settings = PodSettings::of(&run.pipeline)?;
+    // Only `rbac`: the pipeline's other Kubernetes settings are the Job executor's business.
+    let rbac_spec: Rbac = match run.pipeline.spec.extra.get("rbac") {
+        None | Some(serde_json::Value::Null) => Rbac::default(),
+        Some(value) => serde_json::from_value(value.clone()).map_err(|source| Error::Rbac {
+            pipeline: run.pipeline.name().to_string(),
+            source,
+        })?,
+    };
     let namespace = identity.namespace(crate::api::SYSTEM_NAMESPACE);
-    let grants = rbac::grants(&identity, &settings.rbac, &namespace);
+    let grants = rbac::grants(&identity, &rbac_spec, &namespace);
     Ok(RunRights {
         user: format!(
             "system:serviceaccount:{namespace}:{}",
-            rbac::service_account_name(&identity, &settings.rbac)
+            rbac::service_account_name(&identity, &rbac_spec)
         ),
         grants: bound(&grants),
         namespace,
@@ -379,6 +391,12 @@ mod tests {
             resource.user(),
             "system:serviceaccount:team-a:app-resource-configure-wait"
         );
+        let bad = of_run(&run(
+            request("a"),
+            serde_json::json!({"permissions": "all"}),
+        ))
+        .expect_err("refused");
+        assert_eq!(bad.to_string(), "pipeline wait: spec.rbac is not valid");
         assert_eq!(
             promise.user(),
             "system:serviceaccount:kratix-platform-system:app-promise-configure-wait"
