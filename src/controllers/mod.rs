@@ -413,11 +413,9 @@ impl Runtime {
             B::PromiseRevision => promise::revision::reconcile(self, obj).await,
             B::PromiseRelease => promise::release::reconcile(self, obj).await,
             // Read by the kinds above; nothing to reconcile of their own.
-            B::Secret
-            | B::ConfigMap
-            | B::Namespace
-            | B::ResourceBinding
-            | B::HealthRecord => Ok(Next::Done),
+            B::Secret | B::ConfigMap | B::Namespace | B::ResourceBinding | B::HealthRecord => {
+                Ok(Next::Done)
+            }
         }
     }
 
