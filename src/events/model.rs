@@ -56,6 +56,8 @@ pub enum Reason {
     /// A pipeline's `workflow-control.yaml` suspended its workflow (until its `retryAfter`, or
     /// a spec change or manual reconciliation).
     WorkflowSuspended,
+    /// A GitStateStore with `spec.insecure: true`: its server's TLS certificate is not verified.
+    TlsNotVerified,
     Deleted,
 }
 
@@ -72,6 +74,7 @@ impl Reason {
             Reason::LatestRevisionRecreated => "LatestRevisionRecreated",
             Reason::RevisionStillInUse => "RevisionStillInUse",
             Reason::WorkflowSuspended => "WorkflowSuspended",
+            Reason::TlsNotVerified => "TlsNotVerified",
             Reason::Deleted => "Deleted",
         }
     }
@@ -83,7 +86,8 @@ impl Reason {
             | Reason::RequirementsNotFulfilled
             | Reason::LatestRevisionRecreated
             | Reason::RevisionStillInUse
-            | Reason::WorkflowSuspended => EventType::Warning,
+            | Reason::WorkflowSuspended
+            | Reason::TlsNotVerified => EventType::Warning,
             _ => EventType::Normal,
         }
     }

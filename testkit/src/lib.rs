@@ -18,6 +18,7 @@ mod restartable_daemon;
 pub mod s3_requests;
 mod silent_server;
 mod sshd;
+mod tls;
 
 pub use git_cli::{
     files_at, git, git_failure, git_with_env, hermetic_env, hermetic_git_command, init_bare,
