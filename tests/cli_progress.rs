@@ -253,15 +253,7 @@ fn a_failure_is_shown_with_its_reason_and_recorded_as_a_warning_event() {
     let failed = lines_of(&run.stderr, "broken/b: failed: ");
     assert_eq!(failed.len(), 1, "{}", run.stderr);
 
-    let events = k.run(&["events", "broken", "b", "-o", "json"]);
-    events.assert_ok();
-    let list: Value = serde_json::from_str(&events.stdout).expect("a JSON list");
-    let warning = list["items"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|e| e["reason"] == "PipelineFailed")
-        .unwrap_or_else(|| panic!("a PipelineFailed event: {}", events.stdout));
+    let warning = support::event_of(&k, "broken", "b", "PipelineFailed");
     assert_eq!(warning["type"], "Warning");
     assert_eq!(warning["involvedObject"]["name"], "b");
     assert!(

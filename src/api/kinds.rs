@@ -120,7 +120,7 @@ impl Builtin {
     /// The kind's API group (`""` for Kubernetes' core kinds).
     fn group(self) -> &'static str {
         match self {
-            Builtin::Secret => "",
+            Builtin::Secret | Builtin::ConfigMap | Builtin::Namespace => "",
             _ => super::GROUP,
         }
     }

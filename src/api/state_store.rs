@@ -89,6 +89,11 @@ pub struct GitStateStoreSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("default" = json!({"name": "kratix"})))]
     pub git_author: Option<GitAuthor>,
+    /// `true`: an `https://` server's certificate is not verified, for this store only.
+    /// Unset or `false`: it is, against the system's CA certificates and the `caFile` of the
+    /// credentials Secret. (Kratix skips verification when it is unset.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub insecure: Option<bool>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -56,6 +56,8 @@ pub enum Reason {
     /// A pipeline's `workflow-control.yaml` suspended its workflow (until its `retryAfter`, or
     /// a spec change or manual reconciliation).
     WorkflowSuspended,
+    /// A GitStateStore with `spec.insecure: true`: its server's TLS certificate is not verified.
+    TlsNotVerified,
     Deleted,
     /// The platform Destination's sync applied documents of its store.
     PlatformApplied,
@@ -78,6 +80,7 @@ impl Reason {
             Reason::LatestRevisionRecreated => "LatestRevisionRecreated",
             Reason::RevisionStillInUse => "RevisionStillInUse",
             Reason::WorkflowSuspended => "WorkflowSuspended",
+            Reason::TlsNotVerified => "TlsNotVerified",
             Reason::Deleted => "Deleted",
             Reason::PlatformApplied => "PlatformApplied",
             Reason::PlatformPruned => "PlatformPruned",
@@ -93,7 +96,8 @@ impl Reason {
             | Reason::LatestRevisionRecreated
             | Reason::RevisionStillInUse
             | Reason::WorkflowSuspended
-            | Reason::PlatformSyncFailed => EventType::Warning,
+            | Reason::PlatformSyncFailed
+            | Reason::TlsNotVerified => EventType::Warning,
             _ => EventType::Normal,
         }
     }

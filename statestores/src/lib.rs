@@ -18,7 +18,7 @@ mod overlay;
 
 pub use bucket::{Bucket, BucketAuth, BucketOptions};
 pub use dir::LocalDir;
-pub use git::{redact_url, Git, GitCredentials, GitOptions};
+pub use git::{redact_url, Git, GitCredentials, GitOptions, TlsTrust};
 pub use key::{Key, KeyError};
 pub use memory::InMemory;
 pub use overlay::{Overlay, Pending};
@@ -128,6 +128,14 @@ pub enum Error {
     /// The store refused our credentials.
     #[error("{store}: access denied")]
     Unauthorized {
+        store: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The server's TLS certificate is not trusted: it was not issued by a CA the store trusts
+    /// (the system's, or those it was given), or not for its host name.
+    #[error("{store}: the server's TLS certificate is not trusted")]
+    UntrustedCertificate {
         store: String,
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,

@@ -1,5 +1,7 @@
 //! `http://` on loopback: a small hyper server that checks Basic credentials and runs
-//! `git http-backend` as a CGI for each request, as a web server in front of git would.
+//! `git http-backend` as a CGI for each request, as a web server in front of git would; or
+//! `https://`, the same behind TLS with a certificate from a CA made for the server
+//! ([`GitHttp::start_tls`]), which no system trusts.
 //!
 //! It runs on a thread with its own Tokio runtime, so it keeps serving while a test blocks its
 //! own runtime (a store that pushes synchronously, for example).
@@ -22,6 +24,8 @@ use tokio::io::AsyncWriteExt as _;
 pub struct GitHttp {
     root: tempfile::TempDir,
     port: u16,
+    /// The PEM certificate of the CA that issued the server's, when it serves TLS.
+    ca_pem: Option<String>,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     server: Option<JoinHandle<()>>,
 }
@@ -38,6 +42,23 @@ struct Cgi {
 impl GitHttp {
     /// Starts the server; requests must carry Basic credentials `username`:`password`.
     pub fn start(username: &str, password: &str) -> std::io::Result<Self> {
+        Self::start_with(username, password, None)
+    }
+
+    /// [`GitHttp::start`] behind TLS, with a certificate for `127.0.0.1` and `localhost` issued
+    /// by a CA of its own ([`GitHttp::ca_pem`]).
+    pub fn start_tls(username: &str, password: &str) -> std::io::Result<Self> {
+        let (acceptor, ca_pem) = crate::tls::acceptor()?;
+        let mut server = Self::start_with(username, password, Some(acceptor))?;
+        server.ca_pem = Some(ca_pem);
+        Ok(server)
+    }
+
+    fn start_with(
+        username: &str,
+        password: &str,
+        tls: Option<tokio_rustls::TlsAcceptor>,
+    ) -> std::io::Result<Self> {
         let http_backend = find_http_backend()?;
         let root = scratch_dir("git-http-")?;
         let listener = std::net::TcpListener::bind(("127.0.0.1", 0))?;
@@ -57,18 +78,29 @@ impl GitHttp {
         let (shutdown, stopped) = tokio::sync::oneshot::channel();
         let server = std::thread::Builder::new()
             .name(format!("git-http-{port}"))
-            .spawn(move || runtime.block_on(serve(listener, cgi, stopped)))?;
+            .spawn(move || runtime.block_on(serve(listener, cgi, tls, stopped)))?;
         Ok(Self {
             root,
             port,
+            ca_pem: None,
             shutdown: Some(shutdown),
             server: Some(server),
         })
     }
 
-    /// `http://127.0.0.1:<port>/<repo>`.
+    /// `http://127.0.0.1:<port>/<repo>` (`https://` behind TLS).
     pub fn url(&self, repo: &str) -> String {
-        format!("http://127.0.0.1:{}/{repo}", self.port)
+        let scheme = if self.ca_pem.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        format!("{scheme}://127.0.0.1:{}/{repo}", self.port)
+    }
+
+    /// The PEM certificate of the CA that issued the server's (TLS only).
+    pub fn ca_pem(&self) -> Option<&str> {
+        self.ca_pem.as_deref()
     }
 
     /// Creates an empty bare repository `repo` (unborn branch `main`) that accepts pushes, and
@@ -122,6 +154,7 @@ fn find_http_backend() -> std::io::Result<PathBuf> {
 async fn serve(
     listener: std::net::TcpListener,
     cgi: Arc<Cgi>,
+    tls: Option<tokio_rustls::TlsAcceptor>,
     mut stopped: tokio::sync::oneshot::Receiver<()>,
 ) {
     let listener = match tokio::net::TcpListener::from_std(listener) {
@@ -140,19 +173,34 @@ async fn serve(
             },
         };
         let cgi = Arc::clone(&cgi);
+        let tls = tls.clone();
         tokio::spawn(async move {
-            let service = hyper::service::service_fn(move |request| {
-                let cgi = Arc::clone(&cgi);
-                async move { Ok::<_, Infallible>(handle(&cgi, request).await) }
-            });
-            let io = hyper_util::rt::TokioIo::new(stream);
-            if let Err(err) = hyper::server::conn::http1::Builder::new()
-                .serve_connection(io, service)
-                .await
-            {
-                eprintln!("git http server on loopback: connection failed: {err}");
+            match tls {
+                None => serve_connection(stream, cgi).await,
+                // A client that refuses the certificate ends the handshake: nothing to serve.
+                Some(acceptor) => match acceptor.accept(stream).await {
+                    Ok(stream) => serve_connection(stream, cgi).await,
+                    Err(err) => eprintln!("git https server on loopback: handshake failed: {err}"),
+                },
             }
         });
+    }
+}
+
+async fn serve_connection<S>(stream: S, cgi: Arc<Cgi>)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let service = hyper::service::service_fn(move |request| {
+        let cgi = Arc::clone(&cgi);
+        async move { Ok::<_, Infallible>(handle(&cgi, request).await) }
+    });
+    let io = hyper_util::rt::TokioIo::new(stream);
+    if let Err(err) = hyper::server::conn::http1::Builder::new()
+        .serve_connection(io, service)
+        .await
+    {
+        eprintln!("git http server on loopback: connection failed: {err}");
     }
 }
 

@@ -21,6 +21,7 @@ pub mod s3_requests;
 pub mod seaweedfs;
 mod silent_server;
 mod sshd;
+mod tls;
 mod watchdog;
 
 pub use git_cli::{

@@ -292,6 +292,20 @@ pub fn condition_is(obj: &Value, type_: &str, status: &str) -> bool {
     condition(obj, type_).is_some_and(|c| c["status"] == status)
 }
 
+/// The event of `reason` about an object, as `kratix-rs events KIND NAME -o json` lists it.
+pub fn event_of(k: &Kratix, kind: &str, name: &str, reason: &str) -> Value {
+    let events = k.run(&["events", kind, name, "-o", "json"]);
+    events.assert_ok();
+    let list: Value = serde_json::from_str(&events.stdout).expect("a JSON list");
+    list["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|e| e["reason"] == reason)
+        .cloned()
+        .unwrap_or_else(|| panic!("a {reason} event: {}", events.stdout))
+}
+
 /// A local Git state store and a Destination on it, as YAML, for `apply`.
 pub fn git_destination_yaml(store_url: &str, destination: &str, labels: &str) -> String {
     format!(

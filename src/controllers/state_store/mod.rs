@@ -3,6 +3,7 @@
 
 pub(crate) mod commit_template;
 pub(crate) mod readiness;
+pub(crate) mod tls;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -15,6 +16,7 @@ use tokio::sync::Mutex;
 use crate::api::secret;
 use crate::api::state_store::{SecretRef, StateStoreStatus};
 use crate::api::{ConditionStatus, KindInfo, Object, ObjectKey};
+use crate::events::Reason;
 use crate::store::Selector;
 
 use crate::controllers::state_store::commit_template::Template;
@@ -37,6 +39,8 @@ pub(crate) struct StoreHandle {
     /// The text above the trailers of each commit, from the store's
     /// `kratix.io/commit-message-template` annotation.
     pub(crate) message_template: Option<Arc<Template>>,
+    /// How its server's TLS certificate is trusted (Git over HTTPS).
+    pub(crate) tls: statestores::TlsTrust,
     /// Changes whenever the store's spec or Secret changes.
     fingerprint: String,
 }
@@ -225,7 +229,9 @@ impl Cache {
         let mut options = GitOptions::new(url, spec.branch());
         options.cache_dir = Some(self.cache_dir.join("git").join(&name));
         options.credentials = credentials;
+        options.tls = tls::trust(spec.insecure, text(tls::CA_KEY));
         options.timeout = rt.settings.git_timeout;
+        let trust = options.tls.clone();
         let events: Arc<dyn statestores::PushEvents> = rt.metrics.clone();
         // Opening clones or fetches the repository: file and network work, off the runtime's
         // workers (the cache's lock is held meanwhile, so a store is opened once).
@@ -249,6 +255,7 @@ impl Cache {
                 .unwrap_or_else(|| "kratix".into()),
             author_email: author.email.unwrap_or_default(),
             message_template,
+            tls: trust,
             fingerprint: String::new(),
         })
     }
@@ -310,6 +317,7 @@ fn open_bucket(
         author_name: "kratix".into(),
         author_email: String::new(),
         message_template: None,
+        tls: statestores::TlsTrust::System,
         fingerprint: String::new(),
     })
 }
@@ -411,10 +419,25 @@ pub(crate) async fn reconcile(rt: &Runtime, kind: &KindInfo, obj: Object) -> Res
             message: &not_ready.message,
         }),
         Ok(handle) => match handle.store.check_access().await {
-            Ok(()) => store_ready(StoreProbe::Writable),
-            Err(e) => store_ready(StoreProbe::AccessFailed {
-                error: &ErrorChain(&e).to_string(),
-            }),
+            Ok(()) => {
+                let unverified = handle.tls == statestores::TlsTrust::Insecure;
+                let ready = store_ready(StoreProbe::Writable {
+                    unverified: unverified.then_some(tls::NOT_VERIFIED),
+                });
+                // Once per change of what the store says, not at every check.
+                if unverified && stored_ready_message(&obj) != Some(ready.message.as_str()) {
+                    let message = format!("{}/{}: {}", kind.kind, key.name, tls::NOT_VERIFIED);
+                    crate::events::record(&rt.cp, &obj, Reason::TlsNotVerified, &message).await;
+                }
+                ready
+            }
+            Err(e) => {
+                let mut error = ErrorChain(&e).to_string();
+                if matches!(e, statestores::Error::UntrustedCertificate { .. }) {
+                    error = format!("{error}; {}", tls::untrusted_hint(&handle.tls));
+                }
+                store_ready(StoreProbe::AccessFailed { error: &error })
+            }
         },
     };
     let next = if ready.status == ConditionStatus::True {
@@ -436,6 +459,17 @@ pub(crate) async fn reconcile(rt: &Runtime, kind: &KindInfo, obj: Object) -> Res
     )
     .await?;
     Ok(next)
+}
+
+/// The message of the store's `Ready` condition as stored.
+fn stored_ready_message(obj: &Object) -> Option<&str> {
+    obj.data
+        .pointer("/status/conditions")?
+        .as_array()?
+        .iter()
+        .find(|c| c.get("type").and_then(serde_json::Value::as_str) == Some("Ready"))?
+        .get("message")?
+        .as_str()
 }
 
 #[cfg(test)]

@@ -11,8 +11,8 @@ pub(crate) enum StoreProbe<'a> {
     NotOpened { reason: &'a str, message: &'a str },
     /// Opened, but the write-permission check failed.
     AccessFailed { error: &'a str },
-    /// Opened and writable.
-    Writable,
+    /// Opened and writable; `unverified` says why the server's certificate was not checked.
+    Writable { unverified: Option<&'a str> },
 }
 
 /// A state store's `Ready` condition.
@@ -27,11 +27,19 @@ pub(crate) fn store_ready(probe: StoreProbe) -> Condition {
             "ErrorValidatingPermissions",
             &format!("write permission validation failed: {error}"),
         ),
-        StoreProbe::Writable => Condition::new(
+        StoreProbe::Writable { unverified: None } => Condition::new(
             "Ready",
             ConditionStatus::True,
             "StateStoreReady",
             "State store is ready",
+        ),
+        StoreProbe::Writable {
+            unverified: Some(why),
+        } => Condition::new(
+            "Ready",
+            ConditionStatus::True,
+            "StateStoreReady",
+            &format!("State store is ready; {why}"),
         ),
     }
 }
@@ -163,8 +171,19 @@ mod tests {
                 "NotReady",
             ),
             (
-                StoreProbe::Writable,
+                StoreProbe::Writable { unverified: None },
                 want(True, "StateStoreReady", "State store is ready"),
+                "Ready",
+            ),
+            (
+                StoreProbe::Writable {
+                    unverified: Some("the server's TLS certificate is not verified"),
+                },
+                want(
+                    True,
+                    "StateStoreReady",
+                    "State store is ready; the server's TLS certificate is not verified",
+                ),
                 "Ready",
             ),
         ];

@@ -51,6 +51,8 @@ pub(crate) enum GitError {
     /// A failure of a push that several writes shared, reported to each of them.
     #[error(transparent)]
     Shared(std::sync::Arc<GitError>),
+    #[error("the CA certificates given cannot be used")]
+    CaCertificates(#[source] super::tls::TlsError),
     #[error("an earlier operation is still waiting for the server, which did not answer it within {timeout:?}")]
     Overdue { timeout: std::time::Duration },
 }
@@ -67,6 +69,7 @@ pub(crate) struct ServerRefusal(pub String);
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Meaning {
     Unauthorized,
+    UntrustedCertificate,
     Unreachable,
     Other,
 }
@@ -104,6 +107,10 @@ pub(crate) fn classify(code: git2::ErrorCode, class: git2::ErrorClass, message: 
     use git2::{ErrorClass as Class, ErrorCode as Code};
     let text = message.to_ascii_lowercase();
     let says = |needles: &[&str]| needles.iter().any(|n| text.contains(n));
+    // An SSH host key refused is `Certificate` of class `Ssh`, and reads as access denied.
+    if class == Class::Ssl && (code == Code::Certificate || says(&["certificate"])) {
+        return Meaning::UntrustedCertificate;
+    }
     if matches!(code, Code::Auth | Code::Certificate)
         || says(&[
             "status code: 401",
@@ -172,6 +179,18 @@ mod tests {
                 Class::Ssh,
                 "host key rejected",
                 Meaning::Unauthorized,
+            ),
+            (
+                Code::Certificate,
+                Class::Ssl,
+                "the SSL certificate is invalid",
+                Meaning::UntrustedCertificate,
+            ),
+            (
+                Code::GenericError,
+                Class::Ssl,
+                "the SSL certificate is invalid",
+                Meaning::UntrustedCertificate,
             ),
             (
                 Code::GenericError,

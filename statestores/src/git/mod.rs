@@ -10,11 +10,13 @@ mod known_hosts;
 mod local;
 mod network;
 mod options;
+mod tls;
 mod tree;
 mod url;
 mod write;
 
 pub use options::{redact_url, GitCredentials, GitOptions, DEFAULT_SSH_USER};
+pub use tls::TlsTrust;
 
 use crate::{Change, Error, Key, Result, Snapshot, StateStore, Version, WriteInfo, WriteOutcome};
 use bytes::Bytes;
@@ -88,6 +90,9 @@ impl Git {
             ));
         }
         let location = url::parse(&options.url).map_err(|e| config(e.into()))?;
+        if let TlsTrust::AlsoTrust(pem) = &options.tls {
+            tls::parse_bundle(pem).map_err(|e| config(GitError::CaCertificates(e).into()))?;
+        }
         let mut private_cache = None;
         let objects = match &location {
             Location::Local(path) => {
@@ -185,6 +190,10 @@ fn to_error(store: &str, err: GitError) -> Error {
                 store,
                 source: Box::new(err),
             },
+            Meaning::UntrustedCertificate => Error::UntrustedCertificate {
+                store,
+                source: Box::new(err),
+            },
             Meaning::Unreachable => Error::Unreachable {
                 store,
                 source: Box::new(err),
@@ -229,13 +238,12 @@ impl Inner {
     fn sync(&self) -> Result<Option<ObjectId>, GitError> {
         match &self.location {
             Location::Local(path) => local::tip(&local::open(path)?, self.branch()),
-            Location::Remote(remote) => Ok(network::fetch(
-                &self.objects,
-                remote,
-                self.branch(),
-                &self.options.credentials,
-            )?
-            .map(from_git2)),
+            Location::Remote(remote) => {
+                Ok(
+                    network::fetch(&self.objects, remote, self.branch(), &self.options)?
+                        .map(from_git2),
+                )
+            }
         }
     }
 
@@ -268,9 +276,7 @@ impl Inner {
     fn check_access(&self) -> Result<(), GitError> {
         match &self.location {
             Location::Local(path) => local::check_write(path),
-            Location::Remote(remote) => {
-                network::check_push(&self.objects, remote, &self.options.credentials)
-            }
+            Location::Remote(remote) => network::check_push(&self.objects, remote, &self.options),
         }
     }
 }

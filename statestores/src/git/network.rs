@@ -3,8 +3,9 @@
 
 use super::error::{GitError, ServerRefusal};
 use super::known_hosts::{self, Verdict};
+use super::tls::{self, TlsTrust};
 use super::url::Remote;
-use super::{GitCredentials, Publish};
+use super::{GitCredentials, GitOptions, Publish};
 use git2::{
     AutotagOption, CertificateCheckStatus, Cred, CredentialType, Direction, ErrorClass, ErrorCode,
     FetchOptions, PushOptions, RemoteCallbacks, Repository,
@@ -16,6 +17,7 @@ use std::path::Path;
 /// Everything a connection needs to authenticate; lives as long as one operation.
 struct Auth<'a> {
     credentials: &'a GitCredentials,
+    trust: Trust,
     remote: &'a Remote,
     /// Offers of a secret so far: a second offer means the first was refused.
     offers: Cell<u32>,
@@ -24,13 +26,21 @@ struct Auth<'a> {
 }
 
 impl<'a> Auth<'a> {
-    fn new(credentials: &'a GitCredentials, remote: &'a Remote) -> Self {
-        Self {
-            credentials,
+    fn new(options: &'a GitOptions, remote: &'a Remote) -> Result<Self, GitError> {
+        let trust = match &options.tls {
+            TlsTrust::System => Trust::System,
+            TlsTrust::Insecure => Trust::Anything,
+            TlsTrust::AlsoTrust(pem) => {
+                Trust::Also(tls::parse_bundle(pem).map_err(GitError::CaCertificates)?)
+            }
+        };
+        Ok(Self {
+            credentials: &options.credentials,
+            trust,
             remote,
             offers: Cell::new(0),
             key_file: RefCell::new(None),
-        }
+        })
     }
 
     fn refused(message: &str) -> git2::Error {
@@ -116,13 +126,30 @@ impl<'a> Auth<'a> {
         cred
     }
 
+    /// A TLS certificate: accepted when verification is off, or when the CA certificates the
+    /// store gave issued it; otherwise libgit2's own check against the system's decides.
+    fn check_tls(&self, cert: &git2::cert::Cert<'_>, host: &str) -> CertificateCheckStatus {
+        let accepted = match &self.trust {
+            Trust::System => false,
+            Trust::Anything => true,
+            Trust::Also(bundle) => cert
+                .as_x509()
+                .is_some_and(|x509| tls::trusted_by(bundle, x509.data(), host)),
+        };
+        if accepted {
+            CertificateCheckStatus::CertificateOk
+        } else {
+            CertificateCheckStatus::CertificatePassthrough
+        }
+    }
+
     fn check_certificate(
         &self,
         cert: &git2::cert::Cert<'_>,
+        host: &str,
     ) -> Result<CertificateCheckStatus, git2::Error> {
         let Some(host_key) = cert.as_hostkey() else {
-            // TLS: let libgit2 verify the chain as usual.
-            return Ok(CertificateCheckStatus::CertificatePassthrough);
+            return Ok(self.check_tls(cert, host));
         };
         let GitCredentials::Ssh {
             known_hosts: Some(known_hosts),
@@ -156,9 +183,16 @@ impl<'a> Auth<'a> {
     fn callbacks(&self) -> RemoteCallbacks<'_> {
         let mut callbacks = RemoteCallbacks::new();
         callbacks.credentials(|_url, user, allowed| self.credential(user, allowed));
-        callbacks.certificate_check(|cert, _host| self.check_certificate(cert));
+        callbacks.certificate_check(|cert, host| self.check_certificate(cert, host));
         callbacks
     }
+}
+
+/// Which TLS certificates a connection accepts beyond those libgit2 verifies itself.
+enum Trust {
+    System,
+    Anything,
+    Also(Vec<rustls_pki_types::CertificateDer<'static>>),
 }
 
 fn open(cache: &Path) -> Result<Repository, GitError> {
@@ -178,13 +212,13 @@ pub(crate) fn fetch(
     cache: &Path,
     remote: &Remote,
     branch: &str,
-    credentials: &GitCredentials,
+    options: &GitOptions,
 ) -> Result<Option<git2::Oid>, GitError> {
     let repo = open(cache)?;
     let mut connection = repo
         .remote_anonymous(&remote.url)
         .map_err(GitError::Fetch)?;
-    let auth = Auth::new(credentials, remote);
+    let auth = Auth::new(options, remote)?;
     let mut options = FetchOptions::new();
     options
         .remote_callbacks(auth.callbacks())
@@ -218,13 +252,13 @@ pub(crate) fn push(
     cache: &Path,
     remote: &Remote,
     branch: &str,
-    credentials: &GitCredentials,
+    options: &GitOptions,
     expected: Option<git2::Oid>,
     commit: git2::Oid,
 ) -> Result<Publish, GitError> {
     let repo = open(cache)?;
     let mut anonymous = repo.remote_anonymous(&remote.url).map_err(GitError::Push)?;
-    let auth = Auth::new(credentials, remote);
+    let auth = Auth::new(options, remote)?;
     let mut connection = anonymous
         .connect_auth(Direction::Push, Some(auth.callbacks()), None)
         .map_err(GitError::Push)?;
@@ -278,13 +312,13 @@ pub(crate) fn push(
 pub(crate) fn check_push(
     cache: &Path,
     remote: &Remote,
-    credentials: &GitCredentials,
+    options: &GitOptions,
 ) -> Result<(), GitError> {
     let repo = open(cache)?;
     let mut connection = repo
         .remote_anonymous(&remote.url)
         .map_err(GitError::ConnectForPush)?;
-    let auth = Auth::new(credentials, remote);
+    let auth = Auth::new(options, remote)?;
     let connected = connection
         .connect_auth(Direction::Push, Some(auth.callbacks()), None)
         .map_err(GitError::ConnectForPush)?;

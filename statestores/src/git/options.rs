@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::TlsTrust;
+
 /// The SSH user when neither the credentials nor the URL name one.
 pub const DEFAULT_SSH_USER: &str = "git";
 
@@ -73,6 +75,8 @@ pub struct GitOptions {
     /// ones). One handle per folder. `None`: a private temporary folder, removed with the handle.
     pub cache_dir: Option<PathBuf>,
     pub credentials: GitCredentials,
+    /// How an `https://` server's certificate is checked (other transports ignore it).
+    pub tls: TlsTrust,
     /// How many times a write is re-applied on a branch that moved before giving up with
     /// [`Error::Contended`].
     pub push_retries: u32,
@@ -90,6 +94,7 @@ impl GitOptions {
             branch: branch.into(),
             cache_dir: None,
             credentials: GitCredentials::None,
+            tls: TlsTrust::System,
             push_retries: DEFAULT_PUSH_RETRIES,
             timeout: DEFAULT_TIMEOUT,
         }
@@ -109,6 +114,7 @@ impl std::fmt::Debug for GitOptions {
             .field("branch", &self.branch)
             .field("cache_dir", &self.cache_dir)
             .field("credentials", &self.credentials)
+            .field("tls", &self.tls)
             .field("push_retries", &self.push_retries)
             .field("timeout", &self.timeout)
             .finish()

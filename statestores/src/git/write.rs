@@ -238,7 +238,7 @@ impl Inner {
                 &self.objects,
                 remote,
                 self.branch(),
-                &self.options.credentials,
+                &self.options,
                 base.map(super::to_git2),
                 super::to_git2(commit),
             ),
