@@ -389,7 +389,8 @@ mod tests {
         }
         assert_eq!(
             resource.user(),
-            "system:serviceaccount:team-a:app-resource-configure-wait"
+            // The pipeline's account of the run's Promise version, as the Job executor names it.
+            "system:serviceaccount:team-a:app-resource-configure-wait-v1-df79a"
         );
         let bad = of_run(&run(
             request("a"),
@@ -399,7 +400,7 @@ mod tests {
         assert_eq!(bad.to_string(), "pipeline wait: spec.rbac is not valid");
         assert_eq!(
             promise.user(),
-            "system:serviceaccount:kratix-platform-system:app-promise-configure-wait"
+            "system:serviceaccount:kratix-platform-system:app-promise-configure-wait-v1-d840a"
         );
     }
 }

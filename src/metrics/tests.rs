@@ -42,6 +42,8 @@ fn filled(m: Metrics) -> Metrics {
     m.conflict();
     m.conflict();
     m.retry();
+    m.synced(SyncOutcome::Waiting, 1);
+    m.synced(SyncOutcome::Applied, 2);
     m.set_leader(true);
     m
 }
