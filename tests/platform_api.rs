@@ -4,7 +4,8 @@
 //! granted, are refused one they were not with Kubernetes' message, and wait for another
 //! request with `kubectl wait`, suspending their workflow with `retryAfter` until it is there;
 //! a run's token is refused once its run ended; people list, get, watch and wait with the
-//! home's kubeconfig, and kube-rs's own client lists through it.
+//! home's kubeconfig, and kube-rs's own client lists through it. The marketplace's app-stack
+//! wait script's `kubectl` call, unchanged, waits for its database request through the API.
 
 mod support;
 
@@ -407,4 +408,107 @@ fn container_pipelines_use_the_api_through_their_service_account() {
     served(&mut k);
     let container = json!({"name": "read", "image": image, "imagePullPolicy": "Never"});
     reader_reads_waits_and_is_refused(&k, container);
+}
+
+/// The marketplace's app-stack waits for its database request with this script's `kubectl`
+/// call, unchanged (same command, flags and YAML output), from
+/// https://github.com/syntasso/kratix-marketplace/blob/8a35c1854835ca7df862960ecfe83b733d7e81f7/app-stack/workflows/resource/configure/wait-for-dependencies/wait-for-dependencies/scripts/wait-for-dependencies
+/// Around it, what the script does with the answer: the `WorksSucceeded` condition's status
+/// (read with awk here, as the host's `yq` may not be mikefarah's), the status it writes, and
+/// `retryAfter` while the database is not there (its 30s shortened).
+const APP_STACK_WAIT: &str = r#"set -eu
+PATH="$KUBECTL_DIR:$PATH"
+app_namespace=default
+database_name="$DATABASE"
+tmp_dir="$(mktemp -d)"
+database_ready=false
+wait_messages=""
+if kubectl get postgresql "${database_name}" -n "${app_namespace}" -o yaml > "${tmp_dir}/postgresql.yaml" 2>/dev/null; then
+  database_ready_condition="$(
+    awk '/^ *- /{s=""} /^ *-? *status:/{s=$NF} /^ *-? *type: WorksSucceeded$/{print s}' "${tmp_dir}/postgresql.yaml" \
+    | tr -d '"' | tail -n 1
+  )"
+  if [ "${database_ready_condition}" = "True" ]; then
+    database_ready=true
+  else
+    wait_messages="postgresql ${database_name} is not ready or connection details have not been surfaced yet"
+  fi
+else
+  wait_messages="postgresql ${database_name} does not exist yet"
+fi
+if [ -n "${wait_messages}" ]; then status_message="Waiting for dependencies"; else status_message="Dependencies ready"; fi
+echo "${status_message}: ${wait_messages}"
+cat > "$KRATIX_METADATA_DIR/status.yaml" <<EOS
+message: ${status_message}
+dependencies:
+  database:
+    requestName: "${database_name}"
+    ready: ${database_ready}
+EOS
+if [ -n "${wait_messages}" ]; then
+  cat > "$KRATIX_METADATA_DIR/workflow-control.yaml" <<EOS
+retryAfter: 5s
+maxAttempts: 10
+suspend: false
+message: "${wait_messages}"
+EOS
+fi
+"#;
+
+#[test]
+fn the_marketplace_app_stack_waits_for_its_database_through_the_api() {
+    let Some(kubectl) = kubectl::binary() else {
+        return;
+    };
+    let mut k = Kratix::new().with_env("KRATIX_ISOLATION", "process");
+    served(&mut k);
+    let open = json!([{
+        "apiVersion": "platform.kratix.io/v1alpha1",
+        "kind": "Pipeline",
+        "metadata": {"name": "open"},
+        "spec": {"containers": [{"name": "open", "image": "local/sh", "command": ["sh", "-c", "true"]}]},
+    }]);
+    k.apply_yaml(&promise("postgresql", "Postgresql", open), &[])
+        .assert_ok();
+    let kubectl_dir = kubectl.parent().expect("kubectl's folder").display();
+    // The rights app-stack's wait pipeline asks for.
+    let wait = json!([{
+        "apiVersion": "platform.kratix.io/v1alpha1",
+        "kind": "Pipeline",
+        "metadata": {"name": "wait-for-dependencies"},
+        "spec": {
+            "containers": [{
+                "name": "wait-for-dependencies", "image": "local/sh",
+                "command": ["sh", "-c", APP_STACK_WAIT],
+                "env": [{"name": "KUBECTL_DIR", "value": kubectl_dir.to_string()},
+                        {"name": "DATABASE", "value": "db1"}],
+            }],
+            "rbac": {"permissions": [
+                {"apiGroups": [GROUP], "resources": ["postgresqls"], "verbs": ["get", "list"]},
+            ]},
+        },
+    }]);
+    k.apply_yaml(&promise("app", "App", wait), &[]).assert_ok();
+    k.apply_yaml(&request("App", "a1", 1), &["--no-wait"])
+        .assert_ok();
+    let logs = |name: &str| k.run(&["logs", "apps", name]).stdout;
+    eventually("the app waited for its database", PATIENCE, || {
+        logs("a1")
+            .contains("Waiting for dependencies: postgresql db1 does not exist yet")
+            .then_some(())
+    });
+
+    k.apply_yaml(&request("Postgresql", "db1", 1), &[])
+        .assert_ok();
+    let app = eventually("the app's workflow completed", PATIENCE, || {
+        let obj = k.get_json("apps", "a1", Some("default"))?;
+        support::condition_is(&obj, "ConfigureWorkflowCompleted", "True").then_some(obj)
+    });
+    assert_eq!(app["status"]["message"], "Dependencies ready", "{app}");
+    assert_eq!(
+        app["status"]["dependencies"]["database"]["ready"], true,
+        "{app}"
+    );
+    let last = logs("a1");
+    assert!(last.contains("Dependencies ready: \n"), "{last}");
 }

@@ -6,7 +6,10 @@
 //! kind in every format, `logs` of every run, statuses and error messages (each store is also
 //! given wrong credentials), run folders and the rest of the home folder, Works and
 //! WorkPlacements, and what the state stores hold. Pipelines run in the sandbox, dump their
-//! environment and input object, and try to read the control plane's database.
+//! environment and input object, and try to read the control plane's database. The platform's
+//! API's tokens are credentials too: the administrator's from `<home>/kubeconfig`, and each
+//! pipeline run's, which the pipelines hand to the test over loopback (never printing it), are
+//! looked for in all of the above, in `describe` and `events`, and in the API's answers.
 
 mod support;
 
@@ -179,8 +182,9 @@ fn destination_doc(store: &Store) -> Value {
 
 /// A pipeline that prints its environment, its input object and whatever it can read of the
 /// control plane's database (`home`), and writes the environment and object to its output too.
-/// `selector` restricts where its Work goes.
-fn dump_pipeline(name: &str, home: &Path, selector: bool) -> Value {
+/// `selector` restricts where its Work goes. It hands the kubeconfig it was given (its run's
+/// token inside) to the test's [`Catcher`] on `catcher`, without printing it.
+fn dump_pipeline(name: &str, home: &Path, selector: bool, catcher: u16) -> Value {
     let db = home.join(DATABASE).display().to_string();
     let selector = if selector {
         format!("printf -- '- matchLabels:\\n    {WORKS_LABEL}: \"yes\"\\n' > \"$meta/destination-selectors.yaml\"\n")
@@ -202,6 +206,7 @@ if cat '{db}' >/dev/null 2>&1; then
 else
   echo "{DB_HIDDEN}"
 fi
+curl -fsS --data-binary @"$KUBECONFIG" http://127.0.0.1:{catcher}/{name} >/dev/null
 {{
   printf 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: dump-{name}\n  namespace: default\ndata:\n  environment: |\n'
   env | sort | sed 's/^/    /'
@@ -218,7 +223,7 @@ fi
     })
 }
 
-fn promise_doc(home: &Path) -> Value {
+fn promise_doc(home: &Path, catcher: u16) -> Value {
     json!({
         "apiVersion": "platform.kratix.io/v1alpha1",
         "kind": "Promise",
@@ -241,8 +246,8 @@ fn promise_doc(home: &Path) -> Value {
                 },
             },
             "workflows": {
-                "promise": {"configure": [dump_pipeline("promise-dump", home, false)]},
-                "resource": {"configure": [dump_pipeline("request-dump", home, true)]},
+                "promise": {"configure": [dump_pipeline("promise-dump", home, false, catcher)]},
+                "resource": {"configure": [dump_pipeline("request-dump", home, true, catcher)]},
             },
         },
     })
@@ -320,6 +325,64 @@ impl Drop for Serve {
     }
 }
 
+/// A plain HTTP listener on loopback that keeps the body of every request: how pipelines hand
+/// the test the kubeconfig their run was given, so that their run's token can be looked for
+/// everywhere else.
+struct Catcher {
+    port: u16,
+    bodies: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Catcher {
+    fn start() -> Self {
+        use std::io::{BufRead, BufReader, Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("catcher binds");
+        let port = listener.local_addr().expect("catcher address").port();
+        let bodies = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let kept = bodies.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().map_while(Result::ok) {
+                let mut reader = BufReader::new(&stream);
+                let mut length = 0;
+                let mut line = String::new();
+                while reader.read_line(&mut line).is_ok_and(|n| n > 0) && line.trim() != "" {
+                    if let Some((name, value)) = line.split_once(':') {
+                        if name.eq_ignore_ascii_case("content-length") {
+                            length = value.trim().parse().unwrap_or(0);
+                        }
+                    }
+                    line.clear();
+                }
+                let mut body = vec![0; length];
+                if reader.read_exact(&mut body).is_ok() {
+                    kept.lock()
+                        .expect("bodies")
+                        .push(String::from_utf8_lossy(&body).into_owned());
+                }
+                let _ = (&stream).write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n");
+            }
+        });
+        Self { port, bodies }
+    }
+
+    /// The token of each kubeconfig handed over.
+    fn tokens(&self) -> Vec<String> {
+        self.bodies
+            .lock()
+            .expect("bodies")
+            .iter()
+            .map(|body| {
+                let doc: Value = serde_yaml::from_str(body)
+                    .unwrap_or_else(|e| panic!("a pipeline's kubeconfig parses: {e}"));
+                doc["users"][0]["user"]["token"]
+                    .as_str()
+                    .expect("a run's kubeconfig has a token")
+                    .to_string()
+            })
+            .collect()
+    }
+}
+
 fn get_kind(kind: &str) -> &'static str {
     match kind {
         "GitStateStore" => "gitstatestore",
@@ -364,11 +427,12 @@ fn no_credential_shows(stores: Vec<Store>, credentials: Vec<Credential>) {
     k.home = support::sandbox_visible_dir();
     let logs = tempfile::tempdir().expect("a folder for serve's logs");
     let serve = Serve::start(&k, logs.path());
+    let catcher = Catcher::start();
     let mut seen = Seen::default();
 
     let mut docs: Vec<Value> = stores.iter().flat_map(|s| s.docs.clone()).collect();
     docs.extend(stores.iter().map(destination_doc));
-    docs.push(promise_doc(k.home()));
+    docs.push(promise_doc(k.home(), catcher.port));
     docs.push(request_doc());
     let applied = k.apply_yaml(&yaml_stream(&docs), &["--no-wait"]);
     seen.add_run("apply", &applied);
@@ -475,6 +539,12 @@ fn no_credential_shows(stores: Vec<Store>, credentials: Vec<Credential>) {
             vec!["logs", "leaky", REQUEST, "-n", NAMESPACE],
         ),
         ("logs of the promise", vec!["logs", "promise", PROMISE]),
+        ("events", vec!["events", "-A", "-o", "yaml"]),
+        (
+            "describe the request",
+            vec!["describe", "leaky", REQUEST, "-n", NAMESPACE],
+        ),
+        ("describe the promise", vec!["describe", "promise", PROMISE]),
     ] {
         let run = k.run(&args);
         seen.add_run(what, &run);
@@ -505,9 +575,17 @@ fn no_credential_shows(stores: Vec<Store>, credentials: Vec<Credential>) {
         eprintln!("apply of {}: {}", store.name, run.stderr.trim());
     }
 
+    // Each run's token is a credential too: the pipelines handed over the kubeconfig they were
+    // given (both runs had one), and the token shows nowhere else.
+    let mut credentials = credentials;
+    let tokens = catcher.tokens();
+    assert_eq!(tokens.len(), 2, "each pipeline run got a kubeconfig");
+    for token in &tokens {
+        credentials.push(Credential::new("a pipeline run's token", token));
+    }
+
     // What people read through the platform's API with the home's kubeconfig; its token is a
     // credential too, shown nowhere but in that file.
-    let mut credentials = credentials;
     let kubeconfig = k.home().join("kubeconfig");
     if let Some(kubectl) = support::kubectl::binary() {
         let text = std::fs::read_to_string(&kubeconfig).expect("serve wrote the kubeconfig");
@@ -527,7 +605,8 @@ fn no_credential_shows(stores: Vec<Store>, credentials: Vec<Credential>) {
                 );
             }
         }
-        for (kind, name) in &named {
+        let objects = [("leaky", REQUEST), ("promise", PROMISE)];
+        for (kind, name) in named.iter().map(|(k, n)| (*k, n.as_str())).chain(objects) {
             for args in [
                 vec!["get", kind, name, "-o", "yaml"],
                 vec!["describe", kind, name],
