@@ -5,6 +5,7 @@ use std::path::Path;
 use super::*;
 use crate::api::pipeline::{Container, EnvVar, PipelineMetadata, PipelineSpec};
 use crate::api::Action;
+use statestores::error_chain::ErrorChain;
 
 const MODES: [Isolation; 2] = [Isolation::Sandbox, Isolation::Process];
 
