@@ -1,6 +1,7 @@
 //! GitStateStore and BucketStateStore: opens each store's backend (with credentials from its
 //! Secret), checks it can be written, reports `Ready`, and hands the backend to the writers.
 
+mod bucket;
 pub(crate) mod commit_template;
 pub(crate) mod readiness;
 pub(crate) mod tls;
@@ -10,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use statestores::{Bucket, BucketAuth, BucketOptions, Git, GitCredentials, GitOptions, StateStore};
+use statestores::{Git, GitCredentials, GitOptions, StateStore};
 use tokio::sync::Mutex;
 
 use crate::api::secret;
@@ -143,7 +144,7 @@ impl Cache {
         let values = secret.as_ref().map(secret::values).unwrap_or_default();
         let opened = match kind {
             "GitStateStore" => self.open_git(&obj, &values, rt).await,
-            _ => open_bucket(&obj, &values),
+            _ => bucket::open_bucket(&obj, &values),
         };
         match opened {
             Ok(mut handle) => {
@@ -268,58 +269,6 @@ fn template_text(obj: &Object) -> Option<&str> {
         .as_ref()?
         .get(crate::api::labels::COMMIT_MESSAGE_TEMPLATE)
         .map(String::as_str)
-}
-
-fn open_bucket(
-    obj: &Object,
-    secret: &std::collections::BTreeMap<String, Vec<u8>>,
-) -> Result<StoreHandle, NotReady> {
-    let spec: crate::api::state_store::BucketStateStoreSpec =
-        serde_json::from_value(obj.data.get("spec").cloned().unwrap_or_default()).map_err(|e| {
-            NotReady {
-                reason: "ErrorInitialisingWriter",
-                message: e.to_string(),
-            }
-        })?;
-    let text = |k: &str| {
-        secret
-            .get(k)
-            .map(|v| String::from_utf8_lossy(v).trim().to_string())
-    };
-    let auth = match spec.auth_method.as_deref().unwrap_or("accessKey") {
-        "IAM" => BucketAuth::Iam,
-        _ => BucketAuth::AccessKey {
-            access_key_id: text("accessKeyID").ok_or_else(|| NotReady {
-                reason: "SecretNotFound",
-                message: "the Secret has no accessKeyID".into(),
-            })?,
-            secret_access_key: text("secretAccessKey").ok_or_else(|| NotReady {
-                reason: "SecretNotFound",
-                message: "the Secret has no secretAccessKey".into(),
-            })?,
-        },
-    };
-    let bucket = Bucket::open(BucketOptions {
-        endpoint: spec.endpoint.clone(),
-        bucket_name: spec.bucket_name.clone(),
-        path_prefix: None,
-        insecure: spec.insecure,
-        auth,
-        region: None,
-    })
-    .map_err(|e| NotReady {
-        reason: "ErrorInitialisingWriter",
-        message: ErrorChain(&e).to_string(),
-    })?;
-    Ok(StoreHandle {
-        store: Arc::new(bucket),
-        path: spec.path.clone(),
-        author_name: "kratix".into(),
-        author_email: String::new(),
-        message_template: None,
-        tls: statestores::TlsTrust::System,
-        fingerprint: String::new(),
-    })
 }
 
 /// The Secret a store references (namespace defaults to `default`).
