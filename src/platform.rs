@@ -4,7 +4,6 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::api::kinds::builtin_kinds;
 use crate::api::promise_api;
 use crate::api::{KindInfo, Object};
 use crate::store::embedded::EmbeddedStore;
@@ -74,10 +73,7 @@ impl Platform {
 
     /// Every kind: built-in ones first, then those of stored Promises.
     pub async fn kinds(&self) -> Result<Vec<KindInfo>, Error> {
-        let promises = self.promises().await?;
-        let mut kinds = builtin_kinds();
-        kinds.extend(promise_api::kinds_from_promises(&promises));
-        Ok(kinds)
+        Ok(promise_api::all_kinds(&self.promises().await?))
     }
 
     pub async fn promises(&self) -> Result<Vec<Object>, Error> {

@@ -9,7 +9,6 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use crate::api::kinds::builtin_kinds;
 use crate::api::{names, promise_api, KindInfo, Object, ObjectKey};
 use checks::{check_name, shown};
 use complete::complete;
@@ -111,8 +110,7 @@ pub fn prepare(docs: &[Document], known: &Known) -> Result<Vec<Prepared>, Error>
         promises.insert(doc.name().to_string(), obj);
     }
     let promise_list: Vec<Object> = promises.values().cloned().collect();
-    let mut kinds = builtin_kinds();
-    kinds.extend(promise_api::kinds_from_promises(&promise_list));
+    let kinds = promise_api::all_kinds(&promise_list);
 
     let mut state_stores = known.state_stores.clone();
     for doc in docs {

@@ -24,7 +24,7 @@ use statestores::Key;
 
 use crate::admission::documents::{Document, Limits};
 use crate::api::destination::FilepathMode;
-use crate::api::{labels, promise_api, Destination, KindInfo, Object, ObjectKey, GROUP};
+use crate::api::{labels, Destination, KindInfo, Object, ObjectKey, GROUP};
 use crate::controllers::placement::layout;
 use crate::controllers::{destination, status, Error, Next, Runtime};
 use decide::{Counts, Entry, Live, Observed, Seen, Served};
@@ -107,11 +107,7 @@ async fn reconcile(rt: &Runtime, obj: &Object, dest: &Destination) -> Result<Nex
     let name = obj.metadata.name.clone().unwrap_or_default();
     let previous = sync_status(obj).unwrap_or_default();
     let promises = rt.platform.promises().await?;
-    let kinds = {
-        let mut kinds = crate::api::kinds::builtin_kinds();
-        kinds.extend(promise_api::kinds_from_promises(&promises));
-        kinds
-    };
+    let kinds = crate::api::promise_api::all_kinds(&promises);
     let mut seen = Vec::with_capacity(folder.documents.len());
     for doc in &folder.documents {
         seen.push(observe(rt, &name, doc, &kinds, &promises).await?);
