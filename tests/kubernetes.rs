@@ -691,17 +691,12 @@ fn rerun(
 
 /// Labels the request `kratix.io/manual-reconciliation=true`.
 fn reconcile_by_label(env: &TestEnv, request: &str) {
-    env.kubectl(
-        &[
-            "label",
-            "things",
-            request,
-            "-n",
-            "default",
-            "kratix.io/manual-reconciliation=true",
-        ],
-        "",
-    );
+    label_request(env, request, "kratix.io/manual-reconciliation=true");
+}
+
+/// `kubectl label things <request> <change>` (`KEY=VALUE`, or `KEY-` to remove it).
+fn label_request(env: &TestEnv, request: &str, change: &str) {
+    env.kubectl(&["label", "things", request, "-n", "default", change], "");
 }
 
 fn last_sequence(env: &TestEnv, request: &str) -> i64 {
@@ -851,11 +846,14 @@ fn lifecycle_through_jobs_reruns_removes_files_runs_delete_workflows_and_sweeps(
         "",
     );
     // Its pipeline's workflow-control.yaml, handed back from the Job, suspends the delete
-    // workflow: the request stays, says so, and reports it under its own key.
+    // workflow: the request stays, says so (the `kratix.io/workflow-suspended` label too), and
+    // reports it under its own key.
     let held = eventually("r1's delete workflow suspended", PATIENCE, || {
         let obj = env.get_json("things", "r1", Some("default"))?;
-        (obj["status"]["kratix"]["workflows"]["delete"]["pipelines"][0]["phase"] == "Suspended")
-            .then_some(obj)
+        let suspended = obj["status"]["kratix"]["workflows"]["delete"]["pipelines"][0]["phase"]
+            == "Suspended"
+            && obj["metadata"]["labels"]["kratix.io/workflow-suspended"] == "true";
+        suspended.then_some(obj)
     });
     let completed = condition(&held, "DeleteWorkflowCompleted").expect("the condition");
     assert_eq!(
@@ -883,7 +881,8 @@ fn lifecycle_through_jobs_reruns_removes_files_runs_delete_workflows_and_sweeps(
         json!(["kratix.io/workflows-cleanup"])
     );
     std::fs::write(&release, "").expect("release the delete pipeline");
-    reconcile_by_label(&env, "r1");
+    // Removing the label resumes the delete workflow from its suspended pipeline.
+    label_request(&env, "r1", "kratix.io/workflow-suspended-");
     eventually("r1 gone", PATIENCE, || {
         env.get_json("things", "r1", Some("default"))
             .is_none()
@@ -1192,17 +1191,7 @@ fn required_promises_and_pausing_work_with_the_controller() {
     env.apply(&support::things::request("r1", 1));
     settled(&env, &controller, "r1");
     let before = runs(&env, "r1").len();
-    env.kubectl(
-        &[
-            "label",
-            "things",
-            "r1",
-            "-n",
-            "default",
-            "kratix.io/paused=true",
-        ],
-        "",
-    );
+    label_request(&env, "r1", "kratix.io/paused=true");
     env.apply(&support::things::request("r1", 2));
     eventually("r1 paused", PATIENCE, || {
         let r = env.get_json("things", "r1", Some("default"))?;
@@ -1211,17 +1200,7 @@ fn required_promises_and_pausing_work_with_the_controller() {
     });
     std::thread::sleep(Duration::from_secs(2));
     assert_eq!(runs(&env, "r1").len(), before, "nothing runs while paused");
-    env.kubectl(
-        &[
-            "label",
-            "things",
-            "r1",
-            "-n",
-            "default",
-            "kratix.io/paused-",
-        ],
-        "",
-    );
+    label_request(&env, "r1", "kratix.io/paused-");
     settled(&env, &controller, "r1");
     assert!(runs(&env, "r1").len() > before);
 }

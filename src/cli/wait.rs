@@ -103,7 +103,24 @@ pub fn settlement(kind: &KindInfo, obj: &Object) -> Settlement {
     }
 }
 
+/// Whether the object says it is paused (`Reconciled` of the pause's reason).
+fn says_paused(obj: &Object) -> bool {
+    cond_str(condition(obj, "Reconciled"), "reason")
+        == crate::controllers::workflow::pausing::PAUSED_REASON
+}
+
+/// Whether `obj` carries `kratix.io/paused: "true"`.
+fn labelled_paused(obj: &Object) -> bool {
+    crate::api::object::label(obj, crate::api::labels::PAUSED) == Some("true")
+}
+
 fn workflow_settlement(obj: &Object) -> Settlement {
+    // Paused by its own label: nothing runs until the label goes, so there is nothing to wait
+    // for, whatever generation its status was written for (a paused object does not claim to
+    // have seen a spec changed while paused); `apply` keeps a pause the file does not lift.
+    if labelled_paused(obj) && says_paused(obj) {
+        return Settlement::Settled;
+    }
     if !observed_current_generation(obj) {
         return Settlement::Pending("not reconciled yet".into());
     }
@@ -128,9 +145,8 @@ fn workflow_settlement(obj: &Object) -> Settlement {
         ));
     }
     let reconciled = condition(obj, "Reconciled");
-    // Paused (by its label or its Promise's): nothing runs until the label goes, so there is
-    // nothing to wait for; `apply` keeps a pause the file does not lift.
-    if cond_str(reconciled, "reason") == crate::controllers::workflow::pausing::PAUSED_REASON {
+    // Paused by its Promise's label, seen for its current generation.
+    if says_paused(obj) {
         return Settlement::Settled;
     }
     match cond_str(reconciled, "status").as_str() {
@@ -303,6 +319,25 @@ async fn settlement_now(
 ) -> Result<Settlement, Error> {
     let settled = settlement(kind, obj);
     let is_request = kind.group != GROUP && !kind.group.is_empty();
+    if is_request && matches!(settled, Settlement::Pending(_)) && says_paused(obj) {
+        // Paused by its Promise's label: settled while that label holds, whatever generation
+        // the request's status was written for.
+        let promise = match crate::api::object::label(obj, crate::api::labels::PROMISE_NAME) {
+            Some(name) => {
+                let key = ObjectKey::new(GROUP, "Promise", None, name);
+                get(
+                    cp,
+                    &crate::platform::builtin(crate::api::Builtin::Promise),
+                    &key,
+                )
+                .await?
+            }
+            None => None,
+        };
+        if promise.as_ref().is_some_and(labelled_paused) {
+            return Ok(Settlement::Settled);
+        }
+    }
     // A failure is checked against the Promise's generation too: right after a Promise change
     // the request still shows how the previous Promise's workflow ended until its controller
     // has looked at it again.
@@ -468,6 +503,41 @@ mod tests {
                 Settlement::Failed(_) => "failed",
             };
             assert_eq!(got, want, "{name}");
+        }
+    }
+
+    /// A paused object keeps the generation it last acted on: held by its own label it has
+    /// settled whatever generation its status was written for; once the label goes, the
+    /// condition the pause left says nothing until the controller has looked again.
+    #[test]
+    fn an_object_paused_by_its_own_label_has_settled_at_any_generation() {
+        let paused = json!({"observedGeneration": 1, "conditions": [
+            {"type": "Reconciled", "status": "Unknown", "reason": "PausedReconciliation", "message": "Paused"}]});
+        let cases = [
+            (Some("true"), paused.clone(), "settled"),
+            (None, paused.clone(), "pending"),
+            (Some("false"), paused, "pending"),
+            (
+                Some("true"),
+                json!({"observedGeneration": 1, "conditions": [{"type": "Reconciled", "status": "True"}]}),
+                "pending",
+            ),
+        ];
+        for (label, status, want) in cases {
+            let mut obj = request(2, status);
+            if let Some(value) = label {
+                obj.metadata.labels = Some(
+                    [(crate::api::labels::PAUSED.to_string(), value.to_string())]
+                        .into_iter()
+                        .collect(),
+                );
+            }
+            let got = match settlement(&request_kind(), &obj) {
+                Settlement::Settled => "settled",
+                Settlement::Pending(_) => "pending",
+                Settlement::Failed(_) => "failed",
+            };
+            assert_eq!(got, want, "{label:?} {:#}", obj.data);
         }
     }
 }

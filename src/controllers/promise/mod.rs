@@ -31,6 +31,7 @@ use crate::controllers::status;
 use crate::controllers::subject::Subject;
 use crate::controllers::work;
 use crate::controllers::workflow;
+use crate::controllers::workflow::decide::suspended_label::{self, LabelChange};
 use crate::controllers::workflow::intervals;
 use crate::controllers::workflow::keyed_status;
 use crate::controllers::workflow::pausing;
@@ -212,16 +213,21 @@ pub(crate) async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> 
         )
         .await;
     }
-    if decision.clear_manual_label || decision.rerun_label {
+    // The `kratix.io/workflow-suspended` label in the same write.
+    let suspended = configured.decided.suspended_label;
+    if decision.clear_manual_label || decision.rerun_label || suspended != LabelChange::Keep {
         if decision.rerun_label {
             tracing::info!(promise = %name, "reconciliation interval passed; running the workflow again");
         }
         status::update_object(rt.cp.as_ref(), &kind, &subject.key(), |o| {
             if decision.rerun_label {
                 intervals::label_for_rerun(o);
-            } else if let Some(l) = o.metadata.labels.as_mut() {
-                l.remove(labels::MANUAL_RECONCILIATION);
+            } else if decision.clear_manual_label {
+                if let Some(l) = o.metadata.labels.as_mut() {
+                    l.remove(labels::MANUAL_RECONCILIATION);
+                }
             }
+            suspended_label::apply(suspended, o);
         })
         .await?;
     }

@@ -26,6 +26,7 @@ use crate::controllers::status;
 use crate::controllers::subject::Subject;
 use crate::controllers::work;
 use crate::controllers::workflow;
+use crate::controllers::workflow::decide::suspended_label::{self, LabelChange};
 use crate::controllers::workflow::intervals;
 use crate::controllers::workflow::keyed_status;
 use crate::controllers::workflow::pausing;
@@ -188,16 +189,21 @@ pub(crate) async fn reconcile(rt: &Runtime, kind: &KindInfo, obj: Object) -> Res
     {
         rt.wrote_own_status(&stored);
     }
-    if decision.clear_manual_label || decision.rerun_label {
+    // The `kratix.io/workflow-suspended` label in the same write.
+    let suspended = configured.decided.suspended_label;
+    if decision.clear_manual_label || decision.rerun_label || suspended != LabelChange::Keep {
         if decision.rerun_label {
             tracing::info!(object = %key, "reconciliation interval passed; running the workflow again");
         }
         status::update_object(rt.cp.as_ref(), kind, &key, |o| {
             if decision.rerun_label {
                 intervals::label_for_rerun(o);
-            } else if let Some(l) = o.metadata.labels.as_mut() {
-                l.remove(labels::MANUAL_RECONCILIATION);
+            } else if decision.clear_manual_label {
+                if let Some(l) = o.metadata.labels.as_mut() {
+                    l.remove(labels::MANUAL_RECONCILIATION);
+                }
             }
+            suspended_label::apply(suspended, o);
         })
         .await?;
     }

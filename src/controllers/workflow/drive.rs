@@ -6,6 +6,7 @@ use crate::api::Action;
 use crate::api::WorkflowType;
 use crate::api::{labels, Object, ObjectKey, PipelineRun, PipelineRunSpec, PipelineRunStatus};
 use crate::controllers::workflow::decide;
+use crate::controllers::workflow::decide::suspended_label::{self, LabelChange};
 use crate::controllers::workflow::decide::RunRecord;
 use crate::controllers::workflow::decide::Step;
 
@@ -73,11 +74,15 @@ pub(crate) async fn drive(
         now_ms(),
     );
     carry_out(rt, subject, action, pipelines, &decided, &runs).await?;
-    if decided.clears_manual_label() {
+    let suspended = decided.suspended_label;
+    if decided.clears_manual_label() || suspended != LabelChange::Keep {
         status::update_object(rt.cp.as_ref(), &subject.kind, &subject.key(), |o| {
-            if let Some(l) = o.metadata.labels.as_mut() {
-                l.remove(labels::MANUAL_RECONCILIATION);
+            if decided.clears_manual_label() {
+                if let Some(l) = o.metadata.labels.as_mut() {
+                    l.remove(labels::MANUAL_RECONCILIATION);
+                }
             }
+            suspended_label::apply(suspended, o);
         })
         .await?;
     }

@@ -99,10 +99,11 @@ pub(crate) async fn act(
         Decision::Proceed => Ok(None),
         Decision::Pause(by) => {
             tracing::info!(object = %key, ?by, "reconciliation paused");
-            let generation = subject.object.metadata.generation;
+            // `observedGeneration` stays as it was: the paused object has not acted on a spec
+            // changed meanwhile, and whoever waits for its current generation keeps waiting
+            // until it has (Kratix returns before `updateObservedGeneration` too).
             status::update_status(rt.cp.as_ref(), &subject.kind, &key, |_, s| {
                 status::set_conditions(s, paused_conditions(is_promise));
-                status::set_field(s, "observedGeneration", json!(generation));
                 if is_promise {
                     status::set_field(s, "status", json!("Unavailable"));
                 }

@@ -17,6 +17,7 @@ mod next_step;
 pub(crate) mod plan;
 mod prune;
 mod status;
+pub(crate) mod suspended_label;
 
 #[cfg(test)]
 mod tests;

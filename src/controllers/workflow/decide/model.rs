@@ -114,6 +114,9 @@ pub(crate) struct Observed<'a> {
     pub(crate) runs: &'a [RunRecord],
     /// Label `kratix.io/manual-reconciliation=true` is set.
     pub(crate) manual_reconcile: bool,
+    /// The suspending run whose `kratix.io/workflow-suspended` label a person removed: its
+    /// pipeline runs again (see [`crate::controllers::workflow::decide::suspended_label`]).
+    pub(crate) resumed_run: Option<i64>,
     /// Whether a failed pipeline is retried after its backoff. Kratix's `reconcileAfterFailure`
     /// set to false leaves a failed configure workflow failed until its spec changes or it is
     /// reconciled by hand; delete workflows are always retried, since the object's deletion
@@ -147,7 +150,8 @@ pub(crate) enum StartReason {
     Manual,
     /// The pipeline failed and its backoff has passed.
     Retry,
-    /// The pipeline suspended the workflow and its `retryAfter` has passed.
+    /// The pipeline suspended the workflow and its `retryAfter` has passed, or a person removed
+    /// the `kratix.io/workflow-suspended` label.
     Resume,
 }
 

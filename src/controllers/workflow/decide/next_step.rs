@@ -18,7 +18,9 @@ use crate::controllers::workflow::decide::model::Step;
 ///    whose pipelines were all removed (the in-flight run's output must land before cleanup);
 /// 2. no pipelines ⇒ [`Step::NothingToRun`];
 /// 3. manual reconciliation ⇒ start pipeline 0;
-/// 4. otherwise the newest run of this action decides, provided it continues an attempt for the
+/// 4. otherwise the newest run of this action decides (a suspension is resumed once its
+///    `retryAfter` has passed, or once a person removed its `kratix.io/workflow-suspended`
+///    label), provided it continues an attempt for the
 ///    current hash whose earlier pipelines all succeeded in order (see `history`); if not,
 ///    the workflow starts again from pipeline 0. A failed newest run is retried after its
 ///    backoff only when `retry_failures` is set; otherwise it stays [`Step::Failed`] until
@@ -57,7 +59,12 @@ pub(crate) fn next_step(o: &Observed) -> Step {
             },
             Some(suspension) => {
                 let retry_at_ms = latest.resume_at_ms();
+                let resumed_by_hand = o.resumed_run == Some(latest.sequence);
                 match retry_at_ms {
+                    _ if resumed_by_hand => Step::Start {
+                        index,
+                        reason: StartReason::Resume,
+                    },
                     Some(at) if o.now_ms >= at => Step::Start {
                         index,
                         reason: StartReason::Resume,

@@ -4,11 +4,12 @@
 
 use std::time::Duration;
 
-use crate::api::{Action, Condition, Object, PipelineRunStatus};
+use crate::api::{labels, Action, Condition, Object, PipelineRunStatus};
 use crate::controllers::status_value;
 use crate::controllers::subject::Subject;
 use crate::controllers::work::state::{works_state_with, WorksState};
 use crate::controllers::workflow::decide;
+use crate::controllers::workflow::decide::suspended_label::{self, LabelChange};
 use crate::controllers::workflow::decide::Observed;
 use crate::controllers::workflow::decide::RunPhase;
 use crate::controllers::workflow::decide::RunRecord;
@@ -22,6 +23,8 @@ pub(crate) struct Decided {
     /// The manual-reconciliation label asked for this look: it goes once the step started a
     /// run or found nothing to run.
     pub(crate) manual: bool,
+    /// What becomes of the `kratix.io/workflow-suspended` label.
+    pub(crate) suspended_label: LabelChange,
 }
 
 impl Decided {
@@ -43,16 +46,30 @@ pub(crate) fn decide(
     // The delete workflow too, as in Kratix: the way to resume one a pipeline suspended
     // without a `retryAfter`.
     let manual = subject.manual_reconcile();
+    let label = crate::api::object::label(&subject.object, labels::WORKFLOW_SUSPENDED);
+    let annotation = subject
+        .object
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(suspended_label::SUSPENDED_RUN))
+        .map(String::as_str);
     let observed = Observed {
         action,
         pipelines: names,
         hash: &subject.hash,
         runs: records,
         manual_reconcile: manual,
+        resumed_run: suspended_label::resumed_run(label, annotation),
         retry_failures,
         now_ms,
     };
     let step = decide::next_step(&observed);
+    let suspended_label = suspended_label::change(
+        suspended_label::suspending_run(&step, records, action),
+        label,
+        annotation,
+    );
     let start = match &step {
         Step::Start { index, .. } => Some(Position {
             index: *index,
@@ -65,6 +82,7 @@ pub(crate) fn decide(
         step,
         start,
         manual,
+        suspended_label,
     }
 }
 

@@ -96,6 +96,8 @@ struct Case {
     hash: &'static str,
     runs: Vec<RunRecord>,
     manual: bool,
+    /// The suspending run whose `kratix.io/workflow-suspended` label was removed.
+    resumed: Option<i64>,
     retry: bool,
     now: i64,
     expected: Step,
@@ -117,6 +119,7 @@ fn case(
         hash,
         runs,
         manual: false,
+        resumed: None,
         retry: true,
         now: i64::MAX / 2,
         expected,
@@ -132,6 +135,13 @@ impl Case {
     }
     fn at(self, now: i64) -> Self {
         Case { now, ..self }
+    }
+    /// The `kratix.io/workflow-suspended` label set for run `run` was removed.
+    fn resumed(self, run: i64) -> Self {
+        Case {
+            resumed: Some(run),
+            ..self
+        }
     }
     /// `reconcileAfterFailure: false`: failed pipelines are not retried.
     fn no_retry(self) -> Self {
@@ -182,6 +192,7 @@ impl World {
             hash: &self.hash,
             runs: &self.runs,
             manual_reconcile: self.manual,
+            resumed_run: None,
             retry_failures: true,
             now_ms: self.now,
         }

@@ -16,6 +16,7 @@ fn observed<'a>(pipelines: &'a [String], runs: &'a [RunRecord], now_ms: i64) -> 
         hash: "h1",
         runs,
         manual_reconcile: false,
+        resumed_run: None,
         retry_failures: true,
         now_ms,
     }

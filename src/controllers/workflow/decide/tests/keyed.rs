@@ -45,6 +45,7 @@ fn keyed_status(
         hash,
         runs,
         manual_reconcile: false,
+        resumed_run: None,
         retry_failures: true,
         now_ms: NOW_MS,
     });

@@ -19,6 +19,7 @@ fn next_step_table() {
             hash: case.hash,
             runs: &case.runs,
             manual_reconcile: case.manual,
+            resumed_run: case.resumed,
             retry_failures: case.retry,
             now_ms: case.now,
         };

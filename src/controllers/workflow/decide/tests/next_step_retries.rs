@@ -292,6 +292,50 @@ pub(super) fn cases() -> Vec<Case> {
             },
         ),
         case(
+            "plain suspend: the label removed resumes at b",
+            ABC,
+            "h1",
+            vec![ok(1, "a", 0, "h1"), suspended(2, "b", 1, "h1", None)],
+            start(1, StartReason::Resume),
+        )
+        .resumed(2),
+        case(
+            "suspended with retryAfter: the label removed resumes at b before it passed",
+            ABC,
+            "h1",
+            vec![
+                ok(1, "a", 0, "h1"),
+                suspended(2, "b", 1, "h1", Some(60_000)),
+            ],
+            start(1, StartReason::Resume),
+        )
+        .at(completed_at(2))
+        .resumed(2),
+        case(
+            "plain suspend: a removal for an earlier suspension resumes nothing",
+            ABC,
+            "h1",
+            vec![
+                ok(1, "a", 0, "h1"),
+                suspended(2, "b", 1, "h1", Some(10)),
+                suspended(3, "b", 1, "h1", None),
+            ],
+            Step::Suspended {
+                index: 1,
+                retry_at_ms: None,
+                message: "waiting for b".into(),
+            },
+        )
+        .resumed(2),
+        case(
+            "plain suspend: the label removed on a spec change restarts at 0",
+            ABC,
+            "h2",
+            vec![ok(1, "a", 0, "h1"), suspended(2, "b", 1, "h1", None)],
+            start(0, StartReason::SpecChanged),
+        )
+        .resumed(2),
+        case(
             "plain suspend: spec change restarts at 0",
             ABC,
             "h2",
@@ -366,6 +410,18 @@ pub(super) fn cases() -> Vec<Case> {
             start(1, StartReason::Next),
         )
         .delete(),
+        case(
+            "delete: a suspended delete pipeline resumed by removing the label",
+            DELETE,
+            "h1",
+            vec![
+                ok(1, "a", 0, "h1"),
+                suspended(2, "d1", 0, "h1", None).delete(),
+            ],
+            start(0, StartReason::Resume),
+        )
+        .delete()
+        .resumed(2),
         case(
             "delete: completed",
             DELETE,
