@@ -51,7 +51,11 @@ fn refused(k: &Kratix, yaml: &str, expected: &[&str]) {
     for e in expected {
         assert!(run.stderr.contains(e), "expected {e:?} in: {}", run.stderr);
     }
-    assert_eq!(names(k, "destinations"), destinations, "no Destination stored");
+    assert_eq!(
+        names(k, "destinations"),
+        destinations,
+        "no Destination stored"
+    );
     assert_eq!(names(k, "gitstatestores"), stores, "no state store stored");
 }
 
@@ -108,9 +112,16 @@ fn two_destinations_on_one_path_of_one_store_are_refused() {
     }
 
     // Its own stored self is no duplicate; another store, or another folder, is no clash.
-    let run = k.apply_yaml(&destination("first", Some("same"), "default"), &["--no-wait"]);
+    let run = k.apply_yaml(
+        &destination("first", Some("same"), "default"),
+        &["--no-wait"],
+    );
     run.assert_ok();
-    assert!(run.stdout.contains("destination/first unchanged"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("destination/first unchanged"),
+        "{}",
+        run.stdout
+    );
     k.apply_yaml(
         &batch(&[
             destination("elsewhere", Some("same"), "other"),
@@ -156,7 +167,10 @@ fn a_batch_counts_as_applied_one_document_after_another() {
 #[test]
 fn a_missing_state_store_is_a_warning_not_a_refusal() {
     let k = Kratix::new();
-    let run = k.apply_yaml(&destination("worker", Some("worker"), "nope"), &["--no-wait"]);
+    let run = k.apply_yaml(
+        &destination("worker", Some("worker"), "nope"),
+        &["--no-wait"],
+    );
     run.assert_ok();
     assert!(
         run.stderr.contains(
@@ -168,7 +182,10 @@ fn a_missing_state_store_is_a_warning_not_a_refusal() {
     assert_eq!(names(&k, "destinations"), ["worker"]);
     // A store of the same batch exists for the Destination: no warning.
     let run = k.apply_yaml(
-        &batch(&[STORES.into(), destination("worker-2", Some("w2"), "default")]),
+        &batch(&[
+            STORES.into(),
+            destination("worker-2", Some("w2"), "default"),
+        ]),
         &["--no-wait"],
     );
     run.assert_ok();
