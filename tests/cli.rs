@@ -257,9 +257,9 @@ fn bad_input_is_refused_and_nothing_from_that_apply_is_stored() {
             &["spec.replicas", "maximum"],
         ),
         (
-            "destination with a missing state store",
-            "apiVersion: platform.kratix.io/v1alpha1\nkind: Destination\nmetadata: {name: x}\nspec: {path: x, stateStoreRef: {kind: GitStateStore, name: nope}}\n",
-            &["document 2", "spec.stateStoreRef", "nope", "does not exist"],
+            "destination on another's path",
+            "apiVersion: platform.kratix.io/v1alpha1\nkind: Destination\nmetadata: {name: x}\nspec: {path: worker-1, stateStoreRef: {kind: GitStateStore, name: default}}\n",
+            &["document 2", "spec.path", "destination path 'worker-1' already exists for state store 'default'"],
         ),
         (
             "duplicate in one apply",

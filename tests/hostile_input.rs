@@ -255,7 +255,10 @@ fn names_and_paths_within_the_rules_are_accepted() {
         promise_named("a.b-c"),
         promise_with_pipeline("p", "setup-1", "[{name: c-1, image: i}, {name: c-2, image: i}]"),
         destination(&"d".repeat(63), "/", ""),
-        destination("dot", ".", ""),
+        // The store's root too: on another store, as no two Destinations of one store may
+        // share a folder.
+        "apiVersion: platform.kratix.io/v1alpha1\nkind: GitStateStore\nmetadata: {name: second}\nspec: {url: second.git}\n".to_string(),
+        destination("dot", ".", "").replace("name: default}", "name: second}"),
         destination("nested", "clusters/dev", ""),
         // Kratix reads a leading `/` as the store's root.
         destination("rooted", "/clusters/prod/", ""),

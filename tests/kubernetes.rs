@@ -1401,3 +1401,128 @@ fn versions_reach_job_containers_health_and_bindings_and_older_revisions_go_alon
             .then_some(())
     });
 }
+
+// ---------------------------------------------------------------------------------------------
+// Destination admission without a webhook
+// ---------------------------------------------------------------------------------------------
+
+fn destination_on(name: &str, path: Option<&str>) -> String {
+    let mut spec = json!({"stateStoreRef": {"kind": "GitStateStore", "name": "default"}});
+    if let Some(path) = path {
+        spec["path"] = json!(path);
+    }
+    json!({"apiVersion": "platform.kratix.io/v1alpha1", "kind": "Destination",
+           "metadata": {"name": name}, "spec": spec})
+    .to_string()
+}
+
+/// The `Ready` condition of a Destination once it has the reason `reason`.
+#[track_caller]
+fn destination_ready_with(env: &TestEnv, name: &str, reason: &str) -> Value {
+    eventually(&format!("{name} to be {reason}"), PATIENCE, || {
+        env.get_json("destination", name, None)
+            .and_then(|d| condition(&d, "Ready").cloned())
+            .filter(|c| c["reason"] == reason)
+    })
+}
+
+/// Where no webhook refuses them, a Destination without a path and one on a path another
+/// Destination of its store holds are stored, and the controller reports them (`Ready=False`,
+/// a Warning event) and never writes for them: no canary, no placement. Once the holder goes,
+/// the second Destination is admitted and writes.
+#[test]
+fn destinations_without_a_path_or_on_anothers_are_reported_and_never_written() {
+    let Some(env) = TestEnv::start() else { return };
+    let daemon = GitDaemon::start().expect("git daemon");
+    let repo = daemon.bare_repo("state.git").expect("bare repository");
+    let work = tempfile::tempdir().expect("work dir");
+    let _controller = Controller::start(&env, "solo", work.path(), &[]);
+    env.apply(&format!(
+        "apiVersion: platform.kratix.io/v1alpha1\nkind: GitStateStore\nmetadata: {{name: default}}\nspec: {{url: {}, branch: main}}\n",
+        daemon.url("state.git")
+    ));
+    env.apply(&destination_on("first", Some("same")));
+    destination_ready_with(&env, "first", "TestDocumentsWritten");
+    env.apply(&destination_on("second", Some("same")));
+    env.apply(&destination_on("pathless", None));
+    let in_use = destination_ready_with(&env, "second", "PathInUse");
+    assert_eq!(in_use["status"], "False");
+    assert_eq!(
+        in_use["message"],
+        "destination path 'same' already exists for state store 'default' (Destination \"first\"); nothing is written for this Destination"
+    );
+    let required = destination_ready_with(&env, "pathless", "PathRequired");
+    assert!(
+        required["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("path field is required")),
+        "{required}"
+    );
+    for (name, reason) in [("second", "PathInUse"), ("pathless", "PathRequired")] {
+        eventually(&format!("{name}'s {reason} event"), PATIENCE, || {
+            env.list_json("events", &["-A"]).into_iter().find(|e| {
+                e["involvedObject"]["name"] == name
+                    && e["reason"] == reason
+                    && e["type"] == "Warning"
+            })
+        });
+    }
+
+    // A Promise's dependencies go to every Destination that may write: `first` only.
+    env.apply(
+        &json!({"apiVersion": "platform.kratix.io/v1alpha1", "kind": "Promise",
+                "metadata": {"name": "deps"},
+                "spec": {"dependencies": [{"apiVersion": "v1", "kind": "ConfigMap",
+                                           "metadata": {"name": "dep", "namespace": "default"}}]}})
+        .to_string(),
+    );
+    // Placements carry no Promise label: found by their spec.
+    let of_deps = || -> Vec<Value> {
+        env.list_json("workplacements", &["-A"])
+            .into_iter()
+            .filter(|p| p["spec"]["promiseName"] == "deps")
+            .collect()
+    };
+    eventually("the dependencies written on first", PATIENCE, || {
+        of_deps()
+            .iter()
+            .any(|p| condition(p, "WriteSucceeded").is_some_and(|c| c["status"] == "True"))
+            .then_some(())
+    });
+    let targets: Vec<Value> = of_deps()
+        .iter()
+        .map(|p| p["spec"]["targetDestinationName"].clone())
+        .collect();
+    assert_eq!(targets, [json!("first")]);
+    let log = git(
+        &[
+            "--git-dir",
+            repo.to_str().expect("UTF-8"),
+            "log",
+            "--format=%B",
+            "main",
+        ],
+        Path::new("/"),
+    );
+    assert!(log.contains("Kratix-Destination: first"), "{log}");
+    for refused in ["second", "pathless"] {
+        assert!(
+            !log.contains(&format!("Kratix-Destination: {refused}")),
+            "{refused} wrote: {log}"
+        );
+    }
+
+    // The holder goes: `second` is admitted (its canaries are `first`'s, left in the store by
+    // `cleanup: none`) and the dependencies are placed on it and written.
+    env.kubectl(&["delete", "destination", "first", "--wait=true"], "");
+    destination_ready_with(&env, "second", "TestDocumentsWritten");
+    eventually("the dependencies written on second", PATIENCE, || {
+        of_deps()
+            .iter()
+            .any(|p| {
+                p["spec"]["targetDestinationName"] == "second"
+                    && condition(p, "WriteSucceeded").is_some_and(|c| c["status"] == "True")
+            })
+            .then_some(())
+    });
+}

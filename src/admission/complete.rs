@@ -1,7 +1,7 @@
 //! A document checked and completed as the API server stores it: its kind's CRD defaults, its
 //! kind's own rules (one row of [`RULES`] per kind), and for a request its Promise's schema.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use base64::Engine;
@@ -11,8 +11,9 @@ use super::checks::{
     check_api_names, check_enum, check_health_record, check_labels, check_pipeline,
     check_reconciliation_interval, check_release, check_store_path, shown, typed,
 };
-use super::{Batch, Known};
+use super::Batch;
 use crate::api::destination::{CLEANUP_ALL, CLEANUP_NONE};
+use crate::api::destination_paths::{self, PathClaim};
 use crate::api::object::to_typed;
 use crate::api::pipeline::Pipeline;
 use crate::api::state_store::{BUCKET_AUTH_METHODS, GIT_AUTH_METHODS};
@@ -33,7 +34,7 @@ const RULES: &[(&str, &str, Rule)] = &[
         check_promise(&v, b.known.minimum_interval).map(|()| v)
     }),
     (GROUP, "Destination", |v, b| {
-        check_destination(&v, &b.state_stores, &b.known).map(|()| v)
+        check_destination(&v, b).map(|()| v)
     }),
     (GROUP, "GitStateStore", |v, _| {
         let store = typed::<crate::api::GitStateStore>("GitStateStore", &v)?;
@@ -163,11 +164,7 @@ fn check_promise(value: &Value, minimum_interval: Duration) -> Result<(), String
     Ok(())
 }
 
-fn check_destination(
-    value: &Value,
-    state_stores: &BTreeSet<(String, String)>,
-    known: &Known,
-) -> Result<(), String> {
+fn check_destination(value: &Value, batch: &Batch) -> Result<(), String> {
     let dest: crate::api::Destination = typed("Destination", value)?;
     let name = dest.metadata.name.clone().unwrap_or_default();
     let store_ref = dest
@@ -184,14 +181,13 @@ fn check_destination(
             store_ref.kind
         ));
     }
-    if !state_stores.contains(&(store_ref.kind.clone(), store_ref.name.clone())) {
-        return Err(format!(
-            "spec.stateStoreRef: {} {:?} does not exist",
-            store_ref.kind, store_ref.name
-        ));
-    }
     names::store_path(&dest.spec.path)
         .map_err(|reason| format!("spec.path: {} {reason}", shown(&dest.spec.path)))?;
+    if let Some(refused) =
+        destination_paths::refusal(&PathClaim::of(&dest), &claims_before(batch, &name))
+    {
+        return Err(format!("spec.path: {}", refused.message()));
+    }
     check_enum(
         "spec.cleanup",
         dest.spec.cleanup.as_deref(),
@@ -201,7 +197,7 @@ fn check_destination(
         .pointer("/spec/filepath/mode")
         .and_then(Value::as_str)
         .unwrap_or("nestedByMetadata");
-    if let Some(stored) = known.destination_modes.get(&name) {
+    if let Some(stored) = batch.known.destination_modes.get(&name) {
         if stored != mode {
             return Err(format!(
                 "spec.filepath.mode: is immutable (stored {stored:?}, applied {mode:?})"
@@ -209,6 +205,51 @@ fn check_destination(
         }
     }
     Ok(())
+}
+
+/// Where the other Destinations write when the batch's Destination `name` is admitted: as
+/// stored, changed by the batch's documents before it (as if the batch were applied one
+/// document at a time).
+fn claims_before(batch: &Batch, name: &str) -> Vec<PathClaim> {
+    let mut claims: BTreeMap<&str, &PathClaim> = batch
+        .known
+        .destinations
+        .iter()
+        .map(|c| (c.name.as_str(), c))
+        .collect();
+    for claim in batch.destinations.iter().take_while(|c| c.name != name) {
+        claims.insert(claim.name.as_str(), claim);
+    }
+    claims
+        .into_values()
+        .filter(|c| c.name != name)
+        .cloned()
+        .collect()
+}
+
+/// What the API server would warn of when storing `object`: a Destination whose state store
+/// does not exist (yet), in Kratix's words.
+pub(super) fn warnings(kind: &KindInfo, object: &Object, batch: &Batch) -> Vec<String> {
+    if kind.group != GROUP || kind.kind != "Destination" {
+        return Vec::new();
+    }
+    let Ok(dest) = to_typed::<crate::api::Destination>(object) else {
+        return Vec::new();
+    };
+    dest.spec
+        .state_store_ref
+        .filter(|r| {
+            !batch
+                .state_stores
+                .contains(&(r.kind.clone(), r.name.clone()))
+        })
+        .map(|r| {
+            vec![format!(
+                "spec.stateStoreRef: referenced {} {:?} does not exist",
+                r.kind, r.name
+            )]
+        })
+        .unwrap_or_default()
 }
 
 /// Folds `stringData` into `data` (base64), as the API server does on write.

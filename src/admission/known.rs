@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::api::Object;
+use crate::api::destination_paths::PathClaim;
+use crate::api::{Destination, Object};
 use crate::platform::Platform;
 use crate::store::Selector;
 
@@ -17,6 +18,8 @@ pub struct Known {
     pub state_stores: BTreeSet<(String, String)>,
     /// Filepath mode of stored Destinations, by name (the mode is immutable).
     pub destination_modes: BTreeMap<String, String>,
+    /// Where each stored Destination writes (no two may share a folder of one store).
+    pub destinations: Vec<PathClaim>,
     /// The shortest `reconciliationInterval` a Promise may ask for (the platform's setting).
     pub minimum_interval: Duration,
 }
@@ -67,6 +70,9 @@ impl Known {
             known
                 .destination_modes
                 .insert(obj.metadata.name.clone().unwrap_or_default(), mode);
+            if let Ok(dest) = crate::api::object::to_typed::<Destination>(&obj) {
+                known.destinations.push(PathClaim::of(&dest));
+            }
         }
         Ok(known)
     }

@@ -9,9 +9,10 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use crate::api::{names, promise_api, KindInfo, Object, ObjectKey};
+use crate::api::destination_paths::PathClaim;
+use crate::api::{names, promise_api, Builtin, Destination, KindInfo, Object, ObjectKey};
 use checks::{check_name, shown};
-use complete::complete;
+use complete::{complete, warnings};
 use documents::Document;
 
 mod checks;
@@ -66,6 +67,9 @@ pub struct Prepared {
     pub object: Object,
     /// Fields the request's schema does not declare, dropped as the API server would.
     pub pruned: Vec<String>,
+    /// What the API server would warn of (the object is stored all the same), each naming
+    /// its field.
+    pub warnings: Vec<String>,
     /// The document as the file gives it, for the merge with a stored object (see
     /// [`last_applied::comparable`]).
     applied: Value,
@@ -87,6 +91,8 @@ struct Batch {
     kinds: Vec<KindInfo>,
     promises: Vec<Object>,
     state_stores: BTreeSet<(String, String)>,
+    /// Where the batch's Destinations write, in the batch's order.
+    destinations: Vec<PathClaim>,
     known: Known,
 }
 
@@ -118,10 +124,20 @@ pub fn prepare(docs: &[Document], known: &Known) -> Result<Vec<Prepared>, Error>
             state_stores.insert((doc.kind().to_string(), doc.name().to_string()));
         }
     }
+    let destinations = docs
+        .iter()
+        .filter(|d| {
+            d.kind() == "Destination"
+                && d.api_version() == Builtin::Destination.info().api_version()
+        })
+        .filter_map(|d| serde_json::from_value::<Destination>(d.value.clone()).ok())
+        .map(|d| PathClaim::of(&d))
+        .collect();
     let batch = Arc::new(Batch {
         kinds,
         promises: promise_list,
         state_stores,
+        destinations,
         known: known.clone(),
     });
 
@@ -212,6 +228,7 @@ fn prepare_known(doc: &Document, kind: KindInfo, batch: &Arc<Batch>) -> Result<P
     set_configuration(&mut object, &configuration);
     Ok(Prepared {
         document: doc.to_string(),
+        warnings: warnings(&kind, &object, batch),
         kind,
         object,
         pruned,

@@ -7,6 +7,7 @@ pub mod condition;
 pub mod crds;
 pub mod defaults;
 pub mod destination;
+pub mod destination_paths;
 pub mod formats;
 pub mod hash;
 pub mod health_record;

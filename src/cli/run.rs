@@ -105,6 +105,9 @@ async fn dispatch(command: Command, platform: &Platform, driver: &Driver) -> Res
                 for field in &p.pruned {
                     eprintln!("warning: {}: unknown field {field} dropped", p.document);
                 }
+                for warning in &p.warnings {
+                    eprintln!("warning: {}: {warning}", p.document);
+                }
             }
             for (document, warning) in apply::requirement_warnings(&prepared, &known.promises) {
                 eprintln!("warning: {document}: {warning}");

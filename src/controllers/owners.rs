@@ -75,6 +75,13 @@ impl Runtime {
                 {
                     out.push(ObjectKey::of(&work));
                 }
+                // A path it held or gave up may admit or refuse another Destination.
+                for dest in self.destinations.all(self).await?.iter() {
+                    let other = ObjectKey::of(dest);
+                    if &other != key {
+                        out.push(other);
+                    }
+                }
             }
             "GitStateStore" | "BucketStateStore" => {
                 out.extend(destination::using_store(self, &key.kind, &key.name).await?);

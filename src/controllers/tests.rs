@@ -135,7 +135,7 @@ async fn a_destination_reconcile_names_its_writes() {
             "apiVersion": "platform.kratix.io/v1alpha1",
             "kind": "Destination",
             "metadata": {"name": "worker", "labels": {"env": "dev"}},
-            "spec": {"stateStoreRef": {"kind": "GitStateStore", "name": "missing"}},
+            "spec": {"path": "worker", "stateStoreRef": {"kind": "GitStateStore", "name": "missing"}},
         }),
     )
     .await;
@@ -144,7 +144,7 @@ async fn a_destination_reconcile_names_its_writes() {
         writes,
         [
             // Its finalizer, so that its files go before it does.
-            r#"update Destination worker {"finalizers":["kratix.io/destination-cleanup"],"labels":{"env":"dev"},"spec":{"stateStoreRef":{"kind":"GitStateStore","name":"missing"}}}"#,
+            r#"update Destination worker {"finalizers":["kratix.io/destination-cleanup"],"labels":{"env":"dev"},"spec":{"path":"worker","stateStoreRef":{"kind":"GitStateStore","name":"missing"}}}"#,
             // `Ready`, from its state store, for its generation.
             r#"update_status Destination worker {"conditions":[{"message":"GitStateStore \"missing\" not found","reason":"StateStoreNotFound","status":"False","type":"Ready"}],"observedGeneration":1}"#,
         ]

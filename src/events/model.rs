@@ -65,6 +65,11 @@ pub enum Reason {
     PlatformPruned,
     /// The platform Destination's sync could not apply a document (named in the message).
     PlatformSyncFailed,
+    /// A Destination without `spec.path`: nothing is written for it.
+    PathRequired,
+    /// A Destination whose path another Destination of its state store holds: nothing is
+    /// written for it.
+    PathInUse,
 }
 
 impl Reason {
@@ -85,6 +90,8 @@ impl Reason {
             Reason::PlatformApplied => "PlatformApplied",
             Reason::PlatformPruned => "PlatformPruned",
             Reason::PlatformSyncFailed => "PlatformSyncFailed",
+            Reason::PathRequired => "PathRequired",
+            Reason::PathInUse => "PathInUse",
         }
     }
 
@@ -97,6 +104,8 @@ impl Reason {
             | Reason::RevisionStillInUse
             | Reason::WorkflowSuspended
             | Reason::PlatformSyncFailed
+            | Reason::PathRequired
+            | Reason::PathInUse
             | Reason::TlsNotVerified => EventType::Warning,
             _ => EventType::Normal,
         }

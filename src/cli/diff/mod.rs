@@ -93,6 +93,9 @@ pub async fn run(home: &Path, files: &[PathBuf], timeout: Duration) -> Result<Ve
         for field in &p.pruned {
             eprintln!("warning: {}: unknown field {field} dropped", p.document);
         }
+        for warning in &p.warnings {
+            eprintln!("warning: {}: {warning}", p.document);
+        }
     }
     apply::store_all(copy.control_plane().as_ref(), &prepared).await?;
 

@@ -7,11 +7,13 @@ use bytes::Bytes;
 use statestores::{Change, Key, WriteInfo};
 
 use crate::api::destination::StatusWithConditions;
+use crate::api::destination_paths::{self, PathRefusal};
 use crate::api::state_store::StateStoreStatus;
 use crate::api::{
     condition, finalizers, labels, Condition, ConditionStatus, Destination, Object, ObjectKey,
 };
 use crate::controllers::placement::layout;
+use crate::events::{self, Reason};
 use crate::store::Selector;
 
 use crate::controllers::placement::commit_message::canary_message;
@@ -102,6 +104,14 @@ pub(crate) async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> 
     if obj.metadata.deletion_timestamp.is_some() {
         return deregister(rt, &obj, &dest).await;
     }
+    // No webhook may have checked it (on Kubernetes): one without a path, or on a path another
+    // holds, gets no canary and no placement (the scheduler and the writer skip it too).
+    let all = rt.destinations.all(rt).await?;
+    if let Some(refused) = destination_paths::refusals(&all).remove(&name) {
+        refuse(rt, &obj, &refused).await?;
+        // A change of any Destination (the holder going, this one's path) wakes it again.
+        return Ok(Next::Done);
+    }
     // A Destination is only as ready as its store: mirror a store that stopped being ready.
     let store_ready = match crate::api::Builtin::state_store(&store_ref.kind) {
         Some(store_kind) => rt
@@ -173,6 +183,41 @@ pub(crate) async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> 
 /// How soon a Destination that is not ready is looked at again.
 const RETRY_NOT_READY: std::time::Duration = std::time::Duration::from_secs(5);
 
+/// Records why the Destination may not write, on its `Ready` condition and, when that changes,
+/// in a Warning event.
+async fn refuse(rt: &Runtime, obj: &Object, refused: &PathRefusal) -> Result<(), Error> {
+    let ready = not_admitted(refused);
+    let own: StatusWithConditions = status::status_or_default(obj);
+    let recorded = condition::find(&own.conditions, "Ready").is_some_and(|c| {
+        c.status == ready.status && c.reason == ready.reason && c.message == ready.message
+    });
+    if recorded && own.observed_generation == obj.metadata.generation {
+        return Ok(());
+    }
+    set_ready(rt, obj, ready).await?;
+    if !recorded {
+        let reason = match refused {
+            PathRefusal::Required => Reason::PathRequired,
+            PathRefusal::InUse { .. } => Reason::PathInUse,
+        };
+        events::record(&rt.cp, obj, reason, &refused.message()).await;
+    }
+    Ok(())
+}
+
+/// The `Ready` condition of a Destination that may not write.
+fn not_admitted(refused: &PathRefusal) -> Condition {
+    Condition::new(
+        "Ready",
+        ConditionStatus::False,
+        refused.reason(),
+        &format!(
+            "{}; nothing is written for this Destination",
+            refused.message()
+        ),
+    )
+}
+
 /// Records the Destination's `Ready` condition for its current generation.
 async fn set_ready(rt: &Runtime, obj: &Object, ready: Condition) -> Result<(), Error> {
     let kind = rt.kind(crate::api::Builtin::Destination);
@@ -217,7 +262,15 @@ async fn deregister(rt: &Runtime, obj: &Object, dest: &Destination) -> Result<Ne
         // Each placement's deletion wakes this Destination again.
         return Ok(Next::Done);
     }
-    if !keep_files && dest.spec.init_workloads_enabled() {
+    // Canary files are removed through a store that works: a Destination that is not `Ready`
+    // (its store unreachable or refusing it, its path refused) goes without waiting for it.
+    let own: StatusWithConditions = status::status_or_default(obj);
+    let ready = condition::find(&own.conditions, "Ready")
+        .is_some_and(|c| c.status == ConditionStatus::True);
+    if !keep_files && dest.spec.init_workloads_enabled() && !ready {
+        tracing::warn!(destination = %name, "not ready: its canary files, if any, are left in the state store");
+    }
+    if !keep_files && dest.spec.init_workloads_enabled() && ready {
         if let Some(store_ref) = &dest.spec.state_store_ref {
             if let Ok(handle) = rt
                 .state_stores

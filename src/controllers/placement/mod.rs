@@ -5,6 +5,7 @@
 mod batch;
 pub(crate) mod commit_message;
 mod conditions;
+mod deletion;
 pub(crate) mod drift;
 mod error;
 mod files;
@@ -18,10 +19,13 @@ mod write;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use crate::api::destination::StateStoreRef;
+use crate::api::destination_paths;
 use crate::api::object::label;
+use crate::api::state_store::StateStoreStatus;
 use crate::api::{
-    finalizers, labels, Destination, FilepathMode, Object, ObjectKey, WorkPlacement,
-    WorkPlacementSpec, WorkPlacementStatus,
+    condition, finalizers, labels, ConditionStatus, Destination, FilepathMode, Object, ObjectKey,
+    WorkPlacement, WorkPlacementSpec, WorkPlacementStatus,
 };
 use crate::events::{self, Reason};
 use crate::store::Selector;
@@ -36,6 +40,8 @@ use error::WriteError;
 use write::write_batch;
 
 const RETRY_WRITE: Duration = Duration::from_secs(5);
+/// How soon a placement on a Destination that may not write is looked at again.
+const RETRY_REFUSED: Duration = Duration::from_secs(30);
 /// How soon a placement whose Work the Work controller is still changing is looked at again.
 const WAIT_FOR_WORK: Duration = Duration::from_millis(50);
 
@@ -159,18 +165,27 @@ pub(crate) async fn reconcile(rt: &Runtime, wp: Object) -> Result<Next, Error> {
     };
     let dest: Destination = crate::api::object::to_typed(&dest_obj)
         .map_err(|source| Error::malformed(&dest_obj, "Destination", source))?;
-    // Nothing of it was ever written (or about to be): it can go without the store, even one
-    // that is unreachable. In mode aggregatedYAML its content lives in the shared file instead.
-    if deleting
-        && owned_paths(&wp).is_empty()
-        && dest.spec.filepath_mode() != FilepathMode::AggregatedYaml
-    {
-        status::remove_finalizer(rt.cp.as_ref(), &wp_kind, &wp, finalizers::WORK_PLACEMENT).await?;
-        return Ok(Next::Done);
-    }
     let Some(store_ref) = dest.spec.state_store_ref.clone() else {
         return Ok(Next::Done);
     };
+    if deleting && deletion::goes_without_store(seen_deleting(rt, &wp, &dest, &store_ref).await?) {
+        status::remove_finalizer(rt.cp.as_ref(), &wp_kind, &wp, finalizers::WORK_PLACEMENT).await?;
+        return Ok(Next::Done);
+    }
+    if !deleting {
+        let all = rt.destinations.all(rt).await?;
+        if let Some(refused) = destination_paths::refusals(&all).remove(&dest_name) {
+            mark_failed(
+                rt,
+                std::slice::from_ref(&wp),
+                refused.reason(),
+                &refused.message(),
+            )
+            .await?;
+            // Looked at again now and then: its Destination being admitted changes no Work.
+            return Ok(Next::After(RETRY_REFUSED));
+        }
+    }
     let work_name = label(&wp, labels::WORK).unwrap_or_default().to_string();
     let placements = rt
         .cp
@@ -238,6 +253,56 @@ pub(crate) async fn reconcile(rt: &Runtime, wp: Object) -> Result<Next, Error> {
         }
         Err(WriteError::Controller(e)) => Err(e),
     }
+}
+
+/// What decides whether a placement being deleted can go without its state store.
+async fn seen_deleting(
+    rt: &Runtime,
+    wp: &Object,
+    dest: &Destination,
+    store_ref: &StateStoreRef,
+) -> Result<deletion::Seen, Error> {
+    let own = status::status_or_default::<WorkPlacementStatus>(wp);
+    let mode = dest.spec.filepath_mode();
+    let shared_file_written = mode == FilepathMode::AggregatedYaml && {
+        let dest_name = dest.metadata.name.as_deref().unwrap_or_default();
+        rt.cp
+            .list(
+                &rt.kind(crate::api::Builtin::WorkPlacement),
+                None,
+                &Selector::from_labels([(labels::TARGET_DESTINATION, dest_name)]),
+            )
+            .await?
+            .iter()
+            .any(|other| {
+                status::status_or_default::<WorkPlacementStatus>(other)
+                    .files
+                    .is_some()
+            })
+    };
+    let store_ready = match crate::api::Builtin::state_store(&store_ref.kind) {
+        Some(kind) => rt
+            .cp
+            .get(&rt.kind(kind), None, &store_ref.name)
+            .await?
+            .map(|store| status::status_or_default::<StateStoreStatus>(&store))
+            .is_some_and(|s| is_true(&s.conditions, "Ready")),
+        None => false,
+    };
+    let failed = condition::find(&own.conditions, "WriteSucceeded")
+        .is_some_and(|c| c.status == ConditionStatus::False);
+    Ok(deletion::Seen {
+        owns_nothing: own.owned_paths().is_empty(),
+        ever_written: own.files.is_some(),
+        mode,
+        shared_file_written,
+        store_ready,
+        last_write_failed: failed,
+    })
+}
+
+fn is_true(conditions: &[crate::api::Condition], type_: &str) -> bool {
+    condition::find(conditions, type_).is_some_and(|c| c.status == ConditionStatus::True)
 }
 
 async fn mark_failed(

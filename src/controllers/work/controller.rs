@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::api::destination_paths::{self, PathRefusal};
 use crate::api::object::{label, to_typed};
 use crate::api::work::WorkloadGroup;
 use crate::api::{
@@ -23,9 +24,11 @@ use crate::controllers::work::query::placement_written;
 use crate::controllers::work::query::placements_of;
 use crate::controllers::{status, Error, Next, Runtime};
 
-fn destination_info(d: &Object) -> DestinationInfo {
+fn destination_info(d: &Object, refused: &BTreeMap<String, PathRefusal>) -> DestinationInfo {
+    let name = d.metadata.name.clone().unwrap_or_default();
     DestinationInfo {
-        name: d.metadata.name.clone().unwrap_or_default(),
+        refused: refused.contains_key(&name),
+        name,
         labels: d.metadata.labels.clone().unwrap_or_default(),
         strict_match_labels: to_typed::<Destination>(d).is_ok_and(|d| d.spec.strict_match_labels),
         deleting: d.metadata.deletion_timestamp.is_some(),
@@ -92,8 +95,11 @@ pub(crate) async fn reconcile(rt: &Runtime, work: Object) -> Result<Next, Error>
     let typed: crate::api::Work = crate::api::object::to_typed(&work)
         .map_err(|source| Error::malformed(&work, "Work", source))?;
     let destination_objects = rt.destinations.all(rt).await?;
-    let destinations: Vec<DestinationInfo> =
-        destination_objects.iter().map(destination_info).collect();
+    let refused = destination_paths::refusals(&destination_objects);
+    let destinations: Vec<DestinationInfo> = destination_objects
+        .iter()
+        .map(|d| destination_info(d, &refused))
+        .collect();
     let existing: Vec<ExistingPlacement> = placements
         .iter()
         .filter(|p| p.metadata.deletion_timestamp.is_none())

@@ -39,6 +39,9 @@ pub(crate) struct DestinationInfo {
     pub(crate) strict_match_labels: bool,
     /// The Destination has a deletion timestamp: it takes no new work.
     pub(crate) deleting: bool,
+    /// The Destination has no path, or one another Destination of its store holds: it takes
+    /// no new work.
+    pub(crate) refused: bool,
 }
 
 /// A WorkPlacement of the Work being scheduled, as it exists now.

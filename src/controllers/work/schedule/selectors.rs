@@ -45,7 +45,7 @@ pub(crate) fn matching_destinations<'a>(
     let selector: Selector = selectors.clone().into_iter().collect();
     let mut matching: Vec<&DestinationInfo> = destinations
         .iter()
-        .filter(|destination| !destination.deleting)
+        .filter(|destination| !destination.deleting && !destination.refused)
         .filter(|destination| {
             if selector.selects_all() {
                 !destination.strict_match_labels || destination.labels.is_empty()
@@ -138,6 +138,7 @@ mod tests {
             labels: labels(pairs),
             strict_match_labels: strict,
             deleting,
+            refused: false,
         }
     }
 

@@ -14,11 +14,17 @@ fn dest(name: &str, pairs: &[(&str, &str)]) -> DestinationInfo {
             .collect(),
         strict_match_labels: false,
         deleting: false,
+        refused: false,
     }
 }
 
 fn deleting(mut d: DestinationInfo) -> DestinationInfo {
     d.deleting = true;
+    d
+}
+
+fn refused(mut d: DestinationInfo) -> DestinationInfo {
+    d.refused = true;
     d
 }
 
@@ -180,6 +186,22 @@ fn groups_are_scheduled_by_kratix_rules() {
             destinations: vec![deleting(dev1.clone()), deleting(dev2.clone()), prod.clone()],
             existing: vec![],
             expected: decision(&[], &[]),
+        },
+        Case {
+            name: "resource never lands on a refused destination (no path, or another's)",
+            kind: WorkKind::Resource,
+            selectors: &[("env", "dev")],
+            destinations: vec![refused(dev1.clone()), refused(dev2.clone()), prod.clone()],
+            existing: vec![],
+            expected: decision(&[], &[]),
+        },
+        Case {
+            name: "dependency goes to every matching destination but a refused one",
+            kind: WorkKind::Dependency,
+            selectors: &[("env", "dev")],
+            destinations: vec![refused(dev1.clone()), dev2.clone()],
+            existing: vec![],
+            expected: decision(&["dev-2"], &[]),
         },
     ];
     for case in cases {
