@@ -98,16 +98,16 @@ print(sum(
 ))'
 }
 
-# A fresh home $1 with the platform applied (`$2`: whether the platform Destination is applied
-# back) and settled, `serve` running on it.
+# A fresh home $work/$1, in `home`, with the platform applied (`$2`: whether the platform
+# Destination is applied back) and settled, and `serve` running on it. Not to be called in a
+# subshell (`$(...)`): `stop_serve` needs the `serve_pid` it sets.
 new_home() {
-    local home="$work/$1"
+    home="$work/$1"
     mkdir -p "$home"
     git init --quiet --bare --initial-branch=main "$home/store.git"
     platform "$home" "$2" >"$home/platform.yaml"
     "$bin" --home "$home" apply -f "$home/platform.yaml" --timeout 600 >/dev/null
     start_serve "$home"
-    printf '%s' "$home"
 }
 
 # Seconds from the `apply --no-wait` of file $2 into home $1 until $3 parents and $4 children
@@ -128,12 +128,12 @@ settle() {
 : >"$work/plain.times"
 for ((r = 1; r <= rounds; r++)); do
     echo "round $r of $rounds: $n compound requests…" >&2
-    home=$(new_home "compound$r" true)
+    new_home "compound$r" true
     requests Parent >"$home/requests.yaml"
     settle "$home" "$home/requests.yaml" "$n" "$n" >>"$work/compound.times"
     stop_serve
     echo "round $r of $rounds: $((2 * n)) plain requests…" >&2
-    home=$(new_home "plain$r" false)
+    new_home "plain$r" false
     { requests Parent; requests Child; } >"$home/requests.yaml"
     settle "$home" "$home/requests.yaml" "$n" "$n" >>"$work/plain.times"
     stop_serve
