@@ -75,6 +75,7 @@ section() {
         echo "Not measured: \`scripts/bench/runtime.sh\` is not in this checkout."
         echo
     fi
+    section scripts/bench/compound.sh $quick --bin "$bin"
     section scripts/bench/containers.sh $quick --bin "$bin"
     section scripts/bench/api.sh $quick --bin "$bin"
     if [ -n "${KRATIX_BENCH_NODE_DIR:-}" ]; then
@@ -98,6 +99,7 @@ section() {
     echo "- \`cargo bench -p statestores --bench bucket_write [-- --quick]\`"
     echo "- \`scripts/bench/remote.sh [--quick] [--bin target/release/kratix-rs]\`"
     echo "- \`scripts/bench/runtime.sh [--quick] [--bin target/release/kratix-rs]\`"
+    echo "- \`scripts/bench/compound.sh [--quick] [--requests N] [--rounds R] [--bin target/release/kratix-rs]\`"
     echo "- \`scripts/bench/containers.sh [--quick] [--bin target/release/kratix-rs]\` (needs an engine)"
     echo "- \`scripts/bench/api.sh [--quick] [--requests N] [--bin target/release/kratix-rs]\` (kubectl; an engine for the pipeline round trip)"
     echo "- \`scripts/bench/kubernetes.sh [--requests N] [--pipelines \"1 2\"]\` (needs a node with kratix-rs installed: \`KRATIX_BENCH_NODE_DIR\` for \`scripts/bench.sh\`)"

@@ -1,10 +1,11 @@
-//! The platform Destination through the binary, on a Git store served by `git daemon`: a
-//! compound Promise whose promise workflow writes a sub-Promise (`dependencies/`) and whose
-//! resource workflow writes a sub-request (`resources/`) for the Destination annotated
-//! `kratix-rs.io/apply-to-platform`, which applies them back into the platform: the sub-Promise
-//! becomes Available, the sub-request runs its own pipeline to its own Destination, what leaves
-//! the store is pruned, a broken document is named while the rest applies, a person's label
-//! survives, drift is repaired, and what it did not make is never touched.
+//! The platform Destination through the binary, on a Git store served by `git daemon` and on a
+//! bucket store on a real S3 server (testkit::s3): a compound Promise whose promise workflow
+//! writes a sub-Promise (`dependencies/`) and whose resource workflow writes a sub-request
+//! (`resources/`) for the Destination annotated `kratix-rs.io/apply-to-platform`, which applies
+//! them back into the platform: the sub-Promise becomes Available, the sub-request runs its own
+//! pipeline to its own Destination, what leaves the store is pruned, a broken document is named
+//! while the rest applies, a person's label survives, drift is repaired, and what it did not
+//! make is never touched. The scenario is one function; the store is its parameter.
 
 mod support;
 
@@ -12,19 +13,141 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{json, Value};
+use support::bucket::BucketInspector;
 use support::{condition, condition_is, eventually, Kratix};
+use testkit::s3::S3Server;
 
 const WAIT: Duration = Duration::from_secs(180);
 
-/// Store, Destinations: `platform` (applied back, `environment: platform`, strict) and
-/// `worker-1` (`env: dev`).
-fn platform_yaml(url: &str) -> String {
-    format!(
-        r#"apiVersion: platform.kratix.io/v1alpha1
+/// The store every Destination of a test is written to, and a way to change it by hand.
+enum Store {
+    /// A bare repository served by `git daemon`; files are those of `main`.
+    Git {
+        _daemon: testkit::GitDaemon,
+        bare: PathBuf,
+        url: String,
+    },
+    /// A fresh bucket on the shared S3 server; the store has no `path`, so keys are the
+    /// Destinations' paths.
+    Bucket {
+        bucket: String,
+        inspector: BucketInspector,
+    },
+}
+
+impl Store {
+    fn git() -> Self {
+        let daemon = testkit::GitDaemon::start().expect("git daemon on loopback");
+        let bare = daemon.bare_repo("state.git").expect("a bare repository");
+        let url = daemon.url("state.git");
+        Store::Git {
+            _daemon: daemon,
+            bare,
+            url,
+        }
+    }
+
+    fn bucket() -> Self {
+        let server = S3Server::shared();
+        let bucket = server.new_bucket();
+        let inspector = BucketInspector::new(server, &bucket);
+        Store::Bucket { bucket, inspector }
+    }
+
+    /// The store object `default` (and, for a bucket, its credentials).
+    fn yaml(&self) -> String {
+        match self {
+            Store::Git { url, .. } => format!(
+                r#"apiVersion: platform.kratix.io/v1alpha1
 kind: GitStateStore
 metadata: {{name: default}}
 spec: {{url: "{url}", branch: main}}
+"#
+            ),
+            Store::Bucket { bucket, .. } => {
+                let server = S3Server::shared();
+                format!(
+                    r#"apiVersion: v1
+kind: Secret
+metadata: {{name: bucket-credentials, namespace: default}}
+type: Opaque
+stringData: {{accessKeyID: "{id}", secretAccessKey: "{secret}"}}
 ---
+apiVersion: platform.kratix.io/v1alpha1
+kind: BucketStateStore
+metadata: {{name: default}}
+spec:
+  endpoint: "{endpoint}"
+  bucketName: {bucket}
+  insecure: true
+  authMethod: accessKey
+  secretRef: {{name: bucket-credentials, namespace: default}}
+"#,
+                    id = server.key.id,
+                    secret = server.key.secret,
+                    endpoint = server.s3_endpoint,
+                )
+            }
+        }
+    }
+
+    fn kind(&self) -> &'static str {
+        match self {
+            Store::Git { .. } => "GitStateStore",
+            Store::Bucket { .. } => "BucketStateStore",
+        }
+    }
+
+    /// Every file the store holds: those of `main`, or the bucket's keys.
+    fn files(&self) -> Vec<String> {
+        match self {
+            Store::Git { bare, .. } => {
+                testkit::git(&["ls-tree", "-r", "--name-only", "main"], bare)
+                    .lines()
+                    .map(str::to_string)
+                    .collect()
+            }
+            Store::Bucket { inspector, .. } => inspector.keys().into_iter().collect(),
+        }
+    }
+
+    /// Writes each `(path, content)` behind kratix-rs's back (one commit on Git).
+    fn write_by_hand(&self, files: &[(&str, &str)]) {
+        match self {
+            Store::Git { url, .. } => push(url, "written by hand", |clone| {
+                for (path, content) in files {
+                    let file = clone.join(path);
+                    if let Some(dir) = file.parent() {
+                        std::fs::create_dir_all(dir).expect("mkdir");
+                    }
+                    std::fs::write(file, content).expect("write");
+                }
+            }),
+            Store::Bucket { inspector, .. } => {
+                for (path, content) in files {
+                    inspector.put(path, content.to_string());
+                }
+            }
+        }
+    }
+
+    /// Removes the file at `path` behind kratix-rs's back.
+    fn remove_by_hand(&self, path: &str) {
+        match self {
+            Store::Git { url, .. } => push(url, "removed by hand", |clone| {
+                std::fs::remove_file(clone.join(path)).expect("remove");
+            }),
+            Store::Bucket { inspector, .. } => inspector.delete(path),
+        }
+    }
+}
+
+/// `store`, then the Destinations on it: `platform` (applied back, `environment: platform`,
+/// strict) and `worker-1` (`env: dev`).
+fn platform_yaml(store: &Store) -> String {
+    let kind = store.kind();
+    format!(
+        r#"{store}---
 apiVersion: platform.kratix.io/v1alpha1
 kind: Destination
 metadata:
@@ -34,7 +157,7 @@ metadata:
 spec:
   path: platform
   strictMatchLabels: true
-  stateStoreRef: {{kind: GitStateStore, name: default}}
+  stateStoreRef: {{kind: {kind}, name: default}}
 ---
 apiVersion: platform.kratix.io/v1alpha1
 kind: Destination
@@ -43,8 +166,9 @@ metadata:
   labels: {{env: dev}}
 spec:
   path: worker-1
-  stateStoreRef: {{kind: GitStateStore, name: default}}
-"#
+  stateStoreRef: {{kind: {kind}, name: default}}
+"#,
+        store = store.yaml()
     )
 }
 
@@ -153,14 +277,6 @@ fn platform_destination(k: &Kratix) -> Value {
         .expect("the platform Destination")
 }
 
-/// The files of the store's `main` branch.
-fn files(bare: &Path) -> Vec<String> {
-    testkit::git(&["ls-tree", "-r", "--name-only", "main"], bare)
-        .lines()
-        .map(str::to_string)
-        .collect()
-}
-
 /// Commits a change made by `change` in a fresh clone and pushes it, again on a new clone when
 /// the branch moved meanwhile.
 fn push(url: &str, what: &str, change: impl Fn(&Path)) {
@@ -188,13 +304,20 @@ fn child_exists(k: &Kratix, name: &str) -> Option<Value> {
 }
 
 #[test]
-fn a_compound_promise_is_applied_back_into_the_platform() {
-    let daemon = testkit::GitDaemon::start().expect("git daemon on loopback");
-    let bare = daemon.bare_repo("state.git").expect("a bare repository");
-    let url = daemon.url("state.git");
+fn a_compound_promise_is_applied_back_into_the_platform_from_git() {
+    compound_promise_applied_back(&Store::git());
+}
+
+#[test]
+fn a_compound_promise_is_applied_back_into_the_platform_from_a_bucket() {
+    compound_promise_applied_back(&Store::bucket());
+}
+
+/// The parent/child scenario on `store`: every file the sync applies is read back from it.
+fn compound_promise_applied_back(store: &Store) {
     let mut k = Kratix::new().with_env("KRATIX_PLATFORM_SYNC_INTERVAL", "1");
     k.start_serve();
-    k.apply_yaml(&platform_yaml(&url), &["--timeout", "120"])
+    k.apply_yaml(&platform_yaml(store), &["--timeout", "120"])
         .assert_ok();
     k.apply_yaml(&parent_promise(), &["--timeout", "120"])
         .assert_ok();
@@ -220,7 +343,7 @@ fn a_compound_promise_is_applied_back_into_the_platform() {
         "p1"
     );
     eventually("the sub-request's file on worker-1", WAIT, || {
-        files(&bare).into_iter().find(|f| {
+        store.files().into_iter().find(|f| {
             f.starts_with("worker-1/resources/default/child/p1/") && f.ends_with("/cm.yaml")
         })
     });
@@ -262,9 +385,7 @@ fn a_compound_promise_is_applied_back_into_the_platform() {
     assert_eq!(p1["metadata"]["labels"]["team"], "platform");
 
     // A broken document written by hand is named on the Destination; the rest still applies.
-    push(&url, "broken by hand", |clone| {
-        std::fs::write(clone.join("platform/resources/broken.yaml"), "a: [\n").expect("write");
-    });
+    store.write_by_hand(&[("platform/resources/broken.yaml", "a: [\n")]);
     let dest = eventually("the broken document named", WAIT, || {
         let dest = platform_destination(&k);
         condition(&dest, "PlatformSynced")
@@ -289,9 +410,7 @@ fn a_compound_promise_is_applied_back_into_the_platform() {
     eventually("the deleted sub-request made again", WAIT, || {
         child_exists(&k, "p1").filter(|c| c["metadata"]["uid"] != p1["metadata"]["uid"])
     });
-    push(&url, "fixed by hand", |clone| {
-        std::fs::remove_file(clone.join("platform/resources/broken.yaml")).expect("remove");
-    });
+    store.remove_by_hand("platform/resources/broken.yaml");
     eventually("the platform in sync again", WAIT, || {
         condition_is(&platform_destination(&k), "PlatformSynced", "True").then_some(())
     });
@@ -303,7 +422,8 @@ fn a_compound_promise_is_applied_back_into_the_platform() {
         child_exists(&k, "p1").is_none().then_some(())
     });
     eventually("the sub-request's files gone", WAIT, || {
-        (!files(&bare)
+        (!store
+            .files()
             .iter()
             .any(|f| f.starts_with("worker-1/resources/default/child/p1/")))
         .then_some(())
@@ -327,9 +447,7 @@ fn a_compound_promise_is_applied_back_into_the_platform() {
 
 #[test]
 fn what_the_sync_did_not_make_is_a_conflict_and_cluster_kinds_are_reported() {
-    let daemon = testkit::GitDaemon::start().expect("git daemon on loopback");
-    let url = daemon.url("state.git");
-    daemon.bare_repo("state.git").expect("a bare repository");
+    let store = Store::git();
     let mut k = Kratix::new().with_env("KRATIX_PLATFORM_SYNC_INTERVAL", "1");
     // Someone's own ConfigMap, of the name a file in the platform's folder will give.
     k.apply_yaml(
@@ -338,21 +456,18 @@ fn what_the_sync_did_not_make_is_a_conflict_and_cluster_kinds_are_reported() {
     )
     .assert_ok();
     k.start_serve();
-    k.apply_yaml(&platform_yaml(&url), &["--timeout", "120"])
+    k.apply_yaml(&platform_yaml(&store), &["--timeout", "120"])
         .assert_ok();
-    push(&url, "by hand", |clone| {
-        std::fs::create_dir_all(clone.join("platform/resources")).expect("mkdir");
-        std::fs::write(
-            clone.join("platform/resources/a-settings.yaml"),
+    store.write_by_hand(&[
+        (
+            "platform/resources/a-settings.yaml",
             "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: default}\ndata: {owner: platform}\n",
-        )
-        .expect("write");
-        std::fs::write(
-            clone.join("platform/resources/b-app.yaml"),
+        ),
+        (
+            "platform/resources/b-app.yaml",
             "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: app, namespace: default}\n",
-        )
-        .expect("write");
-    });
+        ),
+    ]);
     let message = eventually("the conflict named", WAIT, || {
         let dest = platform_destination(&k);
         condition(&dest, "PlatformSynced")

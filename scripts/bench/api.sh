@@ -37,22 +37,15 @@ if [ -z "$kubectl" ] || [ ! -x "$kubectl" ]; then
     echo
     exit 0
 fi
-if [ -z "$bin" ]; then
-    (cd "$repo" && cargo build --release --quiet --bin kratix-rs) >&2
-    bin="${CARGO_TARGET_DIR:-$repo/target}/release/kratix-rs"
-fi
+bin=$(bench_bin "$bin")
 work="$(mktemp -d "${TMPDIR:-/tmp}/kratix-bench-api.XXXXXX")"
 serve_pid=""
 trap '[ -n "$serve_pid" ] && kill "$serve_pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
 export HOME="$work/user" KRATIX_ISOLATION=process
 mkdir -p "$HOME"
 
-now() { date +%s.%N; }
+# Milliseconds count here: three decimals.
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
-median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
-# CPU ticks a process has used so far.
-ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 
 requests() {
     local n="$1" i
@@ -75,10 +68,10 @@ serve_pid=$!
 echo "waiting for serve to go idle…" >&2
 for _ in $(seq 300); do [ -f "$home/kubeconfig" ] && break; sleep 0.2; done
 # Idle: at most 5% of a core used over two seconds (its change feed still polls), or 5 minutes.
-last=$(ticks "$serve_pid")
+last=$(cpu_ticks "$serve_pid")
 for _ in $(seq 150); do
     sleep 2
-    now_ticks=$(ticks "$serve_pid")
+    now_ticks=$(cpu_ticks "$serve_pid")
     [ $((now_ticks - last)) -le 10 ] && break
     last=$now_ticks
 done

@@ -36,10 +36,7 @@ if [ -z "${DOCKER_HOST:-}" ] || ! docker version >/dev/null 2>&1; then
     exit 0
 fi
 export DOCKER_HOST
-if [ -z "$bin" ]; then
-    (cd "$repo" && cargo build --release --quiet --bin kratix-rs) >&2
-    bin="${CARGO_TARGET_DIR:-$repo/target}/release/kratix-rs"
-fi
+bin=$(bench_bin "$bin")
 work="$(mktemp -d "${TMPDIR:-/tmp}/kratix-bench-containers.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 image="kratix-bench.local/write:v1"
@@ -77,9 +74,6 @@ requests() {
     done
 }
 
-now() { date +%s.%N; }
-secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 
 # The floor: the same 3 × N containers, `docker run --rm` one after another.
 engine_floor() {

@@ -45,9 +45,7 @@ trap cleanup EXIT
 ns=kratix-platform-system
 image=local/busybox:1
 
-now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 
 # How many pods labelled $1 (in every namespace) have a container running.
 running_pods() {

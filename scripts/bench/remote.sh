@@ -26,10 +26,7 @@ done
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
 # shellcheck source=scripts/bench/common.sh
 source "$repo/scripts/bench/common.sh"
-if [ -z "$bin" ]; then
-    (cd "$repo" && cargo build --release --quiet --bin kratix-rs) >&2
-    bin="${CARGO_TARGET_DIR:-$repo/target}/release/kratix-rs"
-fi
+bin=$(bench_bin "$bin")
 work="$(mktemp -d "${TMPDIR:-/tmp}/kratix-bench-remote.XXXXXX")"
 daemon_pid=""
 cleanup() {
@@ -67,9 +64,8 @@ seed_repo() {
     git -C "$seed" push --quiet "git://127.0.0.1:$port/$name.git" main
 }
 
-now() { date +%s.%N; }
+# Milliseconds count here: three decimals.
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
-median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 ms() { awk -v s="$1" 'BEGIN { printf "%.0f ms", s * 1000 }'; }
 
 platform() {

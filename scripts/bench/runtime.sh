@@ -29,17 +29,9 @@ done
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
 # shellcheck source=scripts/bench/common.sh
 source "$repo/scripts/bench/common.sh"
-if [ -z "$bin" ]; then
-    (cd "$repo" && cargo build --release --quiet --bin kratix-rs) >&2
-    bin="${CARGO_TARGET_DIR:-$repo/target}/release/kratix-rs"
-fi
+bin=$(bench_bin "$bin")
 work="$(mktemp -d "${TMPDIR:-/tmp}/kratix-bench-runtime.XXXXXX")"
-serve_pid=""
-cleanup() {
-    if [ -n "$serve_pid" ]; then stop_serve; fi
-    rm -rf "$work"
-}
-trap cleanup EXIT
+trap bench_cleanup EXIT
 export KRATIX_ISOLATION=process
 
 # The state store, one Destination, and the Promise.
@@ -72,9 +64,6 @@ requests() {
     done
 }
 
-now() { date +%s.%N; }
-secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 
 # Wall time of `apply` (seconds) and its peak RSS (MB), printed as "time rss".
 timed_apply() {
@@ -179,30 +168,6 @@ echo "Re-apply of the $last_n identical requests: $((after - before)) new commit
 
 # One request applied beside a running `serve`, into an empty home and into a home of settled
 # requests: what every object in the home adds to a later change.
-# Starts `serve` and lets it look at everything the home holds once, before anything is timed:
-# waits until its CPU time stops growing.
-start_serve() {
-    local pid before after
-    /usr/bin/time -f '%M' -o "$1.serve.rss" "$bin" --home "$1" serve >/dev/null 2>"$1.serve.log" &
-    serve_pid=$!
-    sleep 1
-    pid=$(pgrep -P "$serve_pid")
-    after=$(cpu_ticks "$pid")
-    while :; do
-        before=$after
-        sleep 1
-        after=$(cpu_ticks "$pid")
-        # Idle polling of the change feed costs a few ticks a second.
-        [ $((after - before)) -le 5 ] && break
-    done
-}
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
-# GNU time ignores SIGINT while it waits: stop `serve` itself, as a user would.
-stop_serve() {
-    kill -INT "$(pgrep -P "$serve_pid")" 2>/dev/null || true
-    wait "$serve_pid" 2>/dev/null || true
-    serve_pid=""
-}
 echo
 echo "### One request into a full home"
 echo
