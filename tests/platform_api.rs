@@ -273,6 +273,32 @@ fn people_read_with_kubectl(k: &Kratix, kubectl: &Path, kubeconfig: &Path) {
         ok && out.contains("default") && out.contains("t1"),
         "{out}{err}"
     );
+    // kubectl prints the table the API serves: the columns and cells `kratix-rs get` prints.
+    for args in [
+        &["get", "promises"][..],
+        &["get", "things", "-A"],
+        &["get", "promise", "thing"],
+        &["get", "secrets", "-n", "default"],
+    ] {
+        let lines = |text: &str| -> Vec<String> {
+            text.lines()
+                .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+                .collect()
+        };
+        eventually(
+            &format!("kubectl {args:?} printed as kratix-rs does"),
+            Duration::from_secs(30),
+            || {
+                let (ok, out, err) = run(args);
+                assert!(ok, "{out}{err}");
+                let ours = k.run(args);
+                ours.assert_ok();
+                let header = |t: &str| t.lines().next().unwrap_or_default().trim_end().to_string();
+                assert_eq!(header(&out), header(&ours.stdout), "kubectl {args:?}");
+                (lines(&out) == lines(&ours.stdout)).then_some(())
+            },
+        );
+    }
     let (ok, out, err) = run(&["get", "thing", "t1", "-o", "jsonpath={.spec.size}"]);
     assert!(ok && out == "3", "{out}{err}");
     let (ok, out, err) = run(&["get", "things.test.kratix.io", "t1", "-o", "json"]);

@@ -3,6 +3,7 @@
 //! The control plane stores every object as a [`kube::core::DynamicObject`]; the typed structs here
 //! are views that controllers parse when they need them. Real Kratix YAML applies unchanged.
 
+pub(crate) mod columns;
 pub mod condition;
 pub mod crds;
 pub mod defaults;

@@ -15,6 +15,7 @@ mod objects;
 pub(crate) mod rights;
 mod route;
 mod serve;
+mod table;
 mod tls;
 mod tokens;
 

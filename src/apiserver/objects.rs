@@ -16,6 +16,7 @@ use tokio::sync::mpsc;
 use super::answer::{self, Refusal};
 use super::fields::FieldSelector;
 use super::rights::Principal;
+use super::table::{self, Shape};
 use crate::api::{KindInfo, Object, ObjectKey};
 use crate::store::{ChangeType, ControlPlane, Selector};
 
@@ -66,19 +67,28 @@ pub(crate) fn present(kind: &KindInfo, obj: &Object, who: &Principal) -> Value {
     value
 }
 
+/// `obj` as `who` sees it, in `shape` (a one-row `Table`, or the object).
+fn shown(kind: &KindInfo, obj: &Object, who: &Principal, shape: Shape) -> Value {
+    match shape {
+        Shape::Objects => present(kind, obj, who),
+        Shape::Table(include) => table::table(kind, &[obj], include, "", |o| present(kind, o, who)),
+    }
+}
+
 pub(crate) async fn get(
     cp: &dyn ControlPlane,
     kind: &KindInfo,
     namespace: Option<&str>,
     name: &str,
     who: &Principal,
+    shape: Shape,
 ) -> Result<Value, Refusal> {
     let resource = answer::Resource {
         group: &kind.group,
         plural: &kind.plural,
     };
     match cp.get(kind, namespace, name).await.map_err(store_failed)? {
-        Some(obj) => Ok(present(kind, &obj, who)),
+        Some(obj) => Ok(shown(kind, &obj, who, shape)),
         None => Err(answer::not_found(resource, name)),
     }
 }
@@ -88,6 +98,7 @@ pub(crate) async fn list(
     kind: &KindInfo,
     selection: &Selection,
     who: &Principal,
+    shape: Shape,
 ) -> Result<Value, Refusal> {
     // The position is taken first: a watch from it misses nothing the list did not hold.
     let position = cp.current_resource_version().await.map_err(store_failed)?;
@@ -95,11 +106,14 @@ pub(crate) async fn list(
         .list(kind, selection.namespace.as_deref(), &selection.labels)
         .await
         .map_err(store_failed)?;
-    let items: Vec<Value> = objects
-        .iter()
-        .filter(|o| selection.fields.matches(o))
-        .map(|o| present(kind, o, who))
-        .collect();
+    let selected = objects.iter().filter(|o| selection.fields.matches(o));
+    if let Shape::Table(include) = shape {
+        let selected: Vec<&Object> = selected.collect();
+        return Ok(table::table(kind, &selected, include, &position, |o| {
+            present(kind, o, who)
+        }));
+    }
+    let items: Vec<Value> = selected.map(|o| present(kind, o, who)).collect();
     let metadata = ListMeta {
         resource_version: Some(position),
         ..ListMeta::default()
@@ -126,10 +140,11 @@ pub(crate) fn watch(
     since: String,
     timeout: Option<Duration>,
     who: Principal,
+    shape: Shape,
 ) -> mpsc::Receiver<Bytes> {
     let (tx, rx) = mpsc::channel(64);
     tokio::spawn(async move {
-        let run = follow(cp.as_ref(), &kind, &selection, since, &who, &tx);
+        let run = follow(cp.as_ref(), &kind, &selection, since, (&who, shape), &tx);
         let ended = match timeout {
             Some(limit) => tokio::time::timeout(limit, run).await.unwrap_or(Ok(())),
             None => run.await,
@@ -149,25 +164,26 @@ async fn follow(
     kind: &KindInfo,
     selection: &Selection,
     mut since: String,
-    who: &Principal,
+    (who, shape): (&Principal, Shape),
     tx: &mpsc::Sender<Bytes>,
 ) -> Result<(), Refusal> {
-    // What this watch last sent of each object: its resourceVersion, and what a deletion
-    // shows of it.
-    let mut sent: HashMap<ObjectKey, (String, Value)> = HashMap::new();
+    // What this watch last sent of each object, which a deletion shows.
+    let mut sent: HashMap<ObjectKey, Object> = HashMap::new();
     if since.is_empty() || since == "0" {
         since = cp.current_resource_version().await.map_err(store_failed)?;
         let objects = cp
             .list(kind, selection.namespace.as_deref(), &selection.labels)
             .await
             .map_err(store_failed)?;
-        for obj in objects.iter().filter(|o| selection.fields.matches(o)) {
-            let shown = present(kind, obj, who);
-            if tx.send(event("ADDED", &shown)).await.is_err() {
+        for obj in objects.into_iter().filter(|o| selection.fields.matches(o)) {
+            if tx
+                .send(event("ADDED", &shown(kind, &obj, who, shape)))
+                .await
+                .is_err()
+            {
                 return Ok(());
             }
-            let rv = obj.metadata.resource_version.clone().unwrap_or_default();
-            sent.insert(ObjectKey::of(obj), (rv, shown));
+            sent.insert(ObjectKey::of(&obj), obj);
         }
     }
     let mut changes = cp.watch(std::slice::from_ref(kind), &since);
@@ -185,22 +201,21 @@ async fn follow(
             continue;
         }
         let line = if change.change_type == ChangeType::Deleted {
-            let shown = match sent.remove(key) {
-                Some((_, mut shown)) => {
-                    shown["metadata"]["resourceVersion"] = json!(change.resource_version);
-                    shown
-                }
-                None => json!({
-                    "apiVersion": kind.api_version(),
-                    "kind": kind.kind,
-                    "metadata": {
-                        "name": key.name,
-                        "namespace": key.namespace,
-                        "resourceVersion": change.resource_version,
-                    },
+            // Deleted before this watch saw it: its name is all there is to show.
+            let mut last = sent.remove(key).unwrap_or_else(|| Object {
+                types: Some(kube::core::TypeMeta {
+                    api_version: kind.api_version(),
+                    kind: kind.kind.clone(),
                 }),
-            };
-            event("DELETED", &shown)
+                metadata: kube::core::ObjectMeta {
+                    name: Some(key.name.clone()),
+                    namespace: key.namespace.clone(),
+                    ..kube::core::ObjectMeta::default()
+                },
+                data: json!({}),
+            });
+            last.metadata.resource_version = Some(change.resource_version.clone());
+            event("DELETED", &shown(kind, &last, who, shape))
         } else {
             let Some(obj) = cp
                 .get(kind, key.namespace.as_deref(), &key.name)
@@ -210,18 +225,20 @@ async fn follow(
                 // Deleted since: its deletion follows.
                 continue;
             };
-            let rv = obj.metadata.resource_version.clone().unwrap_or_default();
-            if !selection.matches(&obj) || sent.get(key).is_some_and(|(last, _)| *last == rv) {
+            let unchanged = sent.get(key).is_some_and(|last| {
+                last.metadata.resource_version == obj.metadata.resource_version
+            });
+            if !selection.matches(&obj) || unchanged {
                 continue;
             }
-            let shown = present(kind, &obj, who);
             let type_ = if sent.contains_key(key) || change.change_type == ChangeType::Modified {
                 "MODIFIED"
             } else {
                 "ADDED"
             };
-            sent.insert(key.clone(), (rv, shown.clone()));
-            event(type_, &shown)
+            let line = event(type_, &shown(kind, &obj, who, shape));
+            sent.insert(key.clone(), obj);
+            line
         };
         if tx.send(line).await.is_err() {
             return Ok(());

@@ -62,6 +62,8 @@ pub(crate) struct Query {
     pub(crate) watch: bool,
     pub(crate) resource_version: String,
     pub(crate) timeout_seconds: Option<u64>,
+    /// What a `Table`'s rows carry (`None`, `Metadata`, `Object`).
+    pub(crate) include_object: String,
 }
 
 pub(crate) fn route(path: &str) -> Route {
@@ -139,6 +141,7 @@ pub(crate) fn query(text: Option<&str>) -> Query {
             "watch" => q.watch = matches!(value.as_str(), "true" | "1"),
             "resourceVersion" => q.resource_version = value,
             "timeoutSeconds" => q.timeout_seconds = value.parse().ok(),
+            "includeObject" => q.include_object = value,
             _ => {}
         }
     }
@@ -255,8 +258,9 @@ mod tests {
     #[test]
     fn queries_and_verbs() {
         let q = query(Some(
-            "labelSelector=app%3Dweb%2Ctier+in+%28a%29&fieldSelector=metadata.name%3Dx&watch=true&resourceVersion=42&timeoutSeconds=30&allowWatchBookmarks=true",
+            "labelSelector=app%3Dweb%2Ctier+in+%28a%29&fieldSelector=metadata.name%3Dx&watch=true&resourceVersion=42&timeoutSeconds=30&allowWatchBookmarks=true&includeObject=None",
         ));
+        assert_eq!(q.include_object, "None");
         assert_eq!(q.label_selector, "app=web,tier in (a)");
         assert_eq!(q.field_selector, "metadata.name=x");
         assert!(q.watch);

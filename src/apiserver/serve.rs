@@ -21,6 +21,7 @@ use super::fields::FieldSelector;
 use super::objects::{self, Selection};
 use super::rights::{Ask, Principal};
 use super::route::{self, Route, Target, Verb};
+use super::table::{self, Shape};
 use super::Shared;
 use crate::store::Selector;
 
@@ -90,7 +91,12 @@ async fn handle(shared: &Shared, req: Request<hyper::body::Incoming>) -> Respons
         return refused(&answer::unauthorized());
     };
     let query = route::query(req.uri().query());
-    match answer_route(shared, route, &method, &query, &who).await {
+    let accept = req
+        .headers()
+        .get(hyper::header::ACCEPT)
+        .and_then(|v| v.to_str().ok());
+    let shape = table::shape(accept, &query.include_object);
+    match answer_route(shared, route, &method, (&query, shape), &who).await {
         Ok(response) => response,
         Err(refusal) => {
             tracing::debug!(%method, %path, user = who.user(), code = refusal.code, "platform API refused a request");
@@ -103,7 +109,7 @@ async fn answer_route(
     shared: &Shared,
     route: Route,
     method: &str,
-    query: &route::Query,
+    asked: (&route::Query, Shape),
     who: &Principal,
 ) -> Result<Response<Body>, Refusal> {
     let kinds = shared.platform.kinds().await.map_err(|e| {
@@ -130,7 +136,7 @@ async fn answer_route(
             else {
                 return Err(answer::no_such_resource());
             };
-            objects_of(shared, kind, &target, method, query, who).await
+            objects_of(shared, kind, &target, method, asked, who).await
         }
         Route::Version | Route::Health | Route::Unknown => Err(answer::no_such_resource()),
     }
@@ -141,7 +147,7 @@ async fn objects_of(
     kind: crate::api::KindInfo,
     target: &Target,
     method: &str,
-    query: &route::Query,
+    (query, shape): (&route::Query, Shape),
     who: &Principal,
 ) -> Result<Response<Body>, Refusal> {
     let verb = route::verb(method, target, query);
@@ -189,7 +195,7 @@ async fn objects_of(
     match verb {
         Verb::Get => {
             let name = target.name.as_deref().unwrap_or_default();
-            let obj = objects::get(cp.as_ref(), &kind, namespace, name, who).await?;
+            let obj = objects::get(cp.as_ref(), &kind, namespace, name, who, shape).await?;
             Ok(json_response(200, &obj))
         }
         Verb::List | Verb::Watch => {
@@ -206,7 +212,7 @@ async fn objects_of(
                 fields,
             };
             if verb == Verb::List {
-                let list = objects::list(cp.as_ref(), &kind, &selection, who).await?;
+                let list = objects::list(cp.as_ref(), &kind, &selection, who, shape).await?;
                 return Ok(json_response(200, &list));
             }
             let timeout = query.timeout_seconds.map(Duration::from_secs);
@@ -217,6 +223,7 @@ async fn objects_of(
                 query.resource_version.clone(),
                 timeout,
                 who.clone(),
+                shape,
             );
             let stream = futures::stream::unfold(events, |mut rx| async move {
                 rx.recv().await.map(|line| (line, rx))

@@ -6,8 +6,8 @@ use serde_json::Value;
 use crate::api::{KindInfo, Object, ObjectKey};
 use crate::platform::Platform;
 
-use super::columns::{duration, text};
 use super::{output, OutputFormat};
+use crate::api::columns::{duration, text};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

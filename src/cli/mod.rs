@@ -1,7 +1,6 @@
 //! The command-line contract (docs/cli.md).
 
 pub mod apply;
-mod columns;
 mod complete_words;
 pub mod completion;
 pub mod controller;

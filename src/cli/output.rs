@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 pub use crate::api::redact::redact;
 use crate::api::{KindInfo, Object};
 
-use super::columns::{columns, resource_name, text, Column};
+use crate::api::columns::{resource_name, table_columns, Column};
 
 pub fn list_json(kind: &KindInfo, objs: &[Object]) -> Value {
     json!({
@@ -28,7 +28,7 @@ pub struct TableOptions {
 
 /// A kubectl-like table of `objs`.
 pub fn table(kind: &KindInfo, objs: &[Object], options: TableOptions) -> String {
-    let cols: Vec<Column> = columns(kind)
+    let cols: Vec<Column> = table_columns(kind)
         .into_iter()
         .filter(|c| options.wide || !c.wide)
         .collect();
@@ -40,9 +40,6 @@ pub fn table(kind: &KindInfo, objs: &[Object], options: TableOptions) -> String 
     }
     header.push("NAME".into());
     header.extend(cols.iter().map(|c| c.header.to_string()));
-    if options.wide {
-        header.extend(["GENERATION", "OBSERVED"].map(String::from));
-    }
     if labels {
         header.push("LABELS".into());
     }
@@ -54,15 +51,6 @@ pub fn table(kind: &KindInfo, objs: &[Object], options: TableOptions) -> String 
         }
         row.push(o.metadata.name.clone().unwrap_or_default());
         row.extend(cols.iter().map(|c| (c.cell)(o)));
-        if options.wide {
-            row.push(
-                o.metadata
-                    .generation
-                    .map(|g| g.to_string())
-                    .unwrap_or_default(),
-            );
-            row.push(text(o.data.pointer("/status/observedGeneration")));
-        }
         if labels {
             row.push(
                 o.metadata

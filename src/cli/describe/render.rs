@@ -6,9 +6,9 @@ use serde_json::Value;
 
 use crate::api::{labels, KindInfo, Object, GROUP};
 
-use super::super::columns::{duration, text};
 use super::super::events::{one_line, table as events_table};
 use super::super::output::{redact, render as columns};
+use crate::api::columns::{duration, text};
 
 /// What `describe` shows of one object.
 #[derive(Debug, Clone)]

@@ -1,5 +1,6 @@
-//! The columns `get` prints for each kind: Kratix's printer columns, plus the ones `-o wide` adds.
-//! Each cell is a pure function of the stored object.
+//! The columns of each kind in a table: Kratix's printer columns (as its CRDs declare them),
+//! plus the ones `-o wide` adds. `kratix-rs get` prints them and the platform's API serves them
+//! to `kubectl get` as a `Table`. Each cell is a pure function of the stored object.
 
 use serde_json::Value;
 
@@ -7,11 +8,11 @@ use crate::api::object::condition;
 use crate::api::{KindInfo, Object};
 
 /// One column of a `get` table.
-pub struct Column {
-    pub header: &'static str,
+pub(crate) struct Column {
+    pub(crate) header: &'static str,
     /// Shown only with `-o wide` (kubectl's printer column priority 1).
-    pub wide: bool,
-    pub cell: fn(&Object) -> String,
+    pub(crate) wide: bool,
+    pub(crate) cell: fn(&Object) -> String,
 }
 
 const fn col(header: &'static str, cell: fn(&Object) -> String) -> Column {
@@ -30,7 +31,7 @@ const fn wide(header: &'static str, cell: fn(&Object) -> String) -> Column {
     }
 }
 
-pub fn text(v: Option<&Value>) -> String {
+pub(crate) fn text(v: Option<&Value>) -> String {
     match v {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Null) | None => String::new(),
@@ -55,7 +56,7 @@ fn ready_message(obj: &Object) -> String {
 }
 
 /// The columns of `kind`, in order; the caller drops the wide ones unless `-o wide`.
-pub fn columns(kind: &KindInfo) -> Vec<Column> {
+pub(crate) fn columns(kind: &KindInfo) -> Vec<Column> {
     match kind.kind.as_str() {
         "Promise" => vec![
             col("STATUS", |o| at(o, "/status/status")),
@@ -158,9 +159,25 @@ pub fn columns(kind: &KindInfo) -> Vec<Column> {
     }
 }
 
+/// The columns of a table of `kind`: [`columns`], then the generation and the observed
+/// generation, wide.
+pub(crate) fn table_columns(kind: &KindInfo) -> Vec<Column> {
+    let mut all = columns(kind);
+    all.push(wide("GENERATION", |o| {
+        o.metadata
+            .generation
+            .map(|g| g.to_string())
+            .unwrap_or_default()
+    }));
+    all.push(wide("OBSERVED", |o| {
+        text(o.data.pointer("/status/observedGeneration"))
+    }));
+    all
+}
+
 /// How long a run took, kubectl-style (`45s`, `3m4s`, `2h5m`); empty until it has finished or
 /// when a time cannot be read.
-pub fn duration(start: &str, end: &str) -> String {
+pub(crate) fn duration(start: &str, end: &str) -> String {
     let (Ok(start), Ok(end)) = (
         start.parse::<jiff::Timestamp>(),
         end.parse::<jiff::Timestamp>(),
@@ -179,7 +196,7 @@ pub fn duration(start: &str, end: &str) -> String {
 }
 
 /// `-o name`: `kind.group/name` like kubectl (`kind/name` for the core group).
-pub fn resource_name(kind: &KindInfo, obj: &Object) -> String {
+pub(crate) fn resource_name(kind: &KindInfo, obj: &Object) -> String {
     let name = obj.metadata.name.as_deref().unwrap_or_default();
     let kind_name = kind.kind.to_lowercase();
     if kind.group.is_empty() {
