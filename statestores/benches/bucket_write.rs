@@ -1,5 +1,5 @@
 //! What a bucket write sends, counted on the wire, and what it costs against a writer that
-//! uploads every named object, measured in the same run on a real S3 server on loopback (testkit::s3). Run with
+//! uploads every named object, measured in the same run on a real S3 server on loopback (`testkit::s3`). Run with
 //! `cargo bench -p statestores --bench bucket_write [-- --quick]`; prints a Markdown section.
 //!
 //! Each write names `NAMED` objects: `CHANGED` of them with new content, the rest identical, and
@@ -76,6 +76,8 @@ fn seed_round(round: usize) -> Vec<Change> {
 }
 
 #[tokio::main]
+// One scenario, read top to bottom: the writes, then the table of what they sent.
+#[allow(clippy::too_many_lines)]
 async fn main() {
     let rounds = if std::env::args().any(|a| a == "--quick") {
         3

@@ -240,7 +240,7 @@ async fn main() {
          {pushes} pushes: **{:.1} commits per push** ({} in all, {} per write)",
         commits as f64 / pushes.max(1) as f64,
         ms(shared_t),
-        ms(shared_t / CONCURRENT_WRITERS as u32)
+        ms(shared_t / u32::try_from(CONCURRENT_WRITERS).unwrap_or(u32::MAX))
     );
     println!();
 }

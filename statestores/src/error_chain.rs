@@ -4,7 +4,7 @@ use std::error::Error;
 use std::fmt;
 
 /// Displays an error with its chain of causes on one line, `: `-separated, saying each cause
-/// once: some errors (object_store's, [`crate::Error::Config`]) already print their source in
+/// once: some errors (`object_store`'s, [`crate::Error::Config`]) already print their source in
 /// their own message, and a cause whose text the previous link already showed is left out.
 pub struct ErrorChain<'a>(pub &'a dyn Error);
 

@@ -20,7 +20,7 @@ impl Key {
         let mut segments = Vec::new();
         for seg in path.split('/') {
             match seg {
-                "" | "." => continue,
+                "" | "." => {}
                 ".." => {
                     return Err(KeyError::Invalid {
                         path: path.to_string(),

@@ -1,5 +1,5 @@
-//! Where a platform's desired state is written: Git repositories, S3-compatible buckets, plain
-//! folders and memory, behind one trait, [`StateStore`].
+//! Where a platform's desired state is written: Git repositories, S3-compatible buckets and
+//! memory, behind one trait, [`StateStore`].
 //!
 //! This crate knows nothing of Kratix or Kubernetes: it stores files at paths and reports what it
 //! changed. Which paths a caller owns, and what they should hold, is the caller's business.
@@ -10,14 +10,12 @@ mod key;
 #[cfg(any(test, feature = "conformance"))]
 pub mod conformance;
 pub mod crash;
-mod dir;
 pub mod error_chain;
 mod git;
 mod memory;
 mod overlay;
 
 pub use bucket::{Bucket, BucketAuth, BucketOptions};
-pub use dir::LocalDir;
 pub use git::{redact_url, Git, GitCredentials, GitOptions, TlsTrust};
 pub use key::{Key, KeyError};
 pub use memory::InMemory;
@@ -27,7 +25,7 @@ use bytes::Bytes;
 use std::fmt::Debug;
 
 /// An opaque identifier of what a store holds after a write: a commit SHA for Git, a content hash
-/// for buckets and folders.
+/// for buckets.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Version(pub String);
 

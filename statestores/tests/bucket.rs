@@ -1,4 +1,4 @@
-//! The bucket backend against a real S3 server on loopback (SeaweedFS, or Garage: testkit::s3): the conformance suite, plus what
+//! The bucket backend against a real S3 server on loopback (`SeaweedFS`, or Garage: `testkit::s3)`: the conformance suite, plus what
 //! only buckets promise (no request when nothing changed, batched deletes, error meanings).
 
 use std::collections::BTreeMap;

@@ -109,6 +109,8 @@ impl Checked {
         Self::on(Arc::new(Remote::start(transport))).await
     }
 
+    // A future, as `reopen` hands it to the conformance suite.
+    #[allow(clippy::unused_async)]
     async fn on(remote: Arc<Remote>) -> Self {
         let (store, cache) = open(&remote.url, remote.credentials.clone());
         let store = store.unwrap_or_else(|err| {
@@ -176,50 +178,47 @@ impl StateStore for Checked {
 /// keys reported, and holds every requested content. A write that changed nothing must find
 /// `main` holding the requested content already.
 fn verify_on_server(bare: &Path, changes: &[Change], info: &WriteInfo, outcome: &WriteOutcome) {
-    let rev = match &outcome.version {
-        Some(version) => {
-            let version = version.to_string();
-            git(&["merge-base", "--is-ancestor", &version, "main"], bare);
-            let header = git(&["log", "-1", "--format=%an <%ae>%n%B", &version], bare);
-            let (author, message) = header.split_once('\n').expect("author line");
-            assert_eq!(
-                author,
-                format!("{} <{}>", info.author_name, info.author_email)
-            );
-            assert_eq!(message.trim_end(), info.message.trim_end());
-            let touched = git(
-                &[
-                    "diff-tree",
-                    "-r",
-                    "--root",
-                    "--no-commit-id",
-                    "--name-only",
-                    &version,
-                ],
-                bare,
-            );
-            let mut touched: Vec<&str> = touched.lines().collect();
-            touched.sort_unstable();
-            let mut reported: Vec<&str> = outcome
-                .written
-                .iter()
-                .chain(&outcome.deleted)
-                .map(|key| key.as_str())
-                .collect();
-            reported.sort_unstable();
-            assert_eq!(
-                touched, reported,
-                "the commit {version} changes exactly the reported keys"
-            );
-            version
-        }
-        None => {
-            assert!(
-                !outcome.changed(),
-                "a write that changed something has a version: {outcome:?}"
-            );
-            "main".to_owned()
-        }
+    let rev = if let Some(version) = &outcome.version {
+        let version = version.to_string();
+        git(&["merge-base", "--is-ancestor", &version, "main"], bare);
+        let header = git(&["log", "-1", "--format=%an <%ae>%n%B", &version], bare);
+        let (author, message) = header.split_once('\n').expect("author line");
+        assert_eq!(
+            author,
+            format!("{} <{}>", info.author_name, info.author_email)
+        );
+        assert_eq!(message.trim_end(), info.message.trim_end());
+        let touched = git(
+            &[
+                "diff-tree",
+                "-r",
+                "--root",
+                "--no-commit-id",
+                "--name-only",
+                &version,
+            ],
+            bare,
+        );
+        let mut touched: Vec<&str> = touched.lines().collect();
+        touched.sort_unstable();
+        let mut reported: Vec<&str> = outcome
+            .written
+            .iter()
+            .chain(&outcome.deleted)
+            .map(statestores::Key::as_str)
+            .collect();
+        reported.sort_unstable();
+        assert_eq!(
+            touched, reported,
+            "the commit {version} changes exactly the reported keys"
+        );
+        version
+    } else {
+        assert!(
+            !outcome.changed(),
+            "a write that changed something has a version: {outcome:?}"
+        );
+        "main".to_owned()
     };
     if changes.is_empty() || git(&["for-each-ref", "refs/heads/main"], bare).is_empty() {
         assert!(outcome.version.is_none());
@@ -230,7 +229,7 @@ fn verify_on_server(bare: &Path, changes: &[Change], info: &WriteInfo, outcome: 
     for (change, held) in changes.iter().zip(held) {
         match change {
             Change::Put(key, content) => {
-                assert_eq!(held.as_deref(), Some(&content[..]), "{key:?} at {rev}")
+                assert_eq!(held.as_deref(), Some(&content[..]), "{key:?} at {rev}");
             }
             Change::Delete(key) => assert_eq!(held, None, "{key:?} at {rev}"),
         }

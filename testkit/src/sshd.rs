@@ -182,10 +182,6 @@ impl Sshd {
         &self.client_key.private_key
     }
 
-    pub fn client_public_key(&self) -> &str {
-        &self.client_key.public_key
-    }
-
     /// The server's host key as a known_hosts line: `[127.0.0.1]:<port> ssh-ed25519 AAAA…`.
     pub fn known_hosts(&self) -> String {
         format!("[127.0.0.1]:{} {}", self.port, self.host_public_key)

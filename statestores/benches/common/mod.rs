@@ -5,7 +5,7 @@ use std::time::Duration;
 use statestores::{Key, WriteInfo};
 
 /// The author and message of a bench's writes.
-pub fn info(who: &str) -> WriteInfo {
+pub(crate) fn info(who: &str) -> WriteInfo {
     WriteInfo {
         message: format!("Update from: {who}\n"),
         author_name: "bench".into(),
@@ -13,11 +13,11 @@ pub fn info(who: &str) -> WriteInfo {
     }
 }
 
-pub fn key(path: &str) -> Key {
+pub(crate) fn key(path: &str) -> Key {
     Key::parse(path).expect("valid key")
 }
 
-pub fn median(mut samples: Vec<Duration>) -> Duration {
+pub(crate) fn median(mut samples: Vec<Duration>) -> Duration {
     samples.sort();
     samples[samples.len() / 2]
 }

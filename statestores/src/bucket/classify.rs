@@ -27,7 +27,7 @@ const AUTH_CODES: &[&str] = &[
     "<Code>InvalidToken</Code>",
 ];
 
-/// NB: object_store keeps the server's XML error body only in its error's Display (the retry
+/// NB: `object_store` keeps the server's XML error body only in its error's Display (the retry
 /// error type is private), so S3 error codes are found in the rendered chain.
 pub(crate) fn classify(err: &object_store::Error) -> Meaning {
     let rendered = ErrorChain(err).to_string();
@@ -78,7 +78,7 @@ fn no_connection(err: &object_store::Error) -> bool {
 mod tests {
     use super::*;
 
-    /// Stands in for object_store's private retry error, which renders the server's body.
+    /// Stands in for `object_store`'s private retry error, which renders the server's body.
     #[derive(Debug, thiserror::Error)]
     #[error("server returned {0}")]
     struct Body(&'static str);

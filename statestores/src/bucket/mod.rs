@@ -62,21 +62,24 @@ impl fmt::Debug for Bucket {
 impl Bucket {
     /// Builds the client. No request is made: call [`StateStore::check_access`] to find out
     /// whether the bucket can be written to.
+    // The options are handed over, as to `Git::open`: callers build them for this call.
+    #[allow(clippy::needless_pass_by_value)]
     pub fn open(options: BucketOptions) -> crate::Result<Self> {
-        Self::build(options, None::<object_store::client::ReqwestConnector>)
+        Self::build(&options, None::<object_store::client::ReqwestConnector>)
     }
 
     /// Like [`Bucket::open`], sending every HTTP request through `connector` (a proxy, a tracing
     /// or counting layer).
+    #[allow(clippy::needless_pass_by_value)]
     pub fn open_with_http_connector<C: HttpConnector>(
         options: BucketOptions,
         connector: C,
     ) -> crate::Result<Self> {
-        Self::build(options, Some(connector))
+        Self::build(&options, Some(connector))
     }
 
     fn build<C: HttpConnector>(
-        options: BucketOptions,
+        options: &BucketOptions,
         connector: Option<C>,
     ) -> crate::Result<Self> {
         // NB: an endpoint may carry `user:password@`, which S3 does not use but errors would show.
@@ -141,7 +144,7 @@ impl Bucket {
         if let Some(connector) = connector {
             builder = builder.with_http_connector(connector);
         }
-        let clients = Clients::new(builder, region, probe)
+        let clients = Clients::new(builder, region.as_deref(), probe)
             .map_err(|e| config_error(Error::BuildClient(e)))?;
         Ok(Self {
             clients,

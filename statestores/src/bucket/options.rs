@@ -65,7 +65,7 @@ impl fmt::Debug for BucketAuth {
 
 /// Why options cannot be used.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum Error {
+pub(crate) enum Error {
     #[error("the endpoint is empty")]
     EmptyEndpoint,
     #[error("endpoint {endpoint:?} has scheme {scheme:?}; only http and https are supported")]
@@ -145,6 +145,7 @@ impl BucketOptions {
 mod tests {
     use super::*;
     use crate::error_chain::ErrorChain;
+    use std::fmt::Write as _;
 
     fn options(endpoint: &str, insecure: bool) -> BucketOptions {
         BucketOptions {
@@ -183,7 +184,7 @@ mod tests {
             match (want, &got) {
                 (Ok(want), Ok(got)) => assert_eq!(got, want, "{endpoint} insecure={insecure}"),
                 (Err(want), Err(got)) => {
-                    assert!(got.to_string().contains(want), "{endpoint}: {got}")
+                    assert!(got.to_string().contains(want), "{endpoint}: {got}");
                 }
                 _ => panic!("{endpoint} insecure={insecure}: got {got:?}, want {want:?}"),
             }
@@ -293,7 +294,7 @@ mod tests {
                 shown.push_str(&e.to_string());
             }
             if let Err(e) = crate::Bucket::open(options) {
-                shown.push_str(&format!("{} {e:?}", ErrorChain(&e)));
+                write!(shown, "{} {e:?}", ErrorChain(&e)).expect("a String takes any text");
             }
             assert!(!shown.contains("pw-in-url"), "{shown}");
             assert!(shown.contains("u:<redacted>@h"), "{shown}");

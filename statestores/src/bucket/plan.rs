@@ -39,12 +39,12 @@ impl Digests {
 /// Does the object already hold `content`?
 ///
 /// Two signals, either is enough:
-/// - The ETag. Garage, S3 (without SSE-KMS/SSE-C) and MinIO return the hex md5 of the content as
+/// - The ETag. Garage, S3 (without `SSE-KMS` or `SSE-C`) and MinIO return the hex MD5 of the content as
 ///   the ETag of a single-part PUT, and Kratix's own S3 writer relies on exactly this, so objects
 ///   Kratix wrote are recognised as unchanged after switching to this writer. Multipart ETags
-///   (`<md5 of md5s>-<parts>`) and encrypted ones never equal an md5, so they fall through.
-/// - The sha256 we store in object metadata on every upload, which still works where the ETag is
-///   not an md5 (SSE-KMS, a server that computes ETags differently).
+///   (`<md5 of md5s>-<parts>`) and encrypted ones never equal an MD5, so they fall through.
+/// - The SHA-256 we store in object metadata on every upload, which still works where the ETag is
+///   not an MD5 (`SSE-KMS`, a server that computes ETags differently).
 ///
 /// Neither can say "same" for different content short of a hash collision, so the worst a
 /// foreign ETag scheme costs is one needless upload.
@@ -101,7 +101,7 @@ pub(crate) enum Applied<'a> {
     Deleted { key: &'a Key },
 }
 
-/// The version of a write: a sha256 chain over what it uploaded (key and new ETag) and deleted
+/// The version of a write: a SHA-256 chain over what it uploaded (key and new ETag) and deleted
 /// (key), in order; `None` when it did nothing.
 ///
 /// Like Kratix's chain over version ids, but over ETags, which every S3 server returns, so the
@@ -177,6 +177,9 @@ mod tests {
         }
     }
 
+    /// (changes, what the bucket holds for each, wanted actions)
+    type Case = (Vec<Change>, Vec<Option<Remote>>, Vec<Action>);
+
     #[test]
     fn plan_skips_identical_puts_and_absent_deletes() {
         let same = Remote {
@@ -189,8 +192,6 @@ mod tests {
         };
         let put = |k: &str| Change::Put(key(k), Bytes::from_static(b"hello"));
         let del = |k: &str| Change::Delete(key(k));
-        /// (changes, what the bucket holds for each, wanted actions)
-        type Case = (Vec<Change>, Vec<Option<Remote>>, Vec<Action>);
         let cases: Vec<Case> = vec![
             (vec![], vec![], vec![]),
             (vec![put("a")], vec![None], vec![Action::Upload(0)]),

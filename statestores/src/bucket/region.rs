@@ -31,10 +31,10 @@ impl Clients {
     /// `configured`: the region the options or the environment name, if any.
     pub(super) fn new(
         builder: AmazonS3Builder,
-        configured: Option<String>,
+        configured: Option<&str>,
         probe: Path,
     ) -> object_store::Result<Self> {
-        let region = configured.as_deref().unwrap_or(DEFAULT_REGION);
+        let region = configured.unwrap_or(DEFAULT_REGION);
         let first = Arc::new(builder.clone().with_region(region).build()?);
         let settled = match configured {
             Some(_) => OnceCell::new_with(Some(Arc::clone(&first))),
@@ -59,9 +59,8 @@ impl Clients {
 
     async fn resolve(&self) -> Result<Arc<AmazonS3>, Unanswered> {
         // NB: a GET, not a HEAD: the answer to a HEAD has no body to name the region in.
-        let err = match self.first.get(&self.probe).await {
-            Ok(_) => return Ok(Arc::clone(&self.first)),
-            Err(err) => err,
+        let Err(err) = self.first.get(&self.probe).await else {
+            return Ok(Arc::clone(&self.first));
         };
         if let Some(region) = classify::region_hint(&err) {
             return match self.builder.clone().with_region(&region).build() {

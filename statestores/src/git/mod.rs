@@ -15,7 +15,8 @@ mod tree;
 mod url;
 mod write;
 
-pub use options::{redact_url, GitCredentials, GitOptions, DEFAULT_SSH_USER};
+pub(crate) use options::DEFAULT_SSH_USER;
+pub use options::{redact_url, GitCredentials, GitOptions};
 pub use tls::TlsTrust;
 
 use crate::{Change, Error, Key, Result, Snapshot, StateStore, Version, WriteInfo, WriteOutcome};
@@ -100,21 +101,20 @@ impl Git {
                 path.clone()
             }
             Location::Remote(_) => {
-                let dir = match &options.cache_dir {
-                    Some(dir) => dir.clone(),
-                    None => {
-                        let temp = tempfile::Builder::new()
-                            .prefix("kratix-git-cache-")
-                            .tempdir()
-                            .map_err(|source| Error::Backend {
-                                store: label.clone(),
-                                context: "could not create the cache folder".to_string(),
-                                source: Box::new(source),
-                            })?;
-                        let path = temp.path().to_path_buf();
-                        private_cache = Some(temp);
-                        path
-                    }
+                let dir = if let Some(dir) = &options.cache_dir {
+                    dir.clone()
+                } else {
+                    let temp = tempfile::Builder::new()
+                        .prefix("kratix-git-cache-")
+                        .tempdir()
+                        .map_err(|source| Error::Backend {
+                            store: label.clone(),
+                            context: "could not create the cache folder".to_string(),
+                            source: Box::new(source),
+                        })?;
+                    let path = temp.path().to_path_buf();
+                    private_cache = Some(temp);
+                    path
                 };
                 local::ensure_bare(&dir, &options.branch).map_err(|e| to_error(&label, e))?;
                 dir
@@ -323,7 +323,7 @@ impl StateStore for Git {
     }
 
     async fn check_access(&self) -> Result<()> {
-        self.run(|inner| inner.check_access()).await
+        self.run(Inner::check_access).await
     }
 
     async fn snapshot(&self, prefix: &Key) -> Result<Snapshot> {

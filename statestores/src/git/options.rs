@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::TlsTrust;
 
 /// The SSH user when neither the credentials nor the URL name one.
-pub const DEFAULT_SSH_USER: &str = "git";
+pub(crate) const DEFAULT_SSH_USER: &str = "git";
 
 /// How to authenticate to the repository. `Debug` never shows secrets.
 #[derive(Clone, Default, PartialEq, Eq)]
@@ -24,7 +24,7 @@ pub enum GitCredentials {
         /// in it (list every key type the server has, as `ssh-keyscan` prints); when absent,
         /// any host key is accepted.
         known_hosts: Option<String>,
-        /// Defaults to the URL's user, else [`DEFAULT_SSH_USER`].
+        /// Defaults to the URL's user, else `git`.
         username: Option<String>,
     },
 }
@@ -102,10 +102,10 @@ impl GitOptions {
 }
 
 /// See [`GitOptions::push_retries`].
-pub const DEFAULT_PUSH_RETRIES: u32 = 5;
+pub(crate) const DEFAULT_PUSH_RETRIES: u32 = 5;
 
 /// See [`GitOptions::timeout`].
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
 impl std::fmt::Debug for GitOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -136,23 +136,23 @@ fn split_host_port(host_port: &str) -> Result<(&str, Option<u16>), UrlError> {
 mod tests {
     use super::*;
 
-    fn ssh(url: &str, host: &str, port: u16) -> Result<Location, UrlError> {
-        Ok(Location::Remote(Remote {
+    fn ssh(url: &str, host: &str, port: u16) -> Location {
+        Location::Remote(Remote {
             url: url.to_string(),
             scheme: Scheme::Ssh,
             ssh_host: Some(HostPort {
                 host: host.to_string(),
                 port,
             }),
-        }))
+        })
     }
 
-    fn plain(url: &str, scheme: Scheme) -> Result<Location, UrlError> {
-        Ok(Location::Remote(Remote {
+    fn plain(url: &str, scheme: Scheme) -> Location {
+        Location::Remote(Remote {
             url: url.to_string(),
             scheme,
             ssh_host: None,
-        }))
+        })
     }
 
     #[test]
@@ -166,24 +166,30 @@ mod tests {
             ),
             (
                 "git://127.0.0.1:9999/r.git",
-                plain("git://127.0.0.1:9999/r.git", Scheme::Git),
+                Ok(plain("git://127.0.0.1:9999/r.git", Scheme::Git)),
             ),
-            ("http://u@h/r.git", plain("http://u@h/r.git", Scheme::Http)),
-            ("HTTPS://h/r.git", plain("HTTPS://h/r.git", Scheme::Http)),
+            (
+                "http://u@h/r.git",
+                Ok(plain("http://u@h/r.git", Scheme::Http)),
+            ),
+            (
+                "HTTPS://h/r.git",
+                Ok(plain("HTTPS://h/r.git", Scheme::Http)),
+            ),
             (
                 "ssh://git@host:2222/r.git",
-                ssh("ssh://git@host:2222/r.git", "host", 2222),
+                Ok(ssh("ssh://git@host:2222/r.git", "host", 2222)),
             ),
-            ("ssh://host/r.git", ssh("ssh://host/r.git", "host", 22)),
+            ("ssh://host/r.git", Ok(ssh("ssh://host/r.git", "host", 22))),
             (
                 "ssh://git@[::1]:2222/r",
-                ssh("ssh://git@[::1]:2222/r", "::1", 2222),
+                Ok(ssh("ssh://git@[::1]:2222/r", "::1", 2222)),
             ),
             (
                 "git@github.com:org/r.git",
-                ssh("git@github.com:org/r.git", "github.com", 22),
+                Ok(ssh("git@github.com:org/r.git", "github.com", 22)),
             ),
-            ("host:r.git", ssh("host:r.git", "host", 22)),
+            ("host:r.git", Ok(ssh("host:r.git", "host", 22))),
             ("", Err(UrlError::Empty)),
             ("ftp://h/r", Err(UrlError::Scheme("ftp".into()))),
             ("ssh://git@host:xx/r", Err(UrlError::Port)),
