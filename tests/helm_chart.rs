@@ -50,7 +50,12 @@ fn by_key(objects: Vec<Value>) -> BTreeMap<String, Value> {
 
 /// deploy/'s objects but its CRDs, as kustomization.yaml lists them.
 fn deploy_objects() -> Vec<Value> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("deploy");
+    manifests("deploy")
+}
+
+/// The objects of the kustomization (or component) at `folder`'s resources but CRDs.
+fn manifests(folder: &str) -> Vec<Value> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(folder);
     let kustomization: Value = serde_yaml::from_str(
         &std::fs::read_to_string(dir.join("kustomization.yaml")).expect("kustomization.yaml"),
     )
@@ -126,6 +131,29 @@ fn rendered_with_its_defaults_the_chart_makes_deploys_objects() {
     }
     let chart = by_key(render(&["--set", "namespace.create=true"]));
     let deploy = by_key(deploy_objects());
+    assert_eq!(
+        chart.keys().collect::<Vec<_>>(),
+        deploy.keys().collect::<Vec<_>>(),
+        "the same objects"
+    );
+    for (key, want) in &deploy {
+        assert_eq!(&chart[key], want, "{key} differs from deploy/");
+    }
+}
+
+#[test]
+fn with_platform_sync_the_chart_makes_deploys_objects_and_its_component() {
+    if helm::helm().is_none() {
+        return;
+    }
+    let chart = by_key(render(&[
+        "--set",
+        "namespace.create=true,platformSync.enabled=true",
+    ]));
+    let mut objects = deploy_objects();
+    objects.extend(manifests("deploy/components/platform-sync"));
+    let deploy = by_key(objects);
+    assert!(deploy.contains_key("ClusterRole /kratix-rs-platform-sync"));
     assert_eq!(
         chart.keys().collect::<Vec<_>>(),
         deploy.keys().collect::<Vec<_>>(),

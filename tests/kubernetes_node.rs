@@ -112,19 +112,33 @@ impl Scenario {
 
     /// Applies the Promise with these workflows, and waits until it is Available.
     fn promise(&self, workflows: Value) {
-        let promise = json!({
+        let promise = self.promise_of(&self.name, ["Thing", "things", "thing"], workflows);
+        self.node.apply(&promise);
+        self.wait("the Promise available with its CRD", || {
+            let p = self.node.get_json("promise", &self.name, None)?;
+            let crd = self.node.get_json("crd", &self.kind(), None)?;
+            let available = p["status"]["status"] == "Available";
+            (available && condition_is(&crd, "Established", "True")).then_some(())
+        });
+    }
+
+    /// Promise `name` placed on the scenario's Destination, its API the kind `names` (kind,
+    /// plural, singular) of the scenario's group, with these workflows.
+    fn promise_of(&self, name: &str, names: [&str; 3], workflows: Value) -> String {
+        let [kind, plural, singular] = names;
+        json!({
             "apiVersion": "platform.kratix.io/v1alpha1",
             "kind": "Promise",
-            "metadata": {"name": self.name},
+            "metadata": {"name": name},
             "spec": {
                 "destinationSelectors": [{"matchLabels": {SCENARIO_LABEL: self.name}}],
                 "api": {
                     "apiVersion": "apiextensions.k8s.io/v1",
                     "kind": "CustomResourceDefinition",
-                    "metadata": {"name": self.kind()},
+                    "metadata": {"name": format!("{plural}.{}", self.group)},
                     "spec": {
                         "group": self.group,
-                        "names": {"kind": "Thing", "plural": "things", "singular": "thing"},
+                        "names": {"kind": kind, "plural": plural, "singular": singular},
                         "scope": "Namespaced",
                         "versions": [{
                             "name": "v1alpha1", "served": true, "storage": true,
@@ -138,14 +152,8 @@ impl Scenario {
                 },
                 "workflows": workflows,
             },
-        });
-        self.node.apply(&promise.to_string());
-        self.wait("the Promise available with its CRD", || {
-            let p = self.node.get_json("promise", &self.name, None)?;
-            let crd = self.node.get_json("crd", &self.kind(), None)?;
-            let available = p["status"]["status"] == "Available";
-            (available && condition_is(&crd, "Established", "True")).then_some(())
-        });
+        })
+        .to_string()
     }
 
     /// The Promise with these resource configure pipelines (and delete pipelines).
@@ -1062,4 +1070,169 @@ fn restarts_and_reapplied_installs_under_load_lose_nothing() {
         }
     }
     scale(node, 1);
+}
+
+/// The platform-sync rights of `deploy/components/platform-sync`: installed as a user would,
+/// `kubectl apply -k` of a kustomization of `deploy/` with that component (or the chart with
+/// `platformSync.enabled=true`), or taken away again (`false`).
+fn platform_sync_rights(node: &Node, granted: bool) {
+    if support::node::Install::from_env() == support::node::Install::Helm {
+        let values: &[&str] = if granted {
+            &["platformSync.enabled=true"]
+        } else {
+            &[]
+        };
+        node.helm_upgrade(values);
+        return;
+    }
+    if !granted {
+        for kind in ["clusterrolebinding", "clusterrole"] {
+            node.kubectl(&[
+                "delete",
+                kind,
+                "kratix-rs-platform-sync",
+                "--ignore-not-found",
+            ]);
+        }
+        return;
+    }
+    // Kustomize takes bases by relative path only: a folder inside the repository's target/.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("a folder");
+    let up = "../".repeat(
+        dir.path()
+            .strip_prefix(root)
+            .expect("CARGO_TARGET_TMPDIR is inside the repository")
+            .components()
+            .count(),
+    );
+    std::fs::write(
+        dir.path().join("kustomization.yaml"),
+        format!(
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n\
+             resources: [{up}deploy]\ncomponents: [{up}deploy/components/platform-sync]\n"
+        ),
+    )
+    .expect("write the kustomization");
+    node.kubectl(&["apply", "-k", dir.path().to_str().expect("UTF-8 path")]);
+    node.wait_for_rollout();
+}
+
+/// The sub-Promise `psync-child` (kind `Child` of the scenario's group), placed on the
+/// scenario's Destination: its pipeline renders a ConfigMap with `step.sh`.
+fn child_promise(s: &Scenario) -> String {
+    s.promise_of(
+        "psync-child",
+        ["Child", "children", "child"],
+        json!({"resource": {"configure": [step("render")]}}),
+    )
+}
+
+fn remove_child_promise(node: &Node) {
+    let _ = node.try_kubectl(
+        &[
+            "delete",
+            "promise",
+            "psync-child",
+            "--ignore-not-found",
+            "--timeout=180s",
+        ],
+        "",
+    );
+}
+
+#[test]
+#[ignore = "runs kratix-rs on a real node (KRATIX_TEST_NODE_DIR); run with --ignored"]
+fn a_platform_destination_is_applied_into_the_cluster_with_the_platform_sync_component() {
+    // It grants and takes away the controller's rights: the node is held exclusively.
+    let Some(s) = Scenario::start("psync", true) else {
+        return;
+    };
+    remove_child_promise(s.node);
+    platform_sync_rights(s.node, false);
+    s.node.apply(&child_promise(&s));
+    s.wait("the sub-Promise available", || {
+        let p = s.node.get_json("promise", "psync-child", None)?;
+        (p["status"]["status"] == "Available").then_some(())
+    });
+    s.node.kubectl(&[
+        "annotate",
+        "destination",
+        &s.name,
+        "kratix-rs.io/apply-to-platform=true",
+        "--overwrite",
+    ]);
+    // The parent's pipeline writes a Child of the request's name for the platform Destination
+    // (`true` after the here-document: `pipeline` appends `&& sh …` to the last line).
+    let write_child = format!(
+        "cat > /kratix/output/child.yaml <<YAML\napiVersion: {group}/v1alpha1\nkind: Child\n\
+         metadata:\n  name: $KRATIX_OBJECT_NAME\n  namespace: {ns}\n  labels:\n    \
+         kratix.io/component-of-promise-name: {ns}\n    \
+         kratix.io/component-of-resource-name: $KRATIX_OBJECT_NAME\nspec:\n  size: 1\nYAML\ntrue",
+        group = s.group,
+        ns = s.name
+    );
+    s.configure(&[pipeline("make-child", &write_child, "step.sh")], &[]);
+    s.request("p1", 1);
+    s.settled("p1");
+    let child_kind = format!("children.{}", s.group);
+    let child = || s.node.get_json(&child_kind, "p1", Some(&s.name));
+
+    // Without the component the controller may not create the sub-request: named, not applied.
+    let message = s.wait("the forbidden document named on PlatformSynced", || {
+        let dest = s.node.get_json("destination", &s.name, None)?;
+        condition(&dest, "PlatformSynced")
+            .filter(|c| c["status"] == "False" && c["reason"] == "Forbidden")
+            .and_then(|c| c["message"].as_str().map(str::to_string))
+    });
+    assert!(
+        message.contains(&format!("{}/", s.name)) && message.contains("forbidden"),
+        "{message}"
+    );
+    assert!(child().is_none(), "applied without the rights");
+
+    // With it, the sub-request is applied into the cluster and runs its own pipeline as a pod.
+    platform_sync_rights(s.node, true);
+    let applied = s.wait("the sub-request reconciled", || {
+        child().filter(|c| condition_is(c, "Reconciled", "True"))
+    });
+    assert_eq!(
+        applied["metadata"]["labels"]["kratix-rs.io/platform-destination"],
+        s.name.as_str()
+    );
+    assert_eq!(
+        applied["metadata"]["labels"]["kratix.io/component-of-resource-name"],
+        "p1"
+    );
+    let jobs = s.node.list_json(
+        "jobs",
+        &[
+            "-n",
+            &s.name,
+            "-l",
+            "kratix.io/promise-name=psync-child,kratix.io/resource-name=p1",
+        ],
+    );
+    assert!(
+        jobs.iter().any(|j| condition_is(j, "Complete", "True")),
+        "the sub-request's pipeline ran as a Job: {jobs:#?}"
+    );
+    s.wait("the platform in sync", || {
+        let dest = s.node.get_json("destination", &s.name, None)?;
+        condition_is(&dest, "PlatformSynced", "True").then_some(())
+    });
+
+    // Deleting the parent request deletes its Work, its files go, and the sub-request is pruned.
+    s.node
+        .kubectl(&["delete", &s.kind(), "p1", "-n", &s.name, "--timeout=180s"]);
+    s.wait("the sub-request pruned", || child().is_none().then_some(()));
+    let events = s.node.list_json("events", &["-A"]);
+    assert!(
+        events
+            .iter()
+            .any(|e| e["reason"] == "PlatformPruned" && e["involvedObject"]["name"] == "psync"),
+        "a PlatformPruned event"
+    );
+    remove_child_promise(s.node);
+    platform_sync_rights(s.node, false);
 }

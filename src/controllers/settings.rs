@@ -51,6 +51,11 @@ pub struct Settings {
     /// At most this many objects are applied for one platform Destination
     /// (`KRATIX_PLATFORM_SYNC_MAX_OBJECTS`, default 10000).
     pub(crate) platform_sync_max_objects: usize,
+    /// How often the platform sync may change one object within a window
+    /// (`KRATIX_PLATFORM_SYNC_MAX_CHANGES`, default 20, within
+    /// `KRATIX_PLATFORM_SYNC_CHANGE_WINDOW`, seconds or a Go duration, default 5m): a loop
+    /// between Promises is held there instead of spinning for ever.
+    pub(crate) platform_sync_budget: crate::controllers::platform_sync::budget::Budget,
 }
 
 /// The pipeline slots when nothing caps them: the most permits a semaphore holds.
@@ -117,6 +122,22 @@ impl Settings {
                     .as_deref(),
             )
             .unwrap_or(10_000),
+            platform_sync_budget: crate::controllers::platform_sync::budget::Budget {
+                changes: positive(
+                    std::env::var("KRATIX_PLATFORM_SYNC_MAX_CHANGES")
+                        .ok()
+                        .as_deref(),
+                )
+                .map_or(20, |n| u32::try_from(n).unwrap_or(u32::MAX)),
+                window_ms: i64::try_from(
+                    duration_from_env(
+                        "KRATIX_PLATFORM_SYNC_CHANGE_WINDOW",
+                        Duration::from_secs(300),
+                    )
+                    .as_millis(),
+                )
+                .unwrap_or(i64::MAX),
+            },
         }
     }
 

@@ -10,6 +10,7 @@ pub(crate) enum Failure {
     AlreadyExists,
     Conflict,
     Invalid,
+    Forbidden,
     Expired,
     Other,
 }
@@ -22,6 +23,7 @@ pub(crate) fn classify(code: u16, reason: &str) -> Failure {
         (409, _) => Failure::Conflict,
         (410, _) => Failure::Expired,
         (400 | 422, _) => Failure::Invalid,
+        (403, _) => Failure::Forbidden,
         _ => Failure::Other,
     }
 }
@@ -46,6 +48,12 @@ pub(crate) fn to_store(
             }
             Failure::Invalid => {
                 return store::Error::Invalid {
+                    key: key.clone(),
+                    reason: status.message.clone(),
+                }
+            }
+            Failure::Forbidden => {
+                return store::Error::Forbidden {
                     key: key.clone(),
                     reason: status.message.clone(),
                 }
@@ -87,7 +95,7 @@ mod tests {
             (410, "Gone", Failure::Expired),
             (422, "Invalid", Failure::Invalid),
             (400, "BadRequest", Failure::Invalid),
-            (403, "Forbidden", Failure::Other),
+            (403, "Forbidden", Failure::Forbidden),
             (500, "InternalError", Failure::Other),
             (503, "ServiceUnavailable", Failure::Other),
         ];
@@ -108,6 +116,9 @@ mod tests {
             other => panic!("want Conflict, got {other:?}"),
         }
         let status = kube::core::Status::failure("no", "Forbidden").with_code(403);
+        let err = to_store(kube::Error::Api(status.boxed()), &key, None, "update");
+        assert!(matches!(err, store::Error::Forbidden { .. }), "{err:?}");
+        let status = kube::core::Status::failure("down", "InternalError").with_code(500);
         let err = to_store(kube::Error::Api(status.boxed()), &key, None, "update");
         assert!(matches!(err, store::Error::Backend { .. }), "{err:?}");
     }

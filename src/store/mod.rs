@@ -27,6 +27,10 @@ pub enum Error {
     /// The object is not acceptable to the store (missing name, wrong namespace scope, …).
     #[error("{key}: {reason}")]
     Invalid { key: ObjectKey, reason: String },
+    /// The caller may not do this (Kubernetes' 403 Forbidden: its ServiceAccount lacks the
+    /// right).
+    #[error("{key}: forbidden: {reason}")]
+    Forbidden { key: ObjectKey, reason: String },
     /// A watch started from a `resourceVersion` older than the change feed keeps (Kubernetes'
     /// 410 Gone). Take `current_resource_version()`, list again, and watch from that position.
     #[error("resourceVersion {resource_version} is too old: the change feed no longer holds it")]

@@ -9,6 +9,7 @@ use crate::controllers::{Error, Runtime};
 use crate::events::Reason;
 use crate::metrics::SyncOutcome;
 
+use super::budget::{self, Churn};
 use super::decide::{self, Counts, Entry, Live, Observed, Outcome, Plan, Refusal, Verdict};
 use super::read::Folder;
 use super::{key_of, labelled, write_status, SyncStatus};
@@ -26,6 +27,8 @@ pub(super) struct Done {
     /// Objects created or changed, and objects pruned, for the events.
     pub(super) changed: Vec<String>,
     pub(super) pruned: Vec<String>,
+    /// The objects changed in their current window: the next sync's churn.
+    pub(super) churn: Vec<Churn>,
 }
 
 /// Applies what the plan applies, in order, then prunes.
@@ -38,6 +41,7 @@ pub(super) async fn carry_out(
 ) -> Result<Done, Error> {
     let known = Known::load(&rt.platform, rt.settings.intervals.minimum).await?;
     let mut done = Done::default();
+    let mut counted: Vec<&Entry> = Vec::new();
     let documents = folder.documents.iter().zip(&observed.documents);
     for ((doc, seen), verdict) in documents.zip(&plan.verdicts) {
         let outcome = match verdict {
@@ -52,6 +56,18 @@ pub(super) async fn carry_out(
         };
         if keep {
             done.inventory.push(seen.entry.clone());
+        }
+        // A second document of one object is refused: the first tells whether it changed.
+        if !counted.contains(&&seen.entry) {
+            counted.push(&seen.entry);
+            let churn = observed.churn.iter().find(|c| c.entry == seen.entry);
+            done.churn.extend(budget::after(
+                churn,
+                &seen.entry,
+                outcome == Outcome::Applied,
+                observed.now_ms,
+                observed.budget,
+            ));
         }
         match &outcome {
             Outcome::Applied => {
@@ -128,6 +144,20 @@ async fn admit(
         Err(admission::Error::Invalid { reason, .. }) => {
             Ok(Outcome::Failed(Refusal::Invalid, reason))
         }
+        // The controller's rights do not reach this kind (on Kubernetes, without the
+        // platform-sync rights of deploy/components/platform-sync): named, the rest applies.
+        Err(admission::Error::Store {
+            source: crate::store::Error::Forbidden { reason, .. },
+            ..
+        }) => Ok(Outcome::Failed(Refusal::Forbidden, reason)),
+        // On Kubernetes a create answers 404 when the object's namespace (or its kind) is not
+        // there yet: a Namespace of the same change may come first on the next sync.
+        Err(admission::Error::Store {
+            source: source @ crate::store::Error::NotFound { .. },
+            ..
+        }) => Ok(Outcome::Waiting(format!(
+            "{source}: waiting for its namespace or kind to exist"
+        ))),
         Err(admission::Error::Store { source, .. }) => Err(source.into()),
         Err(e) => Ok(Outcome::Failed(Refusal::Invalid, e.to_string())),
     }
@@ -177,6 +207,7 @@ pub(super) async fn record(
         revision: folder.revision.clone(),
         counts: done.counts,
         inventory: done.inventory.clone(),
+        churn: done.churn.clone(),
     };
     let metrics = rt.metrics();
     metrics.synced(SyncOutcome::Applied, done.changed.len());

@@ -4,36 +4,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::budget::{self, Allowance, Budget, Churn};
+pub(crate) use super::entry::Entry;
 use crate::api::{Condition, ConditionStatus};
-
-/// An object the sync applied (or would apply): what its inventory records.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct Entry {
-    pub(crate) api_version: String,
-    pub(crate) kind: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) namespace: Option<String>,
-    pub(crate) name: String,
-}
-
-impl Entry {
-    /// The API group of `api_version` (`""` for the core group).
-    pub(crate) fn group(&self) -> &str {
-        self.api_version
-            .rsplit_once('/')
-            .map_or("", |(group, _)| group)
-    }
-}
-
-impl std::fmt::Display for Entry {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.namespace {
-            Some(ns) => write!(f, "{} {ns}/{}", self.kind, self.name),
-            None => write!(f, "{} {}", self.kind, self.name),
-        }
-    }
-}
 
 /// Whether this platform serves a document's kind now.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,6 +58,11 @@ pub(crate) struct Observed {
     /// At most this many objects are applied for one Destination: a Promise whose pipeline
     /// writes its own kind again cannot grow the platform without end.
     pub(crate) max_objects: usize,
+    /// How often one object may be changed, what earlier syncs changed, and when this one runs:
+    /// a loop between Promises is held rather than spun for ever.
+    pub(crate) budget: Budget,
+    pub(crate) churn: Vec<Churn>,
+    pub(crate) now_ms: i64,
 }
 
 /// Why a document is not applied.
@@ -95,6 +73,9 @@ pub(crate) enum Refusal {
     Conflict,
     NotServedHere,
     TooManyObjects,
+    TooManyChanges,
+    /// The controller may not write it (Kubernetes' 403).
+    Forbidden,
 }
 
 impl Refusal {
@@ -105,6 +86,8 @@ impl Refusal {
             Refusal::Conflict => "Conflict",
             Refusal::NotServedHere => "NotServedHere",
             Refusal::TooManyObjects => "TooManyObjects",
+            Refusal::TooManyChanges => "TooManyChanges",
+            Refusal::Forbidden => "Forbidden",
         }
     }
 }
@@ -129,8 +112,9 @@ pub(crate) struct Plan {
 }
 
 /// Decides a sync: each document is applied unless its kind is not served yet (it waits), it
-/// names an object someone else made (a conflict), it repeats an earlier document, or the
-/// Destination already holds `max_objects`. What the inventory holds and no document names any
+/// names an object someone else made (a conflict), it repeats an earlier document, its object
+/// was changed as often as the budget allows within the window, or the Destination already
+/// holds `max_objects`. What the inventory holds and no document names any
 /// more is pruned — unless a file did not parse, since its objects cannot be told apart from
 /// those that left.
 pub(crate) fn plan(observed: &Observed) -> Plan {
@@ -165,6 +149,8 @@ pub(crate) fn plan(observed: &Observed) -> Plan {
             )
         } else if let Served::Waiting(why) = &doc.served {
             Verdict::Wait(why.clone())
+        } else if let Some(why) = held(observed, &doc.entry) {
+            Verdict::Refuse(Refusal::TooManyChanges, why)
         } else if applying >= observed.max_objects {
             Verdict::Refuse(
                 Refusal::TooManyObjects,
@@ -202,6 +188,20 @@ pub(crate) fn plan(observed: &Observed) -> Plan {
         verdicts,
         prune,
         prune_held,
+    }
+}
+
+/// Why the object of `entry` may not be changed now, if its budget is spent.
+fn held(observed: &Observed, entry: &Entry) -> Option<String> {
+    let churn = observed.churn.iter().find(|c| &c.entry == entry);
+    match budget::allowance(churn, observed.now_ms, observed.budget) {
+        Allowance::Apply => None,
+        Allowance::Held { changes, until_ms } => Some(format!(
+            "{entry} was changed {changes} times within {}s (a loop between Promises?): \
+             its document is held until {}",
+            observed.budget.window_ms / 1000,
+            crate::api::formats::rfc3339_secs(until_ms).unwrap_or_default()
+        )),
     }
 }
 

@@ -13,7 +13,9 @@
 //! writer never waits for it.
 
 mod act;
+pub(crate) mod budget;
 pub(crate) mod decide;
+mod entry;
 mod read;
 
 use std::time::Duration;
@@ -50,6 +52,9 @@ pub(crate) struct SyncStatus {
     /// Every object this Destination's sync applied and has not pruned.
     #[serde(default)]
     pub(crate) inventory: Vec<Entry>,
+    /// The objects the sync changed in their current window (see [`budget`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) churn: Vec<budget::Churn>,
 }
 
 /// The field of the Destination's status the sync owns.
@@ -117,6 +122,9 @@ async fn reconcile(rt: &Runtime, obj: &Object, dest: &Destination) -> Result<Nex
         unreadable: folder.unreadable.clone(),
         inventory: previous.inventory.clone(),
         max_objects: rt.settings.platform_sync_max_objects,
+        budget: rt.settings.platform_sync_budget,
+        churn: previous.churn.clone(),
+        now_ms: crate::controllers::kube_time::now_ms(),
     };
     let plan = decide::plan(&observed);
     let done = act::carry_out(rt, &name, &folder, &observed, &plan).await?;

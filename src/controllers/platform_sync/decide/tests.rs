@@ -24,6 +24,12 @@ fn observed(documents: Vec<Seen>, inventory: Vec<Entry>) -> Observed {
         unreadable: vec![],
         inventory,
         max_objects: 3,
+        budget: crate::controllers::platform_sync::budget::Budget {
+            changes: 2,
+            window_ms: 60_000,
+        },
+        churn: vec![],
+        now_ms: 1_000_000,
     }
 }
 
@@ -200,4 +206,44 @@ fn kubernetes_groups_need_a_cluster() {
     ] {
         assert_eq!(is_cluster_group(group), want, "{group:?}");
     }
+}
+
+#[test]
+fn an_object_changed_too_often_is_held_and_named() {
+    use crate::controllers::platform_sync::budget::Churn;
+    let inventory = vec![entry("Child", "a"), entry("Child", "b")];
+    let mut o = observed(
+        vec![
+            seen("a", Served::Yes, Live::Ours),
+            seen("b", Served::Yes, Live::Ours),
+        ],
+        inventory,
+    );
+    o.churn = vec![
+        Churn {
+            entry: entry("Child", "a"),
+            since_ms: 990_000,
+            changes: 2,
+        },
+        Churn {
+            entry: entry("Child", "b"),
+            since_ms: 990_000,
+            changes: 1,
+        },
+    ];
+    let p = plan(&o);
+    assert_eq!(
+        p.verdicts,
+        vec![
+            Verdict::Refuse(
+                Refusal::TooManyChanges,
+                "Child default/a was changed 2 times within 60s (a loop between Promises?): \
+                 its document is held until 1970-01-01T00:17:30Z"
+                    .into()
+            ),
+            Verdict::Apply,
+        ]
+    );
+    // A held document is still in the store: its object stays.
+    assert!(p.prune.is_empty());
 }
