@@ -185,3 +185,95 @@ async fn a_promise_reconcile_names_its_writes() {
         ]
     );
 }
+
+#[tokio::test]
+async fn a_request_reconcile_names_its_writes() {
+    let (_home, rt, recording) = recorded_runtime();
+    let promise = store(
+        &rt,
+        crate::api::Builtin::Promise,
+        serde_json::json!({
+            "apiVersion": "platform.kratix.io/v1alpha1",
+            "kind": "Promise",
+            "metadata": {"name": "thing"},
+            "spec": {"api": {
+                "apiVersion": "apiextensions.k8s.io/v1",
+                "kind": "CustomResourceDefinition",
+                "metadata": {"name": "things.test.kratix.io"},
+                "spec": {
+                    "group": "test.kratix.io",
+                    "names": {"kind": "Thing", "plural": "things", "singular": "thing"},
+                    "scope": "Namespaced",
+                    "versions": [{"name": "v1alpha1", "served": true, "storage": true,
+                        "schema": {"openAPIV3Schema": {"type": "object"}}}],
+                },
+            }},
+        }),
+    )
+    .await;
+    rt.reconcile(&promise)
+        .await
+        .expect("the Promise is reconciled");
+    let stored = rt
+        .cp
+        .get(&rt.kind(crate::api::Builtin::Promise), None, &promise.name)
+        .await
+        .expect("read")
+        .expect("the Promise");
+    let thing = crate::api::promise_api::kinds_from_promises(&[stored])
+        .into_iter()
+        .next()
+        .expect("the request kind");
+    let obj: crate::api::Object = serde_json::from_value(serde_json::json!({
+        "apiVersion": "test.kratix.io/v1alpha1",
+        "kind": "Thing",
+        "metadata": {"name": "a", "namespace": "default"},
+        "spec": {"size": 1},
+    }))
+    .expect("a request");
+    let stored = rt.cp.create(&thing, &obj).await.expect("stored");
+    let key = ObjectKey::of(&stored);
+    let writes = writes_of_one_reconcile(&rt, &recording, &key).await;
+    assert_eq!(
+        writes,
+        [
+            // Its finalizer and its Promise's label, in one write.
+            r#"update Thing default/a {"finalizers":["kratix.io/workflows-cleanup"],"labels":{"kratix.io/promise-name":"thing"},"spec":{"size":1}}"#,
+            // Its whole status in one write: no workflow to run, so reconciled at once.
+            concat!(
+                r#"update_status Thing default/a {"conditions":["#,
+                r#"{"message":"Reconciled","reason":"Reconciled","status":"True","type":"Reconciled"},"#,
+                r#"{"message":"Promise is available","reason":"PromiseAvailable","status":"True","type":"PromiseAvailable"},"#,
+                r#"{"message":"All works associated with this resource are ready","reason":"WorksSucceeded","status":"True","type":"WorksSucceeded"}],"#,
+                r#""message":"Resource requested","observedGeneration":1,"observedPromiseGeneration":1,"pipelines":[],"workflows":0}"#,
+            ),
+        ]
+    );
+
+    // Paused, with a spec changed meanwhile: the pause's conditions, and nothing that claims
+    // the new generation was seen.
+    let mut current = rt
+        .cp
+        .get(&thing, Some("default"), "a")
+        .await
+        .expect("read")
+        .expect("the request");
+    current
+        .metadata
+        .labels
+        .get_or_insert_with(Default::default)
+        .insert(crate::api::labels::PAUSED.into(), "true".into());
+    current.data["spec"] = serde_json::json!({"size": 2});
+    rt.cp.update(&thing, &current).await.expect("paused");
+    let writes = writes_of_one_reconcile(&rt, &recording, &key).await;
+    assert_eq!(
+        writes,
+        [concat!(
+            r#"update_status Thing default/a {"conditions":["#,
+            r#"{"message":"Paused","reason":"PausedReconciliation","status":"Unknown","type":"Reconciled"},"#,
+            r#"{"message":"Promise is available","reason":"PromiseAvailable","status":"True","type":"PromiseAvailable"},"#,
+            r#"{"message":"All works associated with this resource are ready","reason":"WorksSucceeded","status":"True","type":"WorksSucceeded"}],"#,
+            r#""message":"Resource requested","observedGeneration":1,"observedPromiseGeneration":1,"pipelines":[],"workflows":0}"#,
+        )]
+    );
+}
