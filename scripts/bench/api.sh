@@ -38,7 +38,7 @@ if [ -z "$kubectl" ] || [ ! -x "$kubectl" ]; then
     exit 0
 fi
 if [ -z "$bin" ]; then
-    (cd "$repo" && cargo build --release --quiet --bin kratix-rs) >&2
+    (cd "$repo" && cargo build --release --all-features --quiet --bin kratix-rs) >&2
     bin="${CARGO_TARGET_DIR:-$repo/target}/release/kratix-rs"
 fi
 work="$(mktemp -d "${TMPDIR:-/tmp}/kratix-bench-api.XXXXXX")"
@@ -151,5 +151,5 @@ echo "| the engine's \`docker run --rm\` of the same image (median of 5) | $star
 echo
 echo "Part 1 is measured once \`serve\` has gone idle (under 5% of a core for 2 s), so that neither command"
 echo "shares the machine with its reconciles. kubectl's discovery is cached (the first call is"
-echo "not counted); it prints NAME and AGE, \`kratix-rs get\` Kratix's printer columns."
+echo "not counted); both print Kratix's printer columns (kubectl from the API's \`Table\`)."
 echo
