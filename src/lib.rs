@@ -20,7 +20,7 @@
 
 pub mod admission;
 pub mod api;
-pub mod apiserver;
+pub(crate) mod apiserver;
 pub mod cli;
 pub mod controllers;
 pub mod events;

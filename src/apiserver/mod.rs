@@ -36,8 +36,9 @@ use tokens::Tokens;
 /// The folder of the home holding the API's CA.
 const API_DIR: &str = "api";
 /// The administrator's kubeconfig, in the home.
-pub const KUBECONFIG: &str = "kubeconfig";
+pub(crate) const KUBECONFIG: &str = "kubeconfig";
 
+/// `pub`, as `cli::run::Error` carries it; the rest of the module is the crate's own.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error(transparent)]
@@ -67,7 +68,7 @@ pub(crate) struct Shared {
 }
 
 /// The running API; its listeners stop when it is dropped.
-pub struct ApiServer {
+pub(crate) struct ApiServer {
     shared: Arc<Shared>,
     ca: tls::Ca,
     /// Listeners by address, each with its task.
@@ -111,7 +112,7 @@ fn bind(addr: SocketAddr) -> Result<tokio::net::TcpListener, Error> {
 
 impl ApiServer {
     /// Starts the API of `platform` on loopback (a port of the system's choosing).
-    pub fn start(platform: &Platform) -> Result<Arc<Self>, Error> {
+    pub(crate) fn start(platform: &Platform) -> Result<Arc<Self>, Error> {
         let ca = tls::Ca::load_or_create(&platform.home.join(API_DIR))?;
         let listener = bind(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0))?;
         let loopback = listener.local_addr().map_err(|source| Error::Listen {
@@ -145,14 +146,9 @@ impl ApiServer {
         Ok(())
     }
 
-    /// Where the API listens on loopback.
-    pub fn loopback(&self) -> SocketAddr {
-        self.shared.loopback
-    }
-
     /// Serves people on `addr` too, and writes `<home>/kubeconfig` (owner-only) naming it with
     /// an administrator's token of this process. Returns the address it listens on.
-    pub fn expose(&self, addr: SocketAddr) -> Result<SocketAddr, Error> {
+    pub(crate) fn expose(&self, addr: SocketAddr) -> Result<SocketAddr, Error> {
         if addr.ip().is_unspecified() {
             return Err(Error::Unspecified {
                 addr: addr.to_string(),

@@ -15,7 +15,7 @@ use crate::jobs::spec::Rbac;
 use crate::pipeline::RunRequest;
 
 #[derive(Debug, thiserror::Error)]
-pub enum Error {
+pub(crate) enum Error {
     #[error(transparent)]
     Identity(#[from] crate::jobs::identity::Error),
     /// The Pipeline's `spec.rbac` is not Kratix's `rbac`.
