@@ -170,10 +170,9 @@ fn reader_reads_waits_and_is_refused(k: &Kratix, container: Value) {
     });
 }
 
-/// The pipeline's account at its Promise's version (`not-set`: the Promise has none), as the Job
-/// executor names it: the pipeline id and the version, with five characters of their hash.
-const READER_USER: &str =
-    "system:serviceaccount:default:thing-resource-configure-read-not-set-41d31";
+/// The pipeline's account, as the Job executor names it: the Promise has no version, so
+/// Kratix's name, the pipeline id.
+const READER_USER: &str = "system:serviceaccount:default:thing-resource-configure-read";
 
 #[test]
 fn host_pipelines_and_people_use_the_api_with_kubectl() {

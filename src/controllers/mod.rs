@@ -28,6 +28,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures::future::BoxFuture;
+use futures::{FutureExt, StreamExt};
 use tokio::task::JoinHandle;
 use tracing::{debug, warn};
 
@@ -39,6 +41,12 @@ pub(crate) use kube_time::{now_ms, now_rfc3339};
 pub(crate) use next::Next;
 use runtime::queue::{Queue, Reason};
 use runtime::workers::Finished;
+
+/// How many changed objects of one batch have what they affect read at once.
+const AFFECTED_READS_AT_ONCE: usize = 16;
+
+/// The reading of what one changed object affects.
+type AffectedRead<'a> = BoxFuture<'a, (&'a ObjectKey, Result<Vec<ObjectKey>, Error>)>;
 pub(crate) use settings::{
     parse_duration_setting, pipeline_slots, Settings, BINDING_VERSION_ENV, MAX_PARALLEL_ENV,
 };
@@ -291,17 +299,31 @@ impl Runtime {
         {
             self.destinations.forget();
         }
-        for key in changed {
+        // Finding what a change affects may read the control plane (the changed object, its
+        // owners): on Kubernetes a round trip each. One after another, a batch of hundreds of
+        // changes held the loop (and with it every reconcile waiting to start) for seconds, so
+        // they are read together, in the batch's order.
+        // Boxed as `Send` each: the loop's future must stay `Send` for every lifetime.
+        let reads: Vec<AffectedRead<'_>> = changed
+            .iter()
+            .map(|key| {
+                let modified = batch.modified_only.contains(key);
+                let seen = batch.last_seen.get(key);
+                async move { (key, self.affected_by(key, modified, seen).await) }.boxed()
+            })
+            .collect();
+        let found: Vec<_> = futures::stream::iter(reads)
+            .buffered(AFFECTED_READS_AT_ONCE)
+            .collect()
+            .await;
+        for (key, found) in found {
             // A request's own status, as its reconcile wrote it and nothing else changed it:
             // that reconcile decided from everything else, which wakes it by its own changes.
             let own = batch
                 .single
                 .get(key)
                 .is_some_and(|rv| self.own_status_writes.was_own(key, rv));
-            match self
-                .affected_by(key, batch.modified_only.contains(key))
-                .await
-            {
+            match found {
                 Ok(keys) => {
                     for k in keys {
                         let reason = if &k == key {

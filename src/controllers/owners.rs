@@ -12,17 +12,20 @@ use crate::controllers::lookups;
 use crate::controllers::promise::release;
 use crate::controllers::promise::revision;
 use crate::controllers::request::binding;
+use crate::controllers::runtime::LastSeen;
 use crate::controllers::state_store;
 use crate::controllers::Error;
 use crate::controllers::Runtime;
 
 impl Runtime {
     /// The objects to reconcile when `key` changed (`modified`: it was neither made nor deleted):
-    /// itself and those that depend on it.
+    /// itself and those that depend on it. `seen`: the object as its last change left it, when
+    /// the change feed said so; otherwise it is read.
     pub(super) async fn affected_by(
         &self,
         key: &ObjectKey,
         modified: bool,
+        seen: Option<&LastSeen>,
     ) -> Result<Vec<ObjectKey>, Error> {
         let mut out = vec![key.clone()];
         if modified && owners_fixed_at_creation(key) {
@@ -43,10 +46,15 @@ impl Runtime {
         let Some(kind) = self.kind_of(key).await? else {
             return Ok(out);
         };
-        let obj = self
-            .cp
-            .get(&kind, key.namespace.as_deref(), &key.name)
-            .await?;
+        let obj = match seen {
+            Some(LastSeen::Gone) => None,
+            Some(LastSeen::Now(obj)) => Some(obj.as_ref().clone()),
+            None => {
+                self.cp
+                    .get(&kind, key.namespace.as_deref(), &key.name)
+                    .await?
+            }
+        };
         self.health_records.saw(key, obj.as_ref());
         let owners = match &obj {
             // Those it had before hear of it too: a HealthRecord that names another request

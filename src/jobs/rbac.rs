@@ -3,7 +3,9 @@
 //! pipeline's `rbac.permissions`, and the ConfigMaps the adapters hand results back through.
 //!
 //! Unlike Kratix's, they are per Promise version: named after the pipeline, the namespace its
-//! Jobs run in and the version, and labelled so ([`Identity::versioned_rights_labels`]). Runs of
+//! Jobs run in and the version, and labelled so ([`Identity::versioned_rights_labels`]); the
+//! account and own Role of an unversioned Promise's pipeline keep Kratix's name
+//! ([`rights_name`]). Runs of
 //! two versions of one pipeline at once (a request pinned to the old one, another following the
 //! new one) each keep exactly their version's rights, and one version's end never takes the
 //! rights another is using (the executor deletes a version's rights once no run of it is left).
@@ -45,10 +47,16 @@ pub fn service_account_name(identity: &Identity, rbac: &Rbac) -> String {
     }
 }
 
-/// The name of the ServiceAccount and own Role of the pipeline at the run's version: Kratix's
-/// pipeline id and the version, as a [`deterministic_name`] (a version may hold characters a
-/// name may not).
+/// The name of the ServiceAccount and own Role of the pipeline at the run's version. For an
+/// unversioned Promise, Kratix's own: the pipeline id, so that roles users bind to Kratix's
+/// account keep applying
+/// (https://github.com/syntasso/kratix/blob/ae170e22/api/v1alpha1/pipeline_factory.go#L88).
+/// With versions, the pipeline id and the version as a [`deterministic_name`] (a version may
+/// hold characters a name may not), so that each version has rights of its own.
 pub fn rights_name(identity: &Identity) -> String {
+    if identity.promise_version == crate::api::versions::UNVERSIONED {
+        return identity.pipeline_id();
+    }
     deterministic_name(&format!(
         "{}-{}",
         identity.pipeline_id(),
@@ -312,6 +320,41 @@ mod tests {
         all.extend(g.cluster_roles.iter().map(|o| label(&o.metadata)));
         all.extend(g.cluster_role_bindings.iter().map(|o| label(&o.metadata)));
         all
+    }
+
+    #[test]
+    fn the_account_keeps_kratix_name_unless_the_promise_has_versions() {
+        let named: Rbac =
+            serde_json::from_value(serde_json::json!({"serviceAccount": "mine"})).expect("rbac");
+        let cases = [
+            ("not-set", Rbac::default(), "db-resource-configure-instance"),
+            (
+                "v1",
+                Rbac::default(),
+                deterministic_name("db-resource-configure-instance-v1").as_str(),
+            ),
+            ("not-set", named.clone(), "mine"),
+            ("v1", named, "mine"),
+        ]
+        .map(|(version, rbac, want)| (version, rbac, want.to_string()));
+        for (version, rbac, want) in cases {
+            let id = identity(version, "team-a");
+            assert_eq!(service_account_name(&id, &rbac), want, "{version} {rbac:?}");
+            let g = grants(&id, &rbac, "team-a");
+            assert_eq!(g.service_account.metadata.name, Some(want), "{version}");
+        }
+        let promise = Identity {
+            resource: None,
+            ..identity("not-set", "")
+        };
+        assert_eq!(rights_name(&promise), "db-promise-configure-instance");
+        assert_eq!(
+            grants(&promise, &Rbac::default(), "kratix-platform-system").cluster_roles[0]
+                .metadata
+                .name
+                .as_deref(),
+            Some("db-promise-configure-instance")
+        );
     }
 
     #[test]

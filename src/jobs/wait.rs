@@ -1,11 +1,15 @@
 //! Waiting for a pipeline Job, and gathering its containers' logs.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
+
+use futures::StreamExt;
 
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{ListParams, LogParams};
 use kube::runtime::wait::await_condition;
+use kube::runtime::{watcher, WatchStreamExt};
 use kube::Api;
 
 use super::{status, Error};
@@ -20,9 +24,6 @@ pub(super) enum Waited {
     TimedOut,
 }
 
-/// How often the Job's pods are looked at while it runs.
-const POD_LOOK: Duration = Duration::from_secs(1);
-
 /// Watches the Job until it completes, fails or disappears, and returns its pods as last seen:
 /// the Job controller deletes a failed Job's running pods, and with them which container failed
 /// or was running.
@@ -36,8 +37,18 @@ pub(super) async fn job_finished(
     let finished = await_condition(jobs.clone(), name, done);
     let deadline = tokio::time::sleep(timeout);
     tokio::pin!(finished, deadline);
-    let selector = ListParams::default().labels(&format!("job-name={name}"));
-    let mut seen: Vec<Pod> = Vec::new();
+    let labels = format!("job-name={name}");
+    let selector = ListParams::default().labels(&labels);
+    // The pods are followed by a watch (its first list served from the API server's cache):
+    // a list every second per running Job read every pod of the namespace each time, a load
+    // that grew with the square of the runs in progress.
+    let pod_changes = watcher(
+        pods.clone(),
+        watcher::Config::default().labels(&labels).any_semantic(),
+    )
+    .default_backoff();
+    tokio::pin!(pod_changes);
+    let mut seen: BTreeMap<String, Pod> = BTreeMap::new();
     let waited = loop {
         tokio::select! {
             result = &mut finished => match result {
@@ -48,11 +59,10 @@ pub(super) async fn job_finished(
                 Err(source) => return Err(Error::Watch { name: name.to_string(), source }),
             },
             () = &mut deadline => break Waited::TimedOut,
-            () = tokio::time::sleep(POD_LOOK) => {
-                if let Ok(list) = pods.list(&selector).await {
-                    if !list.items.is_empty() {
-                        seen = list.items;
-                    }
+            Some(change) = pod_changes.next() => {
+                // A deleted pod is kept as last seen: that is what it is watched for.
+                if let Ok(watcher::Event::Apply(pod) | watcher::Event::InitApply(pod)) = change {
+                    seen.insert(pod.metadata.name.clone().unwrap_or_default(), pod);
                 }
             }
         }
@@ -66,6 +76,7 @@ pub(super) async fn job_finished(
             source,
         })?
         .items;
+    let seen = seen.into_values().collect();
     Ok((waited, if now.is_empty() { seen } else { now }))
 }
 

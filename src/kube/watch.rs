@@ -111,7 +111,7 @@ pub(super) fn changes(
 }
 
 /// What one watch event means for the feed, and where to resume after it.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq)]
 pub(super) enum Step {
     Emit(Change),
     /// A bookmark or an event without a position: only the position moves (when known).
@@ -144,6 +144,7 @@ pub(super) fn step(kind: &KindInfo, event: WatchEvent<DynamicObject>) -> Step {
             obj.metadata.name.as_deref().unwrap_or_default(),
         ),
         resource_version,
+        object: Some(std::sync::Arc::new(obj)),
     })
 }
 
@@ -340,6 +341,7 @@ mod tests {
                 change_type,
                 key: key.clone(),
                 resource_version: rv.to_string(),
+                object: Some(std::sync::Arc::new(obj(Some(rv)))),
             })
         };
         let gone = kube::core::Status::failure("too old", "Expired").with_code(410);

@@ -55,12 +55,15 @@ pub enum ChangeType {
 }
 
 /// One entry of the change feed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Change {
     pub change_type: ChangeType,
     pub key: ObjectKey,
     /// The object's `resourceVersion` after the change; resume a watch from it.
     pub resource_version: String,
+    /// The object as the change left it, when the feed carries it (a Kubernetes watch does; the
+    /// embedded store's feed does not): who reads the change then need not read the object.
+    pub object: Option<std::sync::Arc<Object>>,
 }
 
 /// Where objects are stored.

@@ -1,12 +1,33 @@
 //! Changes of the control plane taken together: every change already read comes out with the
 //! first, each changed object once.
 
+use std::sync::Arc;
+
 use futures::{FutureExt, StreamExt};
 use tracing::warn;
 
-use crate::api::ObjectKey;
+use crate::api::{Object, ObjectKey};
 use crate::controllers::{ChangeFeed, ErrorChain};
 use crate::store;
+
+/// An object as the last change of it in a batch left it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum LastSeen {
+    /// Deleted.
+    Gone,
+    /// As the feed carried it.
+    Now(Arc<Object>),
+}
+
+/// What the change says the object is now: gone when deleted, else the object the feed
+/// carried, if it did (`None`: it must be read).
+pub(crate) fn last_seen(change: &store::Change) -> Option<LastSeen> {
+    match (change.change_type, &change.object) {
+        (store::ChangeType::Deleted, _) => Some(LastSeen::Gone),
+        (_, Some(obj)) => Some(LastSeen::Now(obj.clone())),
+        (_, None) => None,
+    }
+}
 
 /// The objects changed in a run of changes read together, each once, in the order first seen.
 #[derive(Debug, Default)]
@@ -21,6 +42,8 @@ pub(crate) struct ChangeBatch {
     pub(crate) feed_lost: bool,
     /// The position of the last change taken.
     pub(crate) newest: Option<String>,
+    /// Each key's object as its last change in the batch left it, where that is known.
+    pub(crate) last_seen: std::collections::HashMap<ObjectKey, LastSeen>,
 }
 
 impl ChangeBatch {
@@ -35,6 +58,10 @@ impl ChangeBatch {
             match next {
                 Some(Ok(change)) => {
                     batch.newest = Some(change.resource_version.clone());
+                    match last_seen(&change) {
+                        Some(seen) => batch.last_seen.insert(change.key.clone(), seen),
+                        None => batch.last_seen.remove(&change.key),
+                    };
                     let modified = change.change_type == store::ChangeType::Modified;
                     if batch.seen.insert(change.key.clone()) {
                         if modified {
@@ -95,7 +122,71 @@ mod tests {
             change_type: ChangeType::Modified,
             key: ObjectKey::new("g", "K", None, name),
             resource_version: resource_version.into(),
+            object: None,
         })
+    }
+
+    fn object(name: &str, resource_version: &str) -> Arc<Object> {
+        Arc::new(
+            serde_json::from_value(serde_json::json!({
+                "apiVersion": "g/v1", "kind": "K",
+                "metadata": {"name": name, "resourceVersion": resource_version},
+            }))
+            .expect("object"),
+        )
+    }
+
+    #[test]
+    fn the_last_change_of_an_object_says_what_it_is_now_when_the_feed_carried_it() {
+        let with = |change_type, rv: &str, carried: bool| {
+            let mut c = change_at("a", rv).expect("change");
+            c.change_type = change_type;
+            c.object = carried.then(|| object("a", rv));
+            Ok(c)
+        };
+        let now = |rv: &str| Some(LastSeen::Now(object("a", rv)));
+        let cases = [
+            (vec![with(ChangeType::Added, "1", true)], now("1")),
+            (
+                vec![
+                    with(ChangeType::Added, "1", true),
+                    with(ChangeType::Modified, "2", true),
+                ],
+                now("2"),
+            ),
+            // Deleted is gone, carried or not.
+            (
+                vec![
+                    with(ChangeType::Modified, "1", true),
+                    with(ChangeType::Deleted, "2", false),
+                ],
+                Some(LastSeen::Gone),
+            ),
+            (
+                vec![
+                    with(ChangeType::Deleted, "1", true),
+                    with(ChangeType::Added, "2", true),
+                ],
+                now("2"),
+            ),
+            // A last change that did not carry it: unknown, even if an earlier one did.
+            (
+                vec![
+                    with(ChangeType::Modified, "1", true),
+                    with(ChangeType::Modified, "2", false),
+                ],
+                None,
+            ),
+            (vec![with(ChangeType::Modified, "1", false)], None),
+        ];
+        for (changes, want) in cases {
+            let case = format!("{changes:?}");
+            let mut feed: ChangeFeed = futures::stream::iter(changes).boxed();
+            let first = feed.next().now_or_never().flatten();
+            let batch = ChangeBatch::take(first, &mut feed);
+            let key = ObjectKey::new("g", "K", None, "a");
+            assert_eq!(batch.last_seen.get(&key).cloned(), want, "{case}");
+        }
     }
 
     fn names(batch: &ChangeBatch) -> Vec<&str> {

@@ -11,5 +11,5 @@ pub(crate) mod queue;
 mod run_loop;
 pub(crate) mod workers;
 
-pub(crate) use change_batch::ChangeBatch;
+pub(crate) use change_batch::{ChangeBatch, LastSeen};
 pub(crate) use own_writes::OwnWrites;

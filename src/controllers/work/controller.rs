@@ -176,7 +176,7 @@ pub(crate) async fn reconcile(rt: &Runtime, work: Object) -> Result<Next, Error>
     let generation = work.metadata.generation;
     let created = groups - unscheduled.len();
     let count = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
-    status::update_typed_status_of(
+    let stored = status::update_typed_status_of(
         rt.cp.as_ref(),
         &kind,
         &work,
@@ -190,6 +190,13 @@ pub(crate) async fn reconcile(rt: &Runtime, work: Object) -> Result<Next, Error>
         },
     )
     .await?;
+    // Its request hears of the write; the Work itself decided it from its placements, which
+    // wake it when they change.
+    if let Some(stored) =
+        stored.filter(|s| s.metadata.resource_version != work.metadata.resource_version)
+    {
+        rt.wrote_own_status(&stored);
+    }
     Ok(Next::Done)
 }
 

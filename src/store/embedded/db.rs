@@ -218,6 +218,7 @@ fn change_from_row(row: &Row<'_>) -> rusqlite::Result<(Seq, Change)> {
             change_type,
             key,
             resource_version: seq.to_string(),
+            object: None,
         },
     ))
 }

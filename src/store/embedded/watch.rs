@@ -162,6 +162,7 @@ mod tests {
             change_type: ChangeType::Added,
             key: ObjectKey::new(group, kind, None, "n"),
             resource_version: "1".to_string(),
+            object: None,
         };
         let kinds = vec![("g".to_string(), "A".to_string())];
         assert!(wanted(&[], &change("g", "B")));

@@ -134,7 +134,7 @@ pub(super) async fn write_batch(
         };
         // As read for this write (or as its pending files were stored): only this controller
         // writes a placement's status, so it is not read again (a conflict reads it).
-        status::update_typed_status_of(
+        let stored = status::update_typed_status_of(
             rt.cp.as_ref(),
             &wp_kind,
             wp,
@@ -142,6 +142,12 @@ pub(super) async fn write_batch(
             |s: &mut WorkPlacementStatus| record.apply(s),
         )
         .await?;
+        // Its Work hears of the write; the placement itself need not be looked at again for it.
+        if let Some(stored) =
+            stored.filter(|s| s.metadata.resource_version != wp.metadata.resource_version)
+        {
+            rt.wrote_own_status(&stored);
+        }
         if let Some(message) = record.event(&dest_name) {
             events::record(&rt.cp, wp, Reason::WorkWritten, &message).await;
         }
