@@ -45,6 +45,8 @@ const PURE_MODULES: &[&str] = &[
     "src/controllers/status_value.rs",
     "src/controllers/kube_time.rs",
     "src/controllers/next.rs",
+    "src/controllers/platform_sync/budget.rs",
+    "src/controllers/platform_sync/entry.rs",
 ];
 
 fn root() -> PathBuf {
