@@ -144,5 +144,5 @@ echo "| the engine's \`docker run --rm\` of the same image (median of 5) | $star
 echo
 echo "Part 1 is measured once \`serve\` has gone idle (under 5% of a core for 2 s), so that neither command"
 echo "shares the machine with its reconciles. kubectl's discovery is cached (the first call is"
-echo "not counted); it prints NAME and AGE, \`kratix-rs get\` Kratix's printer columns."
+echo "not counted); both print Kratix's printer columns (kubectl from the API's \`Table\`)."
 echo
