@@ -9,7 +9,7 @@
 # when everything is already installed it prints nothing and touches nothing. Run as root.
 set -eu -o pipefail
 
-packages=(git openssh-server openssh-client bubblewrap pkg-config libssl-dev zsh fish docker-registry apache2-utils curl)
+packages=(git openssh-server openssh-client bubblewrap pkg-config libssl-dev zsh fish docker-registry apache2-utils curl jq)
 
 is_installed() {
     dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q '^install ok installed$'

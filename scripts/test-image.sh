@@ -8,24 +8,30 @@
 #
 # The binary is the dev profile's by default: it behaves as the release one and costs a minute to
 # build beside the tests' build, where a release build costs a quarter of an hour on 2 cores.
-# `--release` builds and packs the release binary instead.
+# `--release` builds and packs the release binary instead; `--binary PATH` packs a binary already
+# built (scripts/test.sh builds it before its lanes start, so that this script needs no cargo,
+# whose build lock another lane's cargo may hold).
 #
-#   DOCKER_HOST=unix:///… scripts/test-image.sh [--release] [TAG]   (TAG defaults to kratix-rs:0.1.0)
+#   DOCKER_HOST=unix:///… scripts/test-image.sh [--release | --binary PATH] [TAG]
+#   (TAG defaults to kratix-rs:0.1.0)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-profile=debug
+profile=debug binary=
 if [[ ${1:-} == --release ]]; then profile=release; shift; fi
+if [[ ${1:-} == --binary ]]; then binary=${2:?--binary needs a path}; shift 2; fi
 tag=${1:-kratix-rs:0.1.0}
 [[ -n ${DOCKER_HOST:-} ]] || { echo "test-image.sh: DOCKER_HOST is not set" >&2; exit 1; }
 command -v docker >/dev/null || { echo "test-image.sh: the docker CLI is not installed" >&2; exit 1; }
 
-if [[ $profile == release ]]; then
+if [[ -n $binary ]]; then
+    [[ -x $binary ]] || { echo "test-image.sh: $binary is not an executable" >&2; exit 1; }
+elif [[ $profile == release ]]; then
     cargo build --release --locked --bin kratix-rs
 else
     cargo build --locked --bin kratix-rs
 fi
-binary=${CARGO_TARGET_DIR:-target}/$profile/kratix-rs
+binary=${binary:-${CARGO_TARGET_DIR:-target}/$profile/kratix-rs}
 
 context=$(mktemp -d)
 trap 'rm -rf "$context"' EXIT
