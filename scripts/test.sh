@@ -9,8 +9,9 @@
 #
 # What does not depend on each other runs side by side, in lanes (each with its own log, printed
 # whole when it ends), so that a fresh machine's run stays well inside CI's limit: Kubernetes
-# builds while cargo builds the tests; the tests that need no Kubernetes run while clippy checks;
-# the Kubernetes tests and the real-node tests run beside each other once Kubernetes is built.
+# builds while cargo builds (and lints) the tests; the tests that need no Kubernetes run while
+# Kubernetes finishes; the Kubernetes tests and the real-node tests run beside each other once it
+# is built.
 #
 # KRATIX_TEST_S3=garage runs the bucket tests on Garage instead of SeaweedFS (built from source
 # by scripts/garage.sh: tens of minutes the first time).
@@ -99,27 +100,39 @@ fi
 # A real Kubernetes (control planes for the CRD and Job tests, a node for kratix-rs installed from
 # deploy/) and the Docker Engine that the node and the container executor's tests run on. The
 # engine's packages now; Kubernetes (minutes to build the first time) in its own lane, at a lower
-# priority than cargo, which the next steps wait for.
+# priority than cargo, whose build the first tests wait for.
 step "the test world: the Docker Engine"
 scripts/testworld install --engine
-lane kubernetes-build nice -n 10 scripts/testworld install --node
+lane kubernetes-build nice -n 5 scripts/testworld install --node
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
+step "cargo deny (licenses, bans, sources)"
+scripts/cargo-deny.sh
+# Clippy lints in the same compile that builds the tests: clippy-driver as cargo's workspace
+# wrapper, with `-D warnings`, is what `cargo clippy` itself sets up, but on a build instead of a
+# check, so the dependencies are compiled once instead of twice (a check and a build). Every cargo
+# command below runs with it, so none rebuilds the workspace without it.
+export RUSTC_WORKSPACE_WRAPPER
+RUSTC_WORKSPACE_WRAPPER=$(rustup which clippy-driver 2>/dev/null || command -v clippy-driver) ||
+    { echo "clippy-driver not found: rustup component add clippy" >&2; exit 1; }
+export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
 # Everything built at once, before any test runs, so that the lanes below run test binaries side
-# by side without cargo (whose build lock clippy holds while it checks). First the binary the
-# node's image carries (scripts/test-image.sh; without the crash points of `--all-features`),
-# kept aside: the next build puts the tests' own binary back at target/debug/kratix-rs.
-step "cargo build: the image's binary, then every test"
+# by side without cargo. First the binary the node's image carries (scripts/test-image.sh;
+# without the crash points of `--all-features`), kept aside: the next build puts the tests' own
+# binary back at target/debug/kratix-rs.
+step "cargo build and clippy: the image's binary, then every target of the workspace"
 cargo build --locked --bin kratix-rs
 mkdir -p "$world/image" && cp "${CARGO_TARGET_DIR:-target}/debug/kratix-rs" "$world/image/kratix-rs"
 # Each test binary with the folder cargo runs it in (its package's), one per line.
-cargo test --workspace --all-features --no-run --message-format=json-render-diagnostics |
+cargo test --workspace --all-features --all-targets --no-run --message-format=json-render-diagnostics |
     jq -r 'select(.reason == "compiler-artifact" and .executable != null and .profile.test)
            | [.target.name, (.manifest_path | sub("/Cargo.toml$"; "")), .executable] | @tsv' \
         >"$world/tests.tsv"
 export TESTS_TSV="$world/tests.tsv"
+step "doc tests"
+cargo test --workspace --all-features --doc
 
 # `run NAME [ARGS…]` runs one test binary as `cargo test` would (in its package's folder);
 # `run_all NAME…` runs each in turn, all of them however one ends, and fails if any failed.
@@ -147,18 +160,12 @@ scripts/testworld start "$KRATIX_TEST_ENGINE_DIR" --engine
 
 # Each lane is bounded well inside CI's limit, so that a hang fails its own lane with its output
 # instead of the whole run being cut off. The Kubernetes tests (tests/kubernetes*.rs) wait for
-# the Kubernetes build; every other test runs now. Clippy, at a lower priority than the tests and
-# the Kubernetes build, fills what they leave of the machine.
+# the Kubernetes build; every other test runs now.
 kube_tests=" kubernetes kubernetes_jobs kubernetes_node "
 mapfile -t others < <(cut -f1 "$TESTS_TSV" | while read -r t; do
     [[ $kube_tests == *" $t "* ]] || echo "$t"
 done)
 lane tests timeout 40m bash -c 'run_all "$@"' _ "${others[@]}"
-lane checks nice -n 15 bash -c '
-    set -e
-    cargo clippy --workspace --all-targets --all-features -- -D warnings
-    scripts/cargo-deny.sh
-    cargo test --workspace --all-features --doc'
 
 step "waiting for the Kubernetes build"
 finish kubernetes-build
@@ -180,7 +187,7 @@ lane node timeout 25m bash -c '
 
 # Every lane's log, and the run fails at the end if any lane failed.
 failed=()
-for l in tests checks control-planes node; do
+for l in tests control-planes node; do
     step "waiting for lane $l"
     finish "$l" || failed+=("$l")
 done
