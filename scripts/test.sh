@@ -63,6 +63,10 @@ cleanup() {
     summary
 }
 trap cleanup EXIT
+# A signal (CI cancelling the run, Ctrl-C) ends the script through its EXIT trap too, so the
+# lanes are stopped and the engine and node taken down.
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 # `lane NAME COMMAND…` starts COMMAND in the background (its own process group, so that a failed
 # run stops it), its output in its own log; `finish NAME` waits for it, prints its log with its
