@@ -10,19 +10,24 @@
 #     pipeline pods seen with a container running at once; the controller container's CPU
 #     seconds and peak memory (its cgroup, read on this host through the node's engine).
 # Prints a Markdown section on standard output; progress on standard error.
+# With --keep DIR, each kratix-rs run's objects (requests, PipelineRuns, Jobs, pods, Works) are
+# kept in DIR as they were once every request settled, with the controller's log at the end,
+# and the section gains where the time went (scripts/bench/kube_timeline.py).
 # Usage: KUBECONFIG=… DOCKER_HOST=… NODE_IP=… scripts/bench/kubernetes.sh [--requests N]
-#        [--pipelines "1 2"] [--skip-floors]
+#        [--pipelines "1 2"] [--skip-floors] [--keep DIR]
 # (`eval "$(scripts/testworld env DIR)"` sets the three.)
 set -euo pipefail
 
 n=100
 pipelines="1 2"
 floors=yes
+keep=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --requests) n="$2"; shift ;;
         --pipelines) pipelines="$2"; shift ;;
         --skip-floors) floors=no ;;
+        --keep) keep="$2"; mkdir -p "$keep"; shift ;;
         *) echo "unknown argument: $1" >&2; exit 2 ;;
     esac
     shift
@@ -165,6 +170,11 @@ kratix() {
         "$n" app.kubernetes.io/managed-by=Kratix)
     end=$(now)
     cpu1=$(cat "$cpu/cpuacct.usage")
+    if [ -n "$keep" ]; then
+        echo "$start" > "$keep/kbench$1.start"
+        kubectl get things.bench.kratix.io,pipelineruns.platform.kratix.io,works.platform.kratix.io,jobs,pods \
+            -n "$namespace" -o json > "$keep/kbench$1.json"
+    fi
     peak=$(awk '{ printf "%.0f", $1 / 1048576 }' "$mem/memory.max_usage_in_bytes")
     echo "$(elapsed "$start" "$end") $most $(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN { printf "%.1f", (b - a) / 1e9 }') $peak"
 }
@@ -219,3 +229,12 @@ for p in $pipelines; do
     fi
     echo "| kratix-rs, $n requests × $p pipeline(s) | ${k_s[$p]} s | ${k_most[$p]} | ${k_cpu[$p]} s | ${k_peak[$p]} MiB | $r1 | $r2 |"
 done
+if [ -n "$keep" ]; then
+    kubectl logs -n "$ns" -l app.kubernetes.io/component=controller --tail=-1 > "$keep/controller.log" 2>&1 || true
+    for p in $pipelines; do
+        echo
+        echo "Where the time went, $n requests × $p pipeline(s) (the objects as they were once every request settled):"
+        echo
+        python3 "$repo/scripts/bench/kube_timeline.py" "$keep/kbench$p.json" "$(cat "$keep/kbench$p.start")"
+    done
+fi

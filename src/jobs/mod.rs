@@ -6,6 +6,7 @@
 //! ends in the same [`RunOutcome`] as with the local executor and the controllers stay the same.
 
 pub mod adapter;
+mod granted;
 pub mod handback;
 pub mod history;
 pub mod identity;
@@ -96,6 +97,8 @@ pub struct KubeJobs {
     /// version's rights are judged unused and deleted: a run starting meanwhile applies them
     /// again after.
     rights_lock: std::sync::Arc<tokio::sync::RwLock<()>>,
+    /// The rights applied lately, which the next runs need not apply again.
+    granted: granted::Granted,
 }
 
 impl std::fmt::Debug for KubeJobs {
@@ -118,6 +121,7 @@ impl KubeJobs {
             settings,
             in_flight: rights::InFlight::default(),
             rights_lock: std::sync::Arc::default(),
+            granted: granted::Granted::default(),
         })
     }
 
@@ -128,6 +132,7 @@ impl KubeJobs {
             &self.client,
             &self.in_flight,
             &self.rights_lock,
+            &self.granted,
             identity,
             namespace,
         );
@@ -262,7 +267,11 @@ impl KubeJobs {
         let in_flight = {
             let _applying = self.rights_lock.read().await;
             let counted = self.in_flight.enter(&identity, &namespace);
-            rights_api::grant(&self.client, &grants, &namespace).await?;
+            self.granted
+                .ensure(&grants, || {
+                    rights_api::grant(&self.client, &grants, &namespace)
+                })
+                .await?;
             counted
         };
         let jobs: Api<Job> = Api::namespaced(self.client.clone(), &namespace);
@@ -420,6 +429,8 @@ impl Executor for KubeJobs {
                 tracing::info!(%owner, kind = ?step.kind, deleted, "swept what the pipelines left");
             }
         }
+        // A Promise's sweep takes its pipelines' rights: the next runs apply them again.
+        self.granted.forget_all();
         Ok(())
     }
 

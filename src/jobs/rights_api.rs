@@ -11,6 +11,7 @@ use kube::{Api, Client};
 use serde::Serialize;
 use tokio::sync::RwLock;
 
+use super::granted::Granted;
 use super::identity::{self, Identity};
 use super::{api_error, rbac, rights, status, sweep, Error, FIELD_MANAGER};
 
@@ -59,11 +60,13 @@ pub(super) async fn grant(c: &Client, grants: &rbac::Grants, namespace: &str) ->
 
 /// Lists the Roles of the pipeline's other versions in `namespace` (every version has one);
 /// when there are any, takes `lock` exclusively, gathers the versions in use (runs of this
-/// controller, unfinished Jobs) and deletes the rights of the others.
+/// controller, unfinished Jobs) and deletes the rights of the others, which `granted` then
+/// forgets (still under the lock, so that no run skips applying what was just deleted).
 pub(super) async fn clean(
     client: &Client,
     in_flight: &rights::InFlight,
     lock: &RwLock<()>,
+    granted: &Granted,
     identity: &Identity,
     namespace: &str,
 ) -> Result<(), Error> {
@@ -105,6 +108,7 @@ pub(super) async fn clean(
         for step in rights::plan(identity, namespace, &version) {
             sweep::run(client, &step).await?;
         }
+        granted.forget_all();
         tracing::info!(pipeline = %identity.pipeline_id(), %namespace, %version, "deleted the rights of a version no run uses any more");
     }
     Ok(())

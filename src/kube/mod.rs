@@ -52,6 +52,8 @@ pub struct KubeControlPlane {
     watches: WatchHealth,
     /// The controller's own ServiceAccount, granted `delete` on each Promise's request kind.
     account: Option<request_access::Account>,
+    /// Numbers of the counters reserved by this process and not handed out yet.
+    sequences: sequence::Blocks,
 }
 
 impl std::fmt::Debug for KubeControlPlane {
@@ -91,6 +93,7 @@ impl KubeControlPlane {
             client,
             watches: WatchHealth::default(),
             account: None,
+            sequences: sequence::Blocks::default(),
         }
     }
 
@@ -344,7 +347,7 @@ impl ControlPlane for KubeControlPlane {
     }
 
     async fn next_sequence(&self, name: &str) -> store::Result<i64> {
-        sequence::next(&self.client, name).await
+        self.sequences.next(&self.client, name).await
     }
 
     async fn register_kind(&self, promise: &str, api: &serde_json::Value) -> store::Result<()> {

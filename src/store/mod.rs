@@ -135,8 +135,11 @@ pub trait ControlPlane: Debug + Send + Sync + 'static {
     /// Changes to objects of any of `kinds` (all kinds when empty) after `since`.
     fn watch(&self, kinds: &[KindInfo], since: &str) -> BoxStream<'static, Result<Change>>;
 
-    /// Increments the counter `name` (starting at 1) and returns it. Values MUST only grow, across
-    /// processes and restarts: pipeline runs are ordered by them, never by clocks.
+    /// The counter `name`'s next value (from 1). Each value is handed out once; one process gets
+    /// increasing values, and a process (or a new leader) that starts taking values after
+    /// another stopped gets higher ones than all of the other's: pipeline runs are ordered by
+    /// them among the runs of one object, which one process creates one at a time, never by
+    /// clocks. Values may skip (the Kubernetes backend reserves them in blocks per process).
     async fn next_sequence(&self, name: &str) -> Result<i64>;
 
     /// Makes the request kind a Promise offers known to the control plane. `api` is the
