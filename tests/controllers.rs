@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
-use kratix::api::object::condition;
+use kratix::api::condition;
 use kratix::api::{Object, ObjectKey};
 use kratix::controllers::Runtime;
 use kratix::platform::Platform;
@@ -96,9 +96,8 @@ where
 
 /// `(status, reason, message)` of a condition, when the object has it.
 fn condition_of(obj: &Object, type_: &str) -> Option<(String, String, String)> {
-    let c = condition(obj, type_)?;
-    let text = |field: &str| c[field].as_str().unwrap_or_default().to_string();
-    Some((text("status"), text("reason"), text("message")))
+    let c = condition::get(obj, type_)?;
+    Some((c.status.as_str().to_string(), c.reason, c.message))
 }
 
 fn has_condition(obj: &Object, type_: &str, status: &str) -> bool {

@@ -4,8 +4,8 @@
 
 use serde_json::Value;
 
-use crate::api::object::condition;
-use crate::api::{KindInfo, Object};
+use crate::api::words::types;
+use crate::api::{condition, Condition, KindInfo, Object};
 
 /// One column of a `get` table.
 pub(crate) struct Column {
@@ -43,16 +43,16 @@ fn at(obj: &Object, pointer: &str) -> String {
     text(obj.data.pointer(pointer))
 }
 
-fn condition_field(obj: &Object, type_: &str, field: &str) -> String {
-    text(condition(obj, type_).and_then(|c| c.get(field)))
-}
-
 fn ready(obj: &Object) -> String {
-    condition_field(obj, "Ready", "status")
+    condition::get(obj, types::READY).map_or_else(String::new, |c| c.status.as_str().into())
 }
 
 fn ready_message(obj: &Object) -> String {
-    condition_field(obj, "Ready", "message")
+    condition_message(obj, types::READY)
+}
+
+fn condition_message(obj: &Object, type_: &str) -> String {
+    condition::get(obj, type_).map_or_else(String::new, |c: Condition| c.message)
 }
 
 /// The columns of `kind`, in order; the caller drops the wide ones unless `-o wide`.
@@ -153,7 +153,7 @@ pub(crate) fn columns(kind: &KindInfo) -> Vec<Column> {
         ],
         // Resource requests of a Promise's API.
         _ => vec![
-            col("STATUS", |o| condition_field(o, "Reconciled", "message")),
+            col("STATUS", |o| condition_message(o, types::RECONCILED)),
             col("MESSAGE", |o| at(o, "/status/message")),
         ],
     }

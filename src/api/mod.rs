@@ -26,6 +26,7 @@ pub mod secret;
 pub mod state_store;
 pub mod validation;
 pub mod versions;
+pub mod words;
 pub mod work;
 pub mod work_placement;
 pub mod workflow;
@@ -45,6 +46,7 @@ pub use promise_release::PromiseRelease;
 pub use secret::Secret;
 pub use state_store::{BucketStateStore, GitStateStore};
 pub use versions::{PromiseRevision, ResourceBinding};
+pub use words::reasons;
 pub use work::{Work, WorkSpec, WorkStatus, WorkType, Workload, WorkloadGroup};
 pub use work_placement::{WorkPlacement, WorkPlacementSpec, WorkPlacementStatus};
 pub use workflow::{Action, WorkflowType};
@@ -114,16 +116,4 @@ pub mod finalizers {
     /// PromiseRevisions: their deletion was seen, and reported when requests still name their
     /// version (never deleting those requests).
     pub const PROMISE_REVISION: &str = "kratix.io/promise-revision-deletion";
-}
-
-/// Reasons of the conditions that Works and WorkPlacements report, as Kratix spells them.
-pub mod reasons {
-    pub const UNSCHEDULED_WORKLOADS: &str = "UnscheduledWorkloads";
-    pub const ALL_WORKPLACEMENTS_SCHEDULED: &str = "AllWorkplacementsScheduled";
-    pub const WORKPLACEMENTS_FAILING: &str = "WorkplacementsFailing";
-    pub const WORKPLACEMENTS_PENDING: &str = "WorkplacementsPending";
-    pub const ALL_WORKPLACEMENTS_WRITTEN: &str = "AllWorkplacementsWritten";
-    pub const DESTINATION_SELECTOR_MISMATCH: &str = "DestinationSelectorMismatch";
-    pub const WORKLOADS_WRITTEN_TO_STATE_STORE: &str = "WorkloadsWrittenToStateStore";
-    pub const WORKLOADS_WRITTEN_TO_TARGET_DESTINATION: &str = "WorkloadsWrittenToTargetDestination";
 }

@@ -142,14 +142,3 @@ pub fn annotation<'a>(obj: &'a Object, key: &str) -> Option<&'a str> {
         .and_then(|a| a.get(key))
         .map(String::as_str)
 }
-
-/// The entry of `status.conditions` of the given type, as stored.
-pub fn condition<'a>(obj: &'a Object, type_: &str) -> Option<&'a serde_json::Value> {
-    obj.data
-        .pointer("/status/conditions")
-        .and_then(serde_json::Value::as_array)
-        .and_then(|cs| {
-            cs.iter()
-                .find(|c| c.get("type").and_then(serde_json::Value::as_str) == Some(type_))
-        })
-}

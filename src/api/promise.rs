@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::condition::Condition;
+use super::words::promise_status;
 
 #[derive(CustomResource, Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
@@ -157,14 +158,10 @@ pub struct PromiseStatus {
     pub extra: BTreeMap<String, Value>,
 }
 
-/// The `status.status` of a Promise whose configure workflow finished and whose requirements
-/// are met.
-pub const AVAILABLE: &str = "Available";
-
 impl PromiseStatus {
     /// Whether the status says the Promise is available.
     pub fn says_available(&self) -> bool {
-        self.status.as_deref() == Some(AVAILABLE)
+        self.status.as_deref() == Some(promise_status::AVAILABLE)
     }
 }
 
@@ -177,7 +174,7 @@ pub fn is_available(promise: &super::Object) -> bool {
             .data
             .pointer("/status/status")
             .and_then(Value::as_str)
-            == Some(AVAILABLE)
+            == Some(promise_status::AVAILABLE)
 }
 
 /// One entry of `status.requiredBy`: a Promise that requires this one, at which version.

@@ -16,7 +16,7 @@ pub const LATEST_REVISION_LABEL: &str = "kratix.io/latest-revision";
 /// A binding's `spec.version` that follows the Promise's latest revision.
 pub const LATEST: &str = "latest";
 /// The condition a binding reports an upgrade (a change of version) with.
-pub const UPGRADE_SUCCEEDED: &str = "UpgradeSucceeded";
+pub use crate::api::words::types::UPGRADE_SUCCEEDED;
 /// `KRATIX_PROMISE_VERSION` of a run of a Promise without a `kratix.io/promise-version` label:
 /// Kratix's placeholder for an unversioned Promise.
 pub const UNVERSIONED: &str = "not-set";

@@ -83,7 +83,7 @@ impl WorkPlacementStatus {
     /// until it changes.
     pub fn written_for(&self, generation: Option<i64>) -> bool {
         self.observed_generation == generation
-            && super::condition::find(&self.conditions, "WriteSucceeded")
+            && super::condition::find(&self.conditions, super::words::types::WRITE_SUCCEEDED)
                 .is_some_and(|c| c.status == super::ConditionStatus::True)
     }
 

@@ -136,7 +136,7 @@ impl WorkflowPipelineStatus {
     /// Settled: it succeeded at `hash` (the object's current `kratix.io/hash`), so nothing of it
     /// is left to run.
     pub fn settled_at(&self, hash: &str) -> bool {
-        self.phase == "Succeeded" && self.hash.as_deref() == Some(hash)
+        self.phase == super::words::phases::SUCCEEDED && self.hash.as_deref() == Some(hash)
     }
 }
 

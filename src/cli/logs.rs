@@ -60,7 +60,7 @@ pub async fn run(
             .data
             .pointer("/status/phase")
             .and_then(serde_json::Value::as_str)
-            .unwrap_or("Pending");
+            .unwrap_or(crate::api::words::phases::PENDING);
         out.push_str(&format!("=== {run_name} ({phase})\n"));
         let path = platform.logs_path(&run);
         match std::fs::read_to_string(&path) {

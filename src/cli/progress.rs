@@ -8,6 +8,7 @@ pub mod printer;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::api::words::phases;
 use crate::api::{KindInfo, Object};
 
 use super::wait::{observed_current_generation, settlement, Settlement};
@@ -229,24 +230,24 @@ pub fn changes(before: Option<&Status>, now: &Status) -> Vec<Change> {
         }
         let (pipeline, index) = (p.name.clone(), i + 1);
         match p.phase.as_str() {
-            "Running" => out.push(Change::PipelineRunning {
+            phases::RUNNING => out.push(Change::PipelineRunning {
                 pipeline,
                 index,
                 total,
                 message: (!p.message.is_empty()).then(|| p.message.clone()),
             }),
-            "Succeeded" => out.push(Change::PipelineSucceeded {
+            phases::SUCCEEDED => out.push(Change::PipelineSucceeded {
                 pipeline,
                 index,
                 total,
             }),
-            "Failed" => out.push(Change::PipelineFailed {
+            phases::FAILED => out.push(Change::PipelineFailed {
                 pipeline,
                 index,
                 total,
                 reason: p.message.clone(),
             }),
-            "Suspended" => out.push(Change::PipelineSuspended {
+            phases::SUSPENDED => out.push(Change::PipelineSuspended {
                 pipeline,
                 reason: p.message.clone(),
             }),
@@ -296,14 +297,14 @@ pub fn line(status: &Status) -> String {
         .last()
         .map(|(d, c)| format!(", written to {d} at {}", short(c)))
         .unwrap_or_default();
-    let pipeline = if let Some((i, p)) = at("Running") {
+    let pipeline = if let Some((i, p)) = at(phases::RUNNING) {
         Some(format!(
             "pipeline {} ({} of {total}) running{}",
             p.name,
             i + 1,
             doing(&p.message)
         ))
-    } else if let Some((i, p)) = at("Failed") {
+    } else if let Some((i, p)) = at(phases::FAILED) {
         Some(format!(
             "pipeline {} ({} of {total}) failed: {}",
             p.name,
@@ -311,7 +312,7 @@ pub fn line(status: &Status) -> String {
             p.message
         ))
     } else {
-        at("Suspended").map(|(_, p)| format!("pipeline {} suspended: {}", p.name, p.message))
+        at(phases::SUSPENDED).map(|(_, p)| format!("pipeline {} suspended: {}", p.name, p.message))
     };
     match (&status.outcome, pipeline) {
         (Outcome::Gone, _) => "deleted".into(),
@@ -320,7 +321,7 @@ pub fn line(status: &Status) -> String {
         (Outcome::Deleting, None) => "deleting".into(),
         (Outcome::Deleting, Some(pipeline)) => format!("deleting: {pipeline}"),
         // Where files went matters while the configure pipelines run, not once one stopped.
-        (Outcome::Waiting(_), Some(pipeline)) if at("Running").is_some() => {
+        (Outcome::Waiting(_), Some(pipeline)) if at(phases::RUNNING).is_some() => {
             format!("{pipeline}{written}")
         }
         (Outcome::Waiting(_), Some(pipeline)) => pipeline,

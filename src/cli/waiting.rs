@@ -111,7 +111,9 @@ pub(super) async fn wait(
             "--for {for_:?}: expected condition=TYPE[=STATUS] or delete"
         ))
     })?;
-    let (type_, status) = spec.split_once('=').unwrap_or((spec, "True"));
+    let (type_, status) = spec
+        .split_once('=')
+        .unwrap_or((spec, crate::api::ConditionStatus::True.as_str()));
     let cp = platform.control_plane();
     let what = format!("{key} to have condition {type_}={status}");
     with_progress(driver, &progress, &targets, || async {

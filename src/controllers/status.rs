@@ -11,7 +11,7 @@ use crate::store::{self, ControlPlane};
 use crate::controllers::Error;
 
 pub(crate) use crate::controllers::status_value::{
-    condition_status, merge_conditions, set_conditions, set_field, status_or_default, typed_status,
+    merge_conditions, set_conditions, set_field, status_or_default, typed_status,
 };
 
 const ATTEMPTS: usize = 20;

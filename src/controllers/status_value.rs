@@ -24,18 +24,9 @@ pub(crate) fn status_or_default<S: DeserializeOwned + Default>(obj: &Object) -> 
     typed_status(obj).unwrap_or_default()
 }
 
-/// The conditions in a status value.
-pub(crate) fn conditions(status: &Value) -> Vec<Condition> {
-    status
-        .get("conditions")
-        .cloned()
-        .and_then(|c| serde_json::from_value(c).ok())
-        .unwrap_or_default()
-}
-
 /// Sets conditions in a status value, keeping transition times of unchanged ones.
 pub(crate) fn set_conditions(status: &mut Value, new: impl IntoIterator<Item = Condition>) {
-    let mut conds = conditions(status);
+    let mut conds = crate::api::condition::in_status(status);
     merge_conditions(&mut conds, new);
     if let (Some(map), Ok(value)) = (status.as_object_mut(), serde_json::to_value(conds)) {
         map.insert("conditions".into(), value);
@@ -58,14 +49,6 @@ pub(crate) fn set_field(status: &mut Value, field: &str, value: Value) {
     if let Some(map) = status.as_object_mut() {
         map.insert(field.to_string(), value);
     }
-}
-
-pub(crate) fn condition_status(obj: &Object, type_: &str) -> Option<(String, String, String)> {
-    let status = obj.data.get("status")?;
-    conditions(status)
-        .into_iter()
-        .find(|c| c.type_ == type_)
-        .map(|c| (c.status.as_str().to_string(), c.reason, c.message))
 }
 
 /// The object at `field` of `value`, made an empty object when it is missing or not an object.

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use crate::api::words::{phases, types};
 use crate::api::{labels, KindInfo, Object, GROUP};
 
 use super::super::events::{one_line, table as events_table};
@@ -297,7 +298,7 @@ fn list_at(o: &Object, pointer: &str) -> Vec<Value> {
 }
 
 fn conditions(o: &Object, now: &str) -> String {
-    let list = list_at(o, "/status/conditions");
+    let list = crate::api::condition::of(o);
     if list.is_empty() {
         return "Conditions:\n  <none>\n".into();
     }
@@ -305,18 +306,15 @@ fn conditions(o: &Object, now: &str) -> String {
         .map(String::from)
         .to_vec()];
     for c in &list {
-        let f = |name: &str| text(c.get(name));
-        let since = f("lastTransitionTime");
         rows.push(vec![
-            f("type"),
-            f("status"),
-            f("reason"),
-            if since.is_empty() {
-                String::new()
-            } else {
-                age(&since, now)
-            },
-            one_line(&f("message")),
+            c.type_.clone(),
+            c.status.as_str().to_string(),
+            c.reason.clone(),
+            c.last_transition_time
+                .as_deref()
+                .map(|since| age(since, now))
+                .unwrap_or_default(),
+            one_line(&c.message),
         ]);
     }
     format!("Conditions:\n{}", indent(&columns(&rows)))
@@ -391,7 +389,7 @@ fn pipelines(o: &Object, runs: &[Object]) -> String {
         let phase = match (entry, run) {
             (Some((_, p, _)), _) if !p.is_empty() => p.clone(),
             (_, Some(r)) => at(r, "/status/phase"),
-            _ => "Pending".into(),
+            _ => phases::PENDING.into(),
         };
         rows.push(vec![
             id.1.clone(),
@@ -427,14 +425,13 @@ fn destinations(placements: &[Object], by_destination: bool) -> String {
             .pointer("/status/files")
             .and_then(Value::as_array)
             .map_or(0, Vec::len);
-        let ready = crate::api::object::condition(p, "Ready")
+        let ready = crate::api::condition::get(p, types::READY)
             .map(|c| {
-                let status = text(c.get("status"));
-                let message = text(c.get("message"));
-                if status == "True" || message.is_empty() {
+                let status = c.status.as_str();
+                if c.is_true() || c.message.is_empty() {
                     format!("Ready={status}")
                 } else {
-                    format!("Ready={status} ({})", one_line(&message))
+                    format!("Ready={status} ({})", one_line(&c.message))
                 }
             })
             .unwrap_or_else(|| "not written yet".into());

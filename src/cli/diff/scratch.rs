@@ -82,7 +82,7 @@ async fn release_claims(platform: &Platform) -> Result<(), Error> {
 
 /// A run claimed and `Running`.
 fn needs_release(run: &Value) -> bool {
-    run.pointer("/status/phase").and_then(Value::as_str) == Some("Running")
+    run.pointer("/status/phase").and_then(Value::as_str) == Some(crate::api::words::phases::RUNNING)
         && run.pointer("/status/executor").is_some()
 }
 

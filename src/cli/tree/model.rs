@@ -5,7 +5,8 @@
 use serde_json::Value;
 
 use crate::api::object::label;
-use crate::api::{labels, Object, SYSTEM_NAMESPACE};
+use crate::api::words::{phases, types};
+use crate::api::{condition, labels, Object, SYSTEM_NAMESPACE};
 
 /// One object (or a file in a state store) and what it led to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,21 +64,16 @@ fn text<'a>(obj: &'a Object, pointer: &str) -> Option<&'a str> {
 
 /// `Type` when the condition is True, `Type=Status (message)` otherwise; empty when absent.
 fn condition_word(obj: &Object, type_: &str) -> String {
-    let found = obj
-        .data
-        .pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .and_then(|all| all.iter().find(|c| c["type"] == type_));
-    let Some(c) = found else {
+    let Some(c) = condition::get(obj, type_) else {
         return String::new();
     };
-    let status = c["status"].as_str().unwrap_or("Unknown");
-    if status == "True" {
+    if c.is_true() {
         return type_.to_string();
     }
-    match c["message"].as_str().filter(|m| !m.is_empty()) {
-        Some(message) => format!("{type_}={status} ({message})"),
-        None => format!("{type_}={status}"),
+    let status = c.status.as_str();
+    match c.message.as_str() {
+        "" => format!("{type_}={status}"),
+        message => format!("{type_}={status} ({message})"),
     }
 }
 
@@ -110,7 +106,7 @@ pub fn request_tree(request: &Object, objects: &Objects) -> Node {
             .map(|t| t.kind.clone())
             .unwrap_or_default(),
         format!("{ns}/{}", name(request)),
-        condition_word(request, "Reconciled"),
+        condition_word(request, types::RECONCILED),
         children,
     )
 }
@@ -153,7 +149,7 @@ pub fn destination_tree(destination: &Object, objects: &Objects) -> Node {
     let store = store_of(destination)
         .map(|(kind, store)| format!("{kind} {store}"))
         .unwrap_or_default();
-    let ready = condition_word(destination, "Ready");
+    let ready = condition_word(destination, types::READY);
     let detail = [store, ready]
         .into_iter()
         .filter(|s| !s.is_empty())
@@ -197,7 +193,7 @@ fn workflow_children(promise: &str, request: Option<(&str, &str)>, objects: &Obj
         let detail = [
             pipeline.unwrap_or_default(),
             action,
-            text(run, "/status/phase").unwrap_or("Pending"),
+            text(run, "/status/phase").unwrap_or(phases::PENDING),
         ]
         .join(" ");
         out.push(Node::new("PipelineRun", name(run), detail, under));
@@ -250,7 +246,12 @@ fn work_node(work: &Object, objects: &Objects) -> Node {
         .into_iter()
         .map(|p| placement_node(p, objects))
         .collect();
-    Node::new("Work", work_name, condition_word(work, "Ready"), children)
+    Node::new(
+        "Work",
+        work_name,
+        condition_word(work, types::READY),
+        children,
+    )
 }
 
 /// A placement: its Destination and state, then the store with the commit and the paths.
@@ -258,7 +259,7 @@ fn placement_node(placement: &Object, objects: &Objects) -> Node {
     let dest_name = text(placement, "/spec/targetDestinationName")
         .unwrap_or_default()
         .to_string();
-    let written = condition_word(placement, "WriteSucceeded");
+    let written = condition_word(placement, types::WRITE_SUCCEEDED);
     let detail = [format!("destination {dest_name}"), written]
         .into_iter()
         .filter(|s| !s.is_empty())

@@ -3,8 +3,8 @@
 
 use serde_json::Value;
 
-use crate::api::object::condition;
-use crate::api::{KindInfo, Object, GROUP};
+use crate::api::words::{reasons, types};
+use crate::api::{condition, Condition, ConditionStatus, KindInfo, Object, GROUP};
 
 /// Where an object stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -14,11 +14,14 @@ pub enum Settlement {
     Failed(String),
 }
 
-fn cond_str(c: Option<&Value>, field: &str) -> String {
-    c.and_then(|c| c.get(field))
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string()
+/// The status of a condition that may be absent.
+fn status_of(c: Option<&Condition>) -> Option<ConditionStatus> {
+    c.map(|c| c.status)
+}
+
+/// The reason and message of a condition that may be absent, empty when it is.
+fn said(c: Option<&Condition>) -> (&str, &str) {
+    c.map_or(("", ""), |c| (c.reason.as_str(), c.message.as_str()))
 }
 
 /// Has the controller looked at the object's current generation?
@@ -41,31 +44,29 @@ pub fn settlement(kind: &KindInfo, obj: &Object) -> Settlement {
     match kind.kind.as_str() {
         "Promise" if kratix_kind => workflow_settlement(obj),
         "Destination" | "GitStateStore" | "BucketStateStore" if kratix_kind => {
-            let ready = condition(obj, "Ready");
+            let ready = condition::get(obj, types::READY);
             if !observed_current_generation(obj) {
                 return Settlement::Pending("not reconciled yet".into());
             }
-            match cond_str(ready, "status").as_str() {
-                "True" => Settlement::Settled,
-                _ => Settlement::Pending(format!(
-                    "Ready: {} {}",
-                    cond_str(ready, "reason"),
-                    cond_str(ready, "message")
-                )),
+            match status_of(ready.as_ref()) {
+                Some(ConditionStatus::True) => Settlement::Settled,
+                _ => {
+                    let (reason, message) = said(ready.as_ref());
+                    Settlement::Pending(format!("Ready: {reason} {message}"))
+                }
             }
         }
         "PromiseRelease" if kratix_kind => {
             if !observed_current_generation(obj) {
                 return Settlement::Pending("not reconciled yet".into());
             }
-            let installed = condition(obj, "Installed");
-            match cond_str(installed, "status").as_str() {
-                "True" => Settlement::Settled,
-                "False" => Settlement::Failed(format!(
-                    "{}: {}",
-                    cond_str(installed, "reason"),
-                    cond_str(installed, "message")
-                )),
+            let installed = condition::get(obj, types::INSTALLED);
+            match status_of(installed.as_ref()) {
+                Some(ConditionStatus::True) => Settlement::Settled,
+                Some(ConditionStatus::False) => {
+                    let (reason, message) = said(installed.as_ref());
+                    Settlement::Failed(format!("{reason}: {message}"))
+                }
                 _ => Settlement::Pending("not installed yet".into()),
             }
         }
@@ -76,8 +77,8 @@ pub fn settlement(kind: &KindInfo, obj: &Object) -> Settlement {
 
 /// Whether the object says it is paused (`Reconciled` of the pause's reason).
 pub(super) fn says_paused(obj: &Object) -> bool {
-    cond_str(condition(obj, "Reconciled"), "reason")
-        == crate::controllers::workflow::pausing::PAUSED_REASON
+    condition::get(obj, types::RECONCILED)
+        .is_some_and(|c| c.reason == reasons::PAUSED_RECONCILIATION)
 }
 
 /// Whether `obj` carries `kratix.io/paused: "true"`.
@@ -100,33 +101,34 @@ fn workflow_settlement(obj: &Object) -> Settlement {
     if crate::api::object::label(obj, crate::api::labels::MANUAL_RECONCILIATION) == Some("true") {
         return Settlement::Pending("manual reconciliation requested".into());
     }
-    let configure = condition(obj, "ConfigureWorkflowCompleted");
-    if cond_str(configure, "status") == "False"
-        && cond_str(configure, "reason") == "ConfigureWorkflowFailed"
-    {
-        return Settlement::Failed(cond_str(configure, "message"));
+    let conditions = condition::of(obj);
+    let find = |type_| condition::find(&conditions, type_);
+    if let Some(failed) = find(types::CONFIGURE_WORKFLOW_COMPLETED).filter(|c| {
+        c.status == ConditionStatus::False && c.reason == reasons::CONFIGURE_WORKFLOW_FAILED
+    }) {
+        return Settlement::Failed(failed.message.clone());
     }
     // A Promise waiting for its required Promises says which condition holds it.
-    let requirements = condition(obj, "RequirementsFulfilled");
-    if cond_str(requirements, "status") == "False" {
+    let requirements = find(types::REQUIREMENTS_FULFILLED);
+    if status_of(requirements) == Some(ConditionStatus::False) {
+        let (reason, message) = said(requirements);
         return Settlement::Pending(format!(
-            "RequirementsFulfilled: {} ({})",
-            cond_str(requirements, "message"),
-            cond_str(requirements, "reason")
+            "{}: {message} ({reason})",
+            types::REQUIREMENTS_FULFILLED
         ));
     }
-    let reconciled = condition(obj, "Reconciled");
+    let reconciled = find(types::RECONCILED);
     // Paused by its Promise's label, seen for its current generation.
     if says_paused(obj) {
         return Settlement::Settled;
     }
-    match cond_str(reconciled, "status").as_str() {
-        "True" => Settlement::Settled,
+    match status_of(reconciled) {
+        Some(ConditionStatus::True) => Settlement::Settled,
         _ => {
-            let works = condition(obj, "WorksSucceeded");
-            let mut reason = format!("Reconciled: {}", cond_str(reconciled, "message"));
-            if cond_str(works, "status") == "False" {
-                reason = format!("WorksSucceeded: {}", cond_str(works, "message"));
+            let works = find(types::WORKS_SUCCEEDED);
+            let mut reason = format!("{}: {}", types::RECONCILED, said(reconciled).1);
+            if status_of(works) == Some(ConditionStatus::False) {
+                reason = format!("{}: {}", types::WORKS_SUCCEEDED, said(works).1);
             }
             Settlement::Pending(reason)
         }
@@ -152,10 +154,8 @@ pub(super) fn for_promise_generation(
 /// `--for condition=TYPE[=STATUS]`: has the condition that status for the current generation?
 pub fn condition_met(obj: &Object, type_: &str, status: &str) -> bool {
     observed_current_generation(obj)
-        && condition(obj, type_)
-            .and_then(|c| c.get("status"))
-            .and_then(Value::as_str)
-            .is_some_and(|s| s.eq_ignore_ascii_case(status))
+        && condition::get(obj, type_)
+            .is_some_and(|c| c.status.as_str().eq_ignore_ascii_case(status))
 }
 
 #[cfg(test)]

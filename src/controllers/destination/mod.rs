@@ -9,6 +9,7 @@ use statestores::{Change, Key, WriteInfo};
 use crate::api::destination::StatusWithConditions;
 use crate::api::destination_paths::{self, PathRefusal};
 use crate::api::state_store::StateStoreStatus;
+use crate::api::words::types;
 use crate::api::{
     condition, finalizers, labels, Condition, ConditionStatus, Destination, Object, ObjectKey,
 };
@@ -119,7 +120,7 @@ pub(crate) async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> 
             .get(&rt.kind(store_kind), None, &store_ref.name)
             .await?
             .map(|store| status::status_or_default::<StateStoreStatus>(&store))
-            .and_then(|s| condition::find(&s.conditions, "Ready").cloned()),
+            .and_then(|s| condition::find(&s.conditions, types::READY).cloned()),
         None => None,
     };
     if let Some(ready) = mirrored_store_failure(&store_ref, store_ready.as_ref()) {
@@ -128,10 +129,9 @@ pub(crate) async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> 
         return Ok(Next::Done);
     }
     let own: StatusWithConditions = status::status_or_default(&obj);
-    let is_true = |c: Option<&Condition>| c.is_some_and(|c| c.status == ConditionStatus::True);
     if destination_settled(DestinationSeen {
-        store_ready: is_true(store_ready.as_ref()),
-        destination_ready: is_true(condition::find(&own.conditions, "Ready")),
+        store_ready: store_ready.as_ref().is_some_and(Condition::is_true),
+        destination_ready: condition::is_true(&own.conditions, types::READY),
         observed_current: own.observed_generation == obj.metadata.generation,
         has_finalizer: status::has_finalizer(&obj, finalizers::DESTINATION),
     }) {
@@ -188,7 +188,7 @@ const RETRY_NOT_READY: std::time::Duration = std::time::Duration::from_secs(5);
 async fn refuse(rt: &Runtime, obj: &Object, refused: &PathRefusal) -> Result<(), Error> {
     let ready = not_admitted(refused);
     let own: StatusWithConditions = status::status_or_default(obj);
-    let recorded = condition::find(&own.conditions, "Ready").is_some_and(|c| {
+    let recorded = condition::find(&own.conditions, types::READY).is_some_and(|c| {
         c.status == ready.status && c.reason == ready.reason && c.message == ready.message
     });
     if recorded && own.observed_generation == obj.metadata.generation {
@@ -208,7 +208,7 @@ async fn refuse(rt: &Runtime, obj: &Object, refused: &PathRefusal) -> Result<(),
 /// The `Ready` condition of a Destination that may not write.
 fn not_admitted(refused: &PathRefusal) -> Condition {
     Condition::new(
-        "Ready",
+        types::READY,
         ConditionStatus::False,
         refused.reason(),
         &format!(
@@ -265,8 +265,7 @@ async fn deregister(rt: &Runtime, obj: &Object, dest: &Destination) -> Result<Ne
     // Canary files are removed through a store that works: a Destination that is not `Ready`
     // (its store unreachable or refusing it, its path refused) goes without waiting for it.
     let own: StatusWithConditions = status::status_or_default(obj);
-    let ready = condition::find(&own.conditions, "Ready")
-        .is_some_and(|c| c.status == ConditionStatus::True);
+    let ready = condition::is_true(&own.conditions, types::READY);
     if !keep_files && dest.spec.init_workloads_enabled() && !ready {
         tracing::warn!(destination = %name, "not ready: its canary files, if any, are left in the state store");
     }

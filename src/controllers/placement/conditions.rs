@@ -1,28 +1,29 @@
 //! The conditions a WorkPlacement reports: `WriteSucceeded` and `Ready`, once its files are
 //! written or when they could not be.
 
+use crate::api::words::{readiness, types};
 use crate::api::{reasons, Condition, ConditionStatus};
 
 /// A placement's conditions once its files are written: `Ready` unless it is misplaced.
 pub(crate) fn written_conditions(misplaced: bool) -> [Condition; 2] {
     let ready = if misplaced {
         Condition::new(
-            "Ready",
+            types::READY,
             ConditionStatus::False,
             reasons::DESTINATION_SELECTOR_MISMATCH,
-            "Misplaced",
+            readiness::MISPLACED,
         )
     } else {
         Condition::new(
-            "Ready",
+            types::READY,
             ConditionStatus::True,
             reasons::WORKLOADS_WRITTEN_TO_TARGET_DESTINATION,
-            "Ready",
+            readiness::READY,
         )
     };
     [
         Condition::new(
-            "WriteSucceeded",
+            types::WRITE_SUCCEEDED,
             ConditionStatus::True,
             reasons::WORKLOADS_WRITTEN_TO_STATE_STORE,
             "Workloads written to State Store",
@@ -34,8 +35,18 @@ pub(crate) fn written_conditions(misplaced: bool) -> [Condition; 2] {
 /// A placement's conditions when its files could not be written: failing, for `reason`.
 pub(crate) fn failed_conditions(reason: &str, message: &str) -> [Condition; 2] {
     [
-        Condition::new("WriteSucceeded", ConditionStatus::False, reason, message),
-        Condition::new("Ready", ConditionStatus::False, reason, "Failing"),
+        Condition::new(
+            types::WRITE_SUCCEEDED,
+            ConditionStatus::False,
+            reason,
+            message,
+        ),
+        Condition::new(
+            types::READY,
+            ConditionStatus::False,
+            reason,
+            readiness::FAILING,
+        ),
     ]
 }
 

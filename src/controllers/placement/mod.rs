@@ -23,6 +23,7 @@ use crate::api::destination::StateStoreRef;
 use crate::api::destination_paths;
 use crate::api::object::label;
 use crate::api::state_store::StateStoreStatus;
+use crate::api::words::{reasons, types};
 use crate::api::{
     condition, finalizers, labels, ConditionStatus, Destination, FilepathMode, Object, ObjectKey,
     WorkPlacement, WorkPlacementSpec, WorkPlacementStatus,
@@ -224,7 +225,13 @@ pub(crate) async fn reconcile(rt: &Runtime, wp: Object) -> Result<Next, Error> {
     {
         Ok(h) => h,
         Err(not_ready) => {
-            mark_failed(rt, &batch, "StateStoreNotReady", &not_ready.message).await?;
+            mark_failed(
+                rt,
+                &batch,
+                reasons::STATE_STORE_NOT_READY,
+                &not_ready.message,
+            )
+            .await?;
             return Ok(Next::After(RETRY_WRITE));
         }
     };
@@ -286,10 +293,10 @@ async fn seen_deleting(
             .get(&rt.kind(kind), None, &store_ref.name)
             .await?
             .map(|store| status::status_or_default::<StateStoreStatus>(&store))
-            .is_some_and(|s| is_true(&s.conditions, "Ready")),
+            .is_some_and(|s| condition::is_true(&s.conditions, types::READY)),
         None => false,
     };
-    let failed = condition::find(&own.conditions, "WriteSucceeded")
+    let failed = condition::find(&own.conditions, types::WRITE_SUCCEEDED)
         .is_some_and(|c| c.status == ConditionStatus::False);
     Ok(deletion::Seen {
         owns_nothing: own.owned_paths().is_empty(),
@@ -299,10 +306,6 @@ async fn seen_deleting(
         store_ready,
         last_write_failed: failed,
     })
-}
-
-fn is_true(conditions: &[crate::api::Condition], type_: &str) -> bool {
-    condition::find(conditions, type_).is_some_and(|c| c.status == ConditionStatus::True)
 }
 
 async fn mark_failed(

@@ -8,6 +8,7 @@
 
 use std::time::Duration;
 
+use crate::api::words::types;
 use crate::api::{condition, ConditionStatus, Object, WorkPlacementStatus};
 
 use crate::controllers::kube_time::parse_ms;
@@ -36,7 +37,7 @@ pub(crate) fn retry_after(
 /// condition turned False; zero when it is not False (or its time cannot be read).
 pub(crate) fn failing_for(wp: &Object, now_ms: i64) -> Duration {
     let status: WorkPlacementStatus = crate::controllers::status::status_or_default(wp);
-    let since = condition::find(&status.conditions, "WriteSucceeded")
+    let since = condition::find(&status.conditions, types::WRITE_SUCCEEDED)
         .filter(|c| c.status == ConditionStatus::False)
         .and_then(|c| c.last_transition_time.as_deref())
         .and_then(parse_ms);

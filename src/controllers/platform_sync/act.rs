@@ -4,6 +4,7 @@
 //! the metrics.
 
 use crate::admission::{self, Known};
+use crate::api::words::{reasons, types};
 use crate::api::{labels, ConditionStatus, Object};
 use crate::controllers::{Error, Runtime};
 use crate::events::Reason;
@@ -227,14 +228,14 @@ pub(super) async fn record(
         let message = format!("revision {short}: pruned {}", listed(&done.pruned));
         crate::events::record(&rt.cp, obj, Reason::PlatformPruned, &message).await;
     }
-    let before = crate::controllers::status::condition_status(obj, "PlatformSynced");
+    let before = crate::api::condition::get(obj, types::PLATFORM_SYNCED);
     let new_failure = condition.status == ConditionStatus::False
-        && condition.reason != "KindNotServed"
-        && before.as_ref().map(|(_, _, m)| m) != Some(&condition.message);
+        && condition.reason != reasons::KIND_NOT_SERVED
+        && before.as_ref().map(|c| &c.message) != Some(&condition.message);
     if new_failure {
         crate::events::record(&rt.cp, obj, Reason::PlatformSyncFailed, &condition.message).await;
     }
-    if &sync == previous && before.is_some_and(|(_, _, m)| m == condition.message) {
+    if &sync == previous && before.is_some_and(|c| c.message == condition.message) {
         return Ok(());
     }
     write_status(rt, obj, Some(&sync), condition).await
@@ -247,7 +248,7 @@ pub(super) async fn record_unreadable_store(
     message: &str,
 ) -> Result<(), Error> {
     let condition = crate::api::Condition::new(
-        "PlatformSynced",
+        types::PLATFORM_SYNCED,
         ConditionStatus::False,
         "StoreUnreadable",
         message,

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::budget::{self, Allowance, Budget, Churn};
 pub(crate) use super::entry::Entry;
+use crate::api::words::{reasons, types};
 use crate::api::{Condition, ConditionStatus};
 
 /// Whether this platform serves a document's kind now.
@@ -246,7 +247,7 @@ pub(crate) fn condition(
                 .map(|why| ("PruneFailed", why.clone())),
         )
         .chain(documents.iter().filter_map(|(doc, o)| match o {
-            Outcome::Waiting(why) => Some(("KindNotServed", format!("{doc}: {why}"))),
+            Outcome::Waiting(why) => Some((reasons::KIND_NOT_SERVED, format!("{doc}: {why}"))),
             _ => None,
         }))
         .next();
@@ -256,13 +257,13 @@ pub(crate) fn condition(
     );
     match failed {
         None => Condition::new(
-            "PlatformSynced",
+            types::PLATFORM_SYNCED,
             ConditionStatus::True,
             "Applied",
             &format!("revision {short}: every document applied ({tally})"),
         ),
         Some((reason, message)) => Condition::new(
-            "PlatformSynced",
+            types::PLATFORM_SYNCED,
             ConditionStatus::False,
             reason,
             &format!("revision {short}: {message} ({tally})"),

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::api::promise::RequiredBy;
 use crate::api::promise::RequiredPromiseStatus;
+use crate::api::words::promise_status;
 use crate::api::workflow_status::PipelineStatusEntry;
 use crate::api::Action;
 use crate::api::PromiseStatus;
@@ -77,9 +78,9 @@ pub(super) fn decide<'a>(o: &Observed<'a>) -> Decision<'a> {
     let was_available = o.before.says_available();
     let summary = Summary {
         status: if available {
-            "Available"
+            promise_status::AVAILABLE
         } else {
-            "Unavailable"
+            promise_status::UNAVAILABLE
         },
         version: o.version.to_string(),
         api: o.api.clone(),

@@ -15,6 +15,7 @@ use crate::api::hash::spec_hash;
 use crate::api::object::label;
 use crate::api::pipeline::Pipeline;
 use crate::api::versions::run_version;
+use crate::api::words::promise_status;
 use crate::api::Action;
 use crate::api::WorkflowType;
 use crate::api::{
@@ -139,7 +140,7 @@ pub(crate) async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> 
             set_requirements(s, &requirements);
             status::set_conditions(s, requirements::waiting_conditions());
             status::set_field(s, "observedGeneration", json!(generation));
-            status::set_field(s, "status", json!("Unavailable"));
+            status::set_field(s, "status", json!(promise_status::UNAVAILABLE));
             status::set_field(s, "version", json!(version));
             summary::set_list(
                 s,
@@ -149,7 +150,7 @@ pub(crate) async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> 
             summary::set_kratix(
                 s,
                 &Summary {
-                    status: "Unavailable",
+                    status: promise_status::UNAVAILABLE,
                     version: version.clone(),
                     api: None,
                     last_available_time: before.last_available_time.clone(),

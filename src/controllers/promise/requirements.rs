@@ -8,7 +8,7 @@ use crate::api::promise::{RequiredPromise, RequiredPromiseStatus};
 use crate::api::{Condition, ConditionStatus};
 
 /// The condition type that says whether every required Promise is there.
-pub(crate) const REQUIREMENTS_FULFILLED: &str = "RequirementsFulfilled";
+pub(crate) use crate::api::words::types::REQUIREMENTS_FULFILLED;
 
 /// What is known of a required Promise that exists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -166,7 +166,7 @@ pub(crate) fn apply_warnings<'a>(
 pub(crate) fn waiting_conditions() -> [Condition; 2] {
     [
         Condition::new(
-            "Available",
+            crate::api::words::types::AVAILABLE,
             ConditionStatus::False,
             "PromiseUnavailable",
             "Cannot fulfil resource requests",

@@ -8,6 +8,7 @@
 use serde_json::{json, Map, Value};
 
 use crate::api::promise::{PromiseVersionRef, RequiredBy};
+use crate::api::words::types;
 use crate::api::{labels, Condition, ConditionStatus, Object, Promise};
 use crate::controllers::workflow::decide::Step;
 
@@ -130,19 +131,19 @@ fn set_or_remove(map: &mut Map<String, Value>, field: &str, value: Option<Value>
 pub(crate) fn available_condition(step: &Step) -> Condition {
     match step {
         Step::Completed { .. } | Step::NothingToRun => Condition::new(
-            "Available",
+            types::AVAILABLE,
             ConditionStatus::True,
             "PromiseAvailable",
             "Ready to fulfil resource requests",
         ),
         Step::Suspended { .. } => Condition::new(
-            "Available",
+            types::AVAILABLE,
             ConditionStatus::False,
             "WorkflowSuspended",
             "Suspended",
         ),
         _ => Condition::new(
-            "Available",
+            types::AVAILABLE,
             ConditionStatus::False,
             "PromiseUnavailable",
             "Promise configure workflow has not completed",

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use crate::api::words::types;
 use crate::api::workflow_status::{Landing, PipelineStatusEntry};
 use crate::api::Action;
 use crate::api::{Condition, ConditionStatus};
@@ -33,14 +34,14 @@ pub(super) const PENDING: &str = "Pending";
 pub(super) fn promise_available_condition(available: bool, promise_name: &str) -> Condition {
     if available {
         Condition::new(
-            "PromiseAvailable",
+            types::PROMISE_AVAILABLE,
             ConditionStatus::True,
             "PromiseAvailable",
             "Promise is available",
         )
     } else {
         Condition::new(
-            "PromiseAvailable",
+            types::PROMISE_AVAILABLE,
             ConditionStatus::False,
             "PromiseNotAvailable",
             &format!("Promise {promise_name} is not available yet"),

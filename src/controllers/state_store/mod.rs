@@ -119,13 +119,13 @@ impl Cache {
     ) -> Result<Result<StoreHandle, NotReady>, Error> {
         let Some(store_kind) = crate::api::Builtin::state_store(kind) else {
             return Ok(Err(NotReady {
-                reason: "StateStoreNotFound",
+                reason: crate::api::words::reasons::STATE_STORE_NOT_FOUND,
                 message: format!("{kind:?} is not a kind of state store"),
             }));
         };
         let Some(obj) = rt.cp.get(&rt.kind(store_kind), None, name).await? else {
             return Ok(Err(NotReady {
-                reason: "StateStoreNotFound",
+                reason: crate::api::words::reasons::STATE_STORE_NOT_FOUND,
                 message: format!("{kind} {name:?} not found"),
             }));
         };
@@ -374,7 +374,9 @@ pub(crate) async fn reconcile(rt: &Runtime, kind: &KindInfo, obj: Object) -> Res
                     unverified: unverified.then_some(tls::NOT_VERIFIED),
                 });
                 // Once per change of what the store says, not at every check.
-                if unverified && stored_ready_message(&obj) != Some(ready.message.as_str()) {
+                if unverified
+                    && stored_ready_message(&obj).as_deref() != Some(ready.message.as_str())
+                {
                     let message = format!("{}/{}: {}", kind.kind, key.name, tls::NOT_VERIFIED);
                     crate::events::record(&rt.cp, &obj, Reason::TlsNotVerified, &message).await;
                 }
@@ -411,14 +413,8 @@ pub(crate) async fn reconcile(rt: &Runtime, kind: &KindInfo, obj: Object) -> Res
 }
 
 /// The message of the store's `Ready` condition as stored.
-fn stored_ready_message(obj: &Object) -> Option<&str> {
-    obj.data
-        .pointer("/status/conditions")?
-        .as_array()?
-        .iter()
-        .find(|c| c.get("type").and_then(serde_json::Value::as_str) == Some("Ready"))?
-        .get("message")?
-        .as_str()
+fn stored_ready_message(obj: &Object) -> Option<String> {
+    crate::api::condition::get(obj, crate::api::words::types::READY).map(|c| c.message)
 }
 
 #[cfg(test)]

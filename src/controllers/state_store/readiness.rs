@@ -2,6 +2,7 @@
 //! Either kind is looked at again soon while not ready.
 
 use crate::api::destination::StateStoreRef;
+use crate::api::words::{reasons, store_status, types};
 use crate::api::{Condition, ConditionStatus};
 
 /// What opening and probing a state store showed.
@@ -19,16 +20,16 @@ pub(crate) enum StoreProbe<'a> {
 pub(crate) fn store_ready(probe: StoreProbe) -> Condition {
     match probe {
         StoreProbe::NotOpened { reason, message } => {
-            Condition::new("Ready", ConditionStatus::False, reason, message)
+            Condition::new(types::READY, ConditionStatus::False, reason, message)
         }
         StoreProbe::AccessFailed { error } => Condition::new(
-            "Ready",
+            types::READY,
             ConditionStatus::False,
             "ErrorValidatingPermissions",
             &format!("write permission validation failed: {error}"),
         ),
         StoreProbe::Writable { unverified: None } => Condition::new(
-            "Ready",
+            types::READY,
             ConditionStatus::True,
             "StateStoreReady",
             "State store is ready",
@@ -36,7 +37,7 @@ pub(crate) fn store_ready(probe: StoreProbe) -> Condition {
         StoreProbe::Writable {
             unverified: Some(why),
         } => Condition::new(
-            "Ready",
+            types::READY,
             ConditionStatus::True,
             "StateStoreReady",
             &format!("State store is ready; {why}"),
@@ -47,9 +48,9 @@ pub(crate) fn store_ready(probe: StoreProbe) -> Condition {
 /// The one-word `status.status` a state store shows beside its condition.
 pub(crate) fn store_status_word(ready: &Condition) -> &'static str {
     if ready.status == ConditionStatus::True {
-        "Ready"
+        store_status::READY
     } else {
-        "NotReady"
+        store_status::NOT_READY
     }
 }
 
@@ -61,9 +62,9 @@ pub(crate) fn mirrored_store_failure(
 ) -> Option<Condition> {
     let store = store_ready.filter(|c| c.status == ConditionStatus::False)?;
     Some(Condition::new(
-        "Ready",
+        types::READY,
         ConditionStatus::False,
-        "StateStoreNotReady",
+        reasons::STATE_STORE_NOT_READY,
         &format!("{} {}: {}", store_ref.kind, store_ref.name, store.message),
     ))
 }
@@ -104,26 +105,29 @@ pub(crate) enum CanaryWrite<'a> {
 pub(crate) fn destination_ready(write: CanaryWrite) -> Condition {
     match write {
         CanaryWrite::StoreUnavailable { reason, message } => Condition::new(
-            "Ready",
+            types::READY,
             ConditionStatus::False,
-            if reason == "StateStoreNotFound" {
-                "StateStoreNotFound"
+            if reason == reasons::STATE_STORE_NOT_FOUND {
+                reasons::STATE_STORE_NOT_FOUND
             } else {
-                "StateStoreNotReady"
+                reasons::STATE_STORE_NOT_READY
             },
             message,
         ),
         CanaryWrite::Done { enabled: true } => Condition::new(
-            "Ready",
+            types::READY,
             ConditionStatus::True,
             "TestDocumentsWritten",
             "Test documents written to State Store",
         ),
-        CanaryWrite::Done { enabled: false } => {
-            Condition::new("Ready", ConditionStatus::True, "DestinationReady", "Ready")
-        }
-        CanaryWrite::Failed { error } => Condition::new(
+        CanaryWrite::Done { enabled: false } => Condition::new(
+            types::READY,
+            ConditionStatus::True,
+            "DestinationReady",
             "Ready",
+        ),
+        CanaryWrite::Failed { error } => Condition::new(
+            types::READY,
             ConditionStatus::False,
             "StateStoreWriteFailed",
             error,

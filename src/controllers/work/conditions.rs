@@ -2,6 +2,7 @@
 //! generation, `ScheduleSucceeded` once every workload group has a Destination.
 
 use super::state::WorkReadiness;
+use crate::api::words::types;
 use crate::api::{reasons, Condition, ConditionStatus};
 
 /// What a Work's conditions are decided from.
@@ -40,14 +41,14 @@ pub(crate) fn work_conditions(placed: &Placed) -> [Condition; 2] {
     };
     let schedule = if placed.unscheduled.is_empty() {
         Condition::new(
-            "ScheduleSucceeded",
+            types::SCHEDULE_SUCCEEDED,
             ConditionStatus::True,
             reasons::ALL_WORKPLACEMENTS_SCHEDULED,
             "All workplacements scheduled successfully",
         )
     } else {
         Condition::new(
-            "ScheduleSucceeded",
+            types::SCHEDULE_SUCCEEDED,
             ConditionStatus::False,
             reasons::UNSCHEDULED_WORKLOADS,
             &format!(
@@ -57,7 +58,7 @@ pub(crate) fn work_conditions(placed: &Placed) -> [Condition; 2] {
         )
     };
     [
-        Condition::new("Ready", ready, reason, readiness.message()),
+        Condition::new(types::READY, ready, reason, readiness.message()),
         schedule,
     ]
 }

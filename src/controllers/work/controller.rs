@@ -48,7 +48,7 @@ fn existing_placement(p: &Object) -> ExistingPlacement {
 
 fn write_succeeded(p: &Object) -> Option<ConditionStatus> {
     let s: WorkPlacementStatus = status::status_or_default(p);
-    condition::find(&s.conditions, "WriteSucceeded").map(|c| c.status)
+    condition::find(&s.conditions, crate::api::words::types::WRITE_SUCCEEDED).map(|c| c.status)
 }
 
 /// A Work being deleted: its placements go first (with the Work's removal reason), then its

@@ -1,5 +1,6 @@
 //! The aggregate state of a workflow's Works, and the `WorksSucceeded` condition it makes.
 
+use crate::api::words::{readiness, types};
 use crate::api::{condition, Condition, ConditionStatus, Object, WorkStatus};
 
 use crate::controllers::status_value as status;
@@ -32,19 +33,19 @@ impl WorkReadiness {
     /// The `Ready` condition's message for it, as Kratix writes it.
     pub(crate) fn message(self) -> &'static str {
         match self {
-            Self::Ready => "Ready",
-            Self::Pending => "Pending",
-            Self::Failing => "Failing",
-            Self::Misplaced => "Misplaced",
+            Self::Ready => readiness::READY,
+            Self::Pending => readiness::PENDING,
+            Self::Failing => readiness::FAILING,
+            Self::Misplaced => readiness::MISPLACED,
         }
     }
 
     /// The readiness a `Ready` condition's message says.
     fn from_message(message: &str) -> Self {
         match message {
-            "Ready" => Self::Ready,
-            "Failing" => Self::Failing,
-            "Misplaced" => Self::Misplaced,
+            readiness::READY => Self::Ready,
+            readiness::FAILING => Self::Failing,
+            readiness::MISPLACED => Self::Misplaced,
             _ => Self::Pending,
         }
     }
@@ -62,7 +63,7 @@ fn readiness(work: &Object, going: bool) -> WorkReadiness {
     {
         return WorkReadiness::Pending;
     }
-    match condition::find(&s.conditions, "Ready") {
+    match condition::find(&s.conditions, types::READY) {
         Some(c) if c.status == ConditionStatus::True => WorkReadiness::Ready,
         Some(c) => WorkReadiness::from_message(&c.message),
         None => WorkReadiness::Pending,
@@ -111,7 +112,7 @@ pub(crate) fn works_succeeded_condition(state: WorksState) -> Condition {
             "Some works associated with this resource are misplaced",
         ),
     };
-    Condition::new("WorksSucceeded", status, reason, message)
+    Condition::new(types::WORKS_SUCCEEDED, status, reason, message)
 }
 
 #[cfg(test)]

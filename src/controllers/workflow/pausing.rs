@@ -17,7 +17,7 @@ use crate::controllers::subject::Subject;
 use crate::controllers::{status, Error, Next, Runtime};
 
 /// The reason of the conditions a pause sets.
-pub(crate) const PAUSED_REASON: &str = "PausedReconciliation";
+pub(crate) use crate::api::words::reasons::PAUSED_RECONCILIATION as PAUSED_REASON;
 
 /// Which label holds the object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,13 +58,13 @@ pub(crate) fn decide(
 
 /// The decision for `obj`; `promise` is the Promise of a request, `None` for a Promise.
 pub(crate) fn decision_for(obj: &Object, promise: Option<&Object>) -> Decision {
-    let reconciled = status::condition_status(obj, RECONCILED);
+    let reconciled = crate::api::condition::get(obj, RECONCILED);
     decide(
         label(obj, labels::PAUSED),
         promise.and_then(|p| label(p, labels::PAUSED)),
         reconciled
             .as_ref()
-            .map(|(s, reason, _)| (s.as_str(), reason.as_str())),
+            .map(|c| (c.status.as_str(), c.reason.as_str())),
     )
 }
 
@@ -78,7 +78,7 @@ pub(crate) fn paused_conditions(is_promise: bool) -> Vec<Condition> {
     )];
     if is_promise {
         out.push(Condition::new(
-            "Available",
+            crate::api::words::types::AVAILABLE,
             ConditionStatus::False,
             PAUSED_REASON,
             "Paused",
@@ -105,7 +105,11 @@ pub(crate) async fn act(
             status::update_status(rt.cp.as_ref(), &subject.kind, &key, |_, s| {
                 status::set_conditions(s, paused_conditions(is_promise));
                 if is_promise {
-                    status::set_field(s, "status", json!("Unavailable"));
+                    status::set_field(
+                        s,
+                        "status",
+                        json!(crate::api::words::promise_status::UNAVAILABLE),
+                    );
                 }
             })
             .await?;

@@ -59,7 +59,12 @@ impl Outcome {
         } else {
             ConditionStatus::False
         };
-        Condition::new("Installed", status, self.reason, &self.message)
+        Condition::new(
+            crate::api::words::types::INSTALLED,
+            status,
+            self.reason,
+            &self.message,
+        )
     }
 }
 

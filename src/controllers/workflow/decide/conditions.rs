@@ -5,9 +5,10 @@ use crate::controllers::work::state::WorksState;
 
 use crate::controllers::workflow::decide::model::Step;
 
-pub(crate) const CONFIGURE_WORKFLOW_COMPLETED: &str = "ConfigureWorkflowCompleted";
-pub(crate) const DELETE_WORKFLOW_COMPLETED: &str = "DeleteWorkflowCompleted";
-pub(crate) const RECONCILED: &str = "Reconciled";
+use crate::api::words::reasons;
+pub(crate) use crate::api::words::types::{
+    CONFIGURE_WORKFLOW_COMPLETED, DELETE_WORKFLOW_COMPLETED, RECONCILED,
+};
 
 /// `ConfigureWorkflowCompleted` and `Reconciled` for the configure workflow's `step`.
 ///
@@ -47,13 +48,13 @@ pub(crate) fn configure_conditions(
             Condition::new(
                 CONFIGURE_WORKFLOW_COMPLETED,
                 ConditionStatus::False,
-                "ConfigureWorkflowFailed",
+                reasons::CONFIGURE_WORKFLOW_FAILED,
                 &failure_message("A Configure Pipeline has failed", pipeline, exit_reason),
             ),
             Condition::new(
                 RECONCILED,
                 ConditionStatus::False,
-                "ConfigureWorkflowFailed",
+                reasons::CONFIGURE_WORKFLOW_FAILED,
                 "Failing",
             ),
         ],
@@ -129,12 +130,9 @@ pub(crate) fn reconciled(configure_done: bool, works: WorksState) -> Condition {
             "WorksFailing",
             "Failing",
         ),
-        WorksState::Ready | WorksState::NoWorks => Condition::new(
-            RECONCILED,
-            ConditionStatus::True,
-            "Reconciled",
-            "Reconciled",
-        ),
+        WorksState::Ready | WorksState::NoWorks => {
+            Condition::new(RECONCILED, ConditionStatus::True, RECONCILED, "Reconciled")
+        }
     }
 }
 

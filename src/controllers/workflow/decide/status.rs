@@ -1,5 +1,6 @@
 //! Per-pipeline status of an object's current workflow attempt (`status.kratix.workflows.pipelines`).
 
+use crate::api::words::phases;
 use crate::api::Action;
 use crate::controllers::workflow::decide::history::read_history;
 use crate::controllers::workflow::decide::history::runs_so_far;
@@ -24,11 +25,11 @@ impl PipelinePhase {
     /// The value Kratix writes in the pipeline's `phase`.
     pub(crate) fn as_str(self) -> &'static str {
         match self {
-            Self::Pending => "Pending",
-            Self::Running => "Running",
-            Self::Succeeded => "Succeeded",
-            Self::Failed => "Failed",
-            Self::Suspended => "Suspended",
+            Self::Pending => phases::PENDING,
+            Self::Running => phases::RUNNING,
+            Self::Succeeded => phases::SUCCEEDED,
+            Self::Failed => phases::FAILED,
+            Self::Suspended => phases::SUSPENDED,
         }
     }
 }

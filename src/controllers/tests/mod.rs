@@ -1,6 +1,12 @@
 use super::*;
 use crate::metrics::ErrorCategory;
 
+mod pipeline_run;
+mod platform_destination;
+mod state_stores;
+mod versions;
+mod works;
+
 #[test]
 fn each_failure_falls_in_one_bounded_category() {
     let key = ObjectKey::new(crate::api::GROUP, "Promise", None, "p");
@@ -97,6 +103,15 @@ async fn writes_of_one_reconcile(
             format!("{} {} {written}", w.verb, w.object)
         })
         .collect()
+}
+
+/// One more reconcile of `key`, with nothing changed since the last: it writes nothing.
+async fn nothing_more(rt: &Runtime, recording: &recording::Recording, key: &ObjectKey) {
+    assert_eq!(
+        writes_of_one_reconcile(rt, recording, key).await,
+        Vec::<String>::new(),
+        "{key} reconciled again with nothing changed"
+    );
 }
 
 fn without_times(value: &mut serde_json::Value) {
