@@ -129,9 +129,11 @@ export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
 step "cargo build and clippy: the image's binary, then every target of the workspace"
 cargo build --locked --bin kratix-rs
 mkdir -p "$world/image" && cp "${CARGO_TARGET_DIR:-target}/debug/kratix-rs" "$world/image/kratix-rs"
-# Each test binary with the folder cargo runs it in (its package's), one per line.
+# Each test binary with the folder cargo runs it in (its package's), one per line. The benchmarks
+# are built (so that clippy lints them) but not run: `scripts/bench/` runs them.
 cargo test --workspace --all-features --all-targets --no-run --message-format=json-render-diagnostics |
-    jq -r 'select(.reason == "compiler-artifact" and .executable != null and .profile.test)
+    jq -r 'select(.reason == "compiler-artifact" and .executable != null and .profile.test
+                  and (.target.kind | index("bench") | not))
            | [.target.name, (.manifest_path | sub("/Cargo.toml$"; "")), .executable] | @tsv' \
         >"$world/tests.tsv"
 export TESTS_TSV="$world/tests.tsv"
