@@ -134,6 +134,16 @@ fn recorded_runtime() -> (tempfile::TempDir, Runtime, Arc<recording::Recording>)
     (home, Runtime::new(platform), recording)
 }
 
+/// A GitStateStore named `default` on the repository at `url`, branch `main`.
+fn git_store(url: &str) -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": "platform.kratix.io/v1alpha1",
+        "kind": "GitStateStore",
+        "metadata": {"name": "default"},
+        "spec": {"url": url, "branch": "main"},
+    })
+}
+
 async fn store(rt: &Runtime, kind: crate::api::Builtin, value: serde_json::Value) -> ObjectKey {
     let obj: crate::api::Object = serde_json::from_value(value).expect("an object");
     let stored = rt.cp.create(&rt.kind(kind), &obj).await.expect("stored");

@@ -32,12 +32,7 @@ async fn a_platform_sync_reconcile_names_its_writes() {
     store(
         &rt,
         crate::api::Builtin::GitStateStore,
-        serde_json::json!({
-            "apiVersion": "platform.kratix.io/v1alpha1",
-            "kind": "GitStateStore",
-            "metadata": {"name": "default"},
-            "spec": {"url": bare.display().to_string(), "branch": "main"},
-        }),
+        git_store(&bare.display().to_string()),
     )
     .await;
     let key = store(

@@ -3,15 +3,6 @@
 
 use super::*;
 
-fn git_store(url: &str) -> serde_json::Value {
-    serde_json::json!({
-        "apiVersion": "platform.kratix.io/v1alpha1",
-        "kind": "GitStateStore",
-        "metadata": {"name": "default"},
-        "spec": {"url": url, "branch": "main"},
-    })
-}
-
 #[tokio::test]
 async fn a_git_store_reconcile_names_its_writes() {
     let daemon = testkit::GitDaemon::start().expect("git daemon");

@@ -16,12 +16,7 @@ pub(super) async fn work_world(rt: &Runtime, dir: &std::path::Path) -> ObjectKey
     store(
         rt,
         crate::api::Builtin::GitStateStore,
-        serde_json::json!({
-            "apiVersion": "platform.kratix.io/v1alpha1",
-            "kind": "GitStateStore",
-            "metadata": {"name": "default"},
-            "spec": {"url": bare.display().to_string(), "branch": "main"},
-        }),
+        git_store(&bare.display().to_string()),
     )
     .await;
     store(
