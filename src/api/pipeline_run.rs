@@ -118,6 +118,12 @@ pub struct PipelineRunStatus {
     /// What the pipeline asked of its workflow (`/kratix/metadata/workflow-control.yaml`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workflow_control: Option<WorkflowControl>,
+    /// The pipeline's `/kratix/metadata/status.yaml`, recorded when the run succeeded: its
+    /// owner's reconcile carries it over into the owner's status (the owner's status has one
+    /// writer, its reconcile).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "super::schema::preserve_unknown_fields")]
+    pub status_yaml: Option<Value>,
     #[serde(flatten)]
     #[schemars(skip)]
     pub extra: BTreeMap<String, Value>,

@@ -9,7 +9,6 @@ pub(crate) mod revision;
 pub(crate) mod summary;
 
 use crate::events::{self, Reason};
-use serde_json::{json, Value};
 
 use crate::api::hash::spec_hash;
 use crate::api::object::label;
@@ -27,15 +26,17 @@ use crate::controllers::lookups;
 use crate::controllers::now_ms;
 use crate::controllers::promise::requirements::Installed;
 use crate::controllers::promise::requirements::Requirements;
-use crate::controllers::promise::summary::Summary;
 use crate::controllers::status;
 use crate::controllers::subject::Subject;
 use crate::controllers::work;
 use crate::controllers::workflow;
-use crate::controllers::workflow::decide::suspended_label::{self, LabelChange};
+use crate::controllers::workflow::decide::carry_over::{self, CarryOver};
+use crate::controllers::workflow::decide::gate::{self, ExitStatus, Gate};
+use crate::controllers::workflow::decide::{migrated, RunRecord};
 use crate::controllers::workflow::intervals;
 use crate::controllers::workflow::keyed_status;
 use crate::controllers::workflow::pausing;
+use crate::controllers::workflow::runs::runs_of;
 use crate::controllers::Error;
 use crate::controllers::Next;
 use crate::controllers::Runtime;
@@ -91,24 +92,85 @@ pub(crate) async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> 
         promise_version: run_version(label(&obj, labels::PROMISE_VERSION)).to_string(),
         object: obj.clone(),
     };
-    // A status of the earlier flat layout is migrated first: the workflows go on from it.
-    let action = match obj.metadata.deletion_timestamp {
-        Some(_) => Action::Delete,
-        None => Action::Configure,
-    };
-    let current = pipelines(&promise, WorkflowType::Promise, action)?;
-    if keyed_status::migrate(rt, &subject, action, &current).await? {
-        return Ok(Next::Done);
+    let deleting = obj.metadata.deletion_timestamp.is_some();
+    // Paused before anything else, deletion included, as in Kratix; a status of the earlier
+    // flat layout is migrated first.
+    let gate = gate::gate(
+        gate::has_flat_status(&obj),
+        pausing::decision_for(&obj, None),
+        deleting,
+    );
+    match gate {
+        Gate::Migrate => {
+            let action = if deleting {
+                Action::Delete
+            } else {
+                Action::Configure
+            };
+            let current = pipelines(&promise, WorkflowType::Promise, action)?;
+            let runs: Vec<RunRecord> = runs_of(rt, &subject)
+                .await?
+                .into_iter()
+                .map(|(_, record)| record)
+                .collect();
+            let workflow = migrated(action, &keyed_status::names(&current), &runs);
+            tracing::info!(object = %subject.key(), %action, "migrating the flat workflow status to the keyed layout");
+            act(
+                rt,
+                &obj,
+                &decide::exit(ExitStatus::Migrated { action, workflow }),
+            )
+            .await
+        }
+        Gate::Pause(by) => {
+            tracing::info!(object = %subject.key(), ?by, "reconciliation paused");
+            let runs = runs_of(rt, &subject).await?;
+            let decision = decide::exit(ExitStatus::Paused {
+                is_promise: true,
+                carried: carried(&runs),
+            });
+            act(rt, &obj, &decision).await
+        }
+        Gate::Resume => {
+            tracing::info!(object = %subject.key(), "unpaused; the configure workflow runs again");
+            act(rt, &obj, &decide::exit(ExitStatus::Unpaused)).await
+        }
+        Gate::Teardown => teardown(rt, &subject, &promise).await,
+        Gate::Configure => configure(rt, subject, &promise).await,
     }
-    // Paused before anything else, deletion included, as in Kratix.
-    if let Some(next) = pausing::act(rt, &subject, pausing::decision_for(&obj, None)).await? {
-        return Ok(next);
-    }
-    if obj.metadata.deletion_timestamp.is_some() {
-        return teardown(rt, &subject, &promise).await;
-    }
-    let Some(obj) =
-        status::add_finalizer(rt.cp.as_ref(), &kind, &obj, finalizers::WORKFLOWS).await?
+}
+
+/// The `status.yaml` files the runs recorded, for the status to carry over.
+fn carried(runs: &[(Object, RunRecord)]) -> CarryOver<'_> {
+    CarryOver::of(
+        runs.iter()
+            .map(|(run, r)| (r.sequence, carry_over::recorded(run))),
+    )
+}
+
+/// Writes what the reconcile decided about the Promise (its one status write, and its labels).
+async fn act(
+    rt: &Runtime,
+    obj: &Object,
+    decision: &gate::Decision<decide::StatusChange<'_>>,
+) -> Result<Next, Error> {
+    let kind = rt.kind(crate::api::Builtin::Promise);
+    workflow::write(rt, &kind, obj, decision, |change, s| change.apply(s)).await?;
+    Ok(decision.next)
+}
+
+/// Requirements, then the configure workflow: observe → plan → decide → carry out → the status
+/// in one write.
+async fn configure(rt: &Runtime, subject: Subject, promise: &Promise) -> Result<Next, Error> {
+    let kind = subject.kind.clone();
+    let name = subject.promise_name.clone();
+    let Some(obj) = status::add_finalizer(
+        rt.cp.as_ref(),
+        &kind,
+        &subject.object,
+        finalizers::WORKFLOWS,
+    )
+    .await?
     else {
         return Ok(Next::Done);
     };
@@ -119,51 +181,33 @@ pub(crate) async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> 
 
     // Requests of the Promise's kind can be stored once the control plane knows the kind, even
     // while the Promise waits for its requirements (they wait with it), as in Kratix.
-    if let (Some(api), Ok(Some(_))) = (&promise.spec.api, promise_api::request_kind(&promise)) {
+    if let (Some(api), Ok(Some(_))) = (&promise.spec.api, promise_api::request_kind(promise)) {
         rt.cp.register_kind(&name, api).await?;
     }
     // Its current version's revision, before any request looks for it.
     revision::sync(rt, &obj).await?;
 
     let version = summary::version_of(&obj);
-    let requirements = requirements_of(rt, &promise, &obj).await?;
+    let requirements = requirements_of(rt, promise, &obj).await?;
     let before: PromiseStatus = status::status_or_default(&obj);
     let required_by = summary::required_by(&name, &lookups::typed_promises(rt).await?);
     if !requirements.fulfilled() {
-        // Nothing is installed and no workflow runs until every required Promise is there;
-        // a change to any Promise wakes the Promises that require it.
         if let Some(message) = newly_unfulfilled(&before, &requirements) {
             events::record(&rt.cp, &obj, Reason::RequirementsNotFulfilled, &message).await;
         }
-        let generation = obj.metadata.generation;
-        status::update_status(rt.cp.as_ref(), &kind, &subject.key(), |_, s| {
-            set_requirements(s, &requirements);
-            status::set_conditions(s, requirements::waiting_conditions());
-            status::set_field(s, "observedGeneration", json!(generation));
-            status::set_field(s, "status", json!(promise_status::UNAVAILABLE));
-            status::set_field(s, "version", json!(version));
-            summary::set_list(
-                s,
-                "requiredBy",
-                &serde_json::to_value(&required_by).unwrap_or_default(),
-            );
-            summary::set_kratix(
-                s,
-                &Summary {
-                    status: promise_status::UNAVAILABLE,
-                    version: version.clone(),
-                    api: None,
-                    last_available_time: before.last_available_time.clone(),
-                },
-            );
-        })
-        .await?;
-        return Ok(Next::Done);
+        let decision = decide::unfulfilled(&decide::Unfulfilled {
+            requirements: &requirements,
+            generation: obj.metadata.generation,
+            version: &version,
+            required_by: &required_by,
+            before: &before,
+        });
+        return act(rt, &obj, &decision).await;
     }
 
-    work::sync_static_dependencies(rt, &promise).await?;
+    work::sync_static_dependencies(rt, promise).await?;
 
-    let configure = pipelines(&promise, WorkflowType::Promise, Action::Configure)?;
+    let configure = pipelines(promise, WorkflowType::Promise, Action::Configure)?;
     let names = keyed_status::names(&configure);
     // Observe: the workflow's runs and Works.
     let (runs, promise_works) = workflow::observe_configure(rt, &subject).await?;
@@ -181,7 +225,7 @@ pub(crate) async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> 
         requirements: &requirements,
         required_by: &required_by,
         version: &version,
-        api: promise_api::request_kind(&promise)
+        api: promise_api::request_kind(promise)
             .ok()
             .flatten()
             .map(|api| {
@@ -200,11 +244,24 @@ pub(crate) async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> 
         ),
         retry_failures,
         now_ms: now,
+        carried: carried(&runs),
+        reconcile_resources: label(&obj, labels::RECONCILE_RESOURCES) == Some("true"),
     });
     // Act: the run it starts and the Works that go, then the Promise's status in one write,
     // its event and labels.
     workflow::carry_out_configure(rt, &subject, &configure, &configured, &runs).await?;
-    status::update_status_of(rt.cp.as_ref(), &kind, &obj, |_, s| decision.status.apply(s)).await?;
+    let write = &decision.write;
+    if write.labels.rerun {
+        tracing::info!(promise = %name, "reconciliation interval passed; running the workflow again");
+    }
+    // The event between the status and the labels, as it always came.
+    let status_only = gate::Decision {
+        status: write.status.as_ref(),
+        labels: gate::Labels::KEEP,
+        labels_first: false,
+        next: write.next,
+    };
+    workflow::write(rt, &kind, &obj, &status_only, |change, s| change.apply(s)).await?;
     if decision.became_available {
         events::record(
             &rt.cp,
@@ -214,28 +271,18 @@ pub(crate) async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> 
         )
         .await;
     }
-    // The `kratix.io/workflow-suspended` label in the same write.
-    let suspended = configured.decided.suspended_label;
-    if decision.clear_manual_label || decision.rerun_label || suspended != LabelChange::Keep {
-        if decision.rerun_label {
-            tracing::info!(promise = %name, "reconciliation interval passed; running the workflow again");
-        }
-        status::update_object(rt.cp.as_ref(), &kind, &subject.key(), |o| {
-            if decision.rerun_label {
-                intervals::label_for_rerun(o);
-            } else if decision.clear_manual_label {
-                if let Some(l) = o.metadata.labels.as_mut() {
-                    l.remove(labels::MANUAL_RECONCILIATION);
-                }
-            }
-            suspended_label::apply(suspended, o);
-        })
-        .await?;
+    let labels_only: gate::Decision<()> = gate::Decision {
+        status: None,
+        labels: write.labels,
+        labels_first: false,
+        next: write.next,
+    };
+    if write.labels.clear_reconcile_resources {
+        // Its change wakes every request, which labels itself for the re-run.
+        tracing::info!(promise = %name, "every request runs its workflow again");
     }
-    if decision.available {
-        intervals::reconcile_resources(rt, &obj).await?;
-    }
-    Ok(decision.next)
+    workflow::write(rt, &kind, &obj, &labels_only, |_, _| {}).await?;
+    Ok(write.next)
 }
 
 /// The message of a `RequirementsNotFulfilled` event when the requirements were fulfilled (or
@@ -286,25 +333,6 @@ async fn requirements_of(
     ))
 }
 
-/// Writes `status.requiredPromises` and the `RequirementsFulfilled` condition, if any.
-fn set_requirements(status: &mut Value, requirements: &Requirements) {
-    if let Some(condition) = &requirements.condition {
-        status::set_conditions(status, [condition.clone()]);
-    }
-    match (
-        status.as_object_mut(),
-        serde_json::to_value(&requirements.statuses),
-    ) {
-        (Some(map), Ok(list)) if !requirements.statuses.is_empty() => {
-            map.insert("requiredPromises".into(), list);
-        }
-        (Some(map), _) => {
-            map.remove("requiredPromises");
-        }
-        (None, _) => {}
-    }
-}
-
 /// Requests first (their delete workflows need the Promise), then the promise delete workflow,
 /// then every Work of the Promise (their files leave the state stores), then the finalizer.
 async fn teardown(rt: &Runtime, subject: &Subject, promise: &Promise) -> Result<Next, Error> {
@@ -324,10 +352,11 @@ async fn teardown(rt: &Runtime, subject: &Subject, promise: &Promise) -> Result<
                     status::delete_if_present(rt.cp.as_ref(), &request_kind, r).await?;
                 }
             }
-            set_message(
+            let message = format!("deleting {} requests", requests.len());
+            act(
                 rt,
-                subject,
-                &format!("deleting {} requests", requests.len()),
+                &subject.object,
+                &decide::exit(ExitStatus::Message(message)),
             )
             .await?;
             // Each request's deletion wakes this Promise again.
@@ -335,12 +364,25 @@ async fn teardown(rt: &Runtime, subject: &Subject, promise: &Promise) -> Result<
         }
     }
     let delete = pipelines(promise, WorkflowType::Promise, Action::Delete)?;
-    if let Some(next) = workflow::delete(rt, subject, &delete).await? {
-        return Ok(next);
+    let look = workflow::look_at_delete(rt, subject, &delete).await?;
+    let decision = look.decision(
+        &subject.hash,
+        subject.object.metadata.generation,
+        rt.settings.intervals.after_failure,
+        now_ms(),
+    );
+    let stored = workflow::write(rt, &kind, &subject.object, &decision, |change, s| {
+        change.apply(s)
+    })
+    .await?;
+    if !look.finished() {
+        return Ok(decision.next);
     }
     let remaining = work::delete_all_of_promise(rt, &subject.promise_name).await?;
     if remaining > 0 {
-        set_message(rt, subject, &format!("removing files of {remaining} Works")).await?;
+        let message = format!("removing files of {remaining} Works");
+        let current = stored.as_ref().unwrap_or(&subject.object);
+        act(rt, current, &decide::exit(ExitStatus::Message(message))).await?;
         // Each Work's deletion wakes this Promise again.
         return Ok(Next::Done);
     }
@@ -365,14 +407,6 @@ async fn teardown(rt: &Runtime, subject: &Subject, promise: &Promise) -> Result<
     )
     .await;
     Ok(Next::Done)
-}
-
-async fn set_message(rt: &Runtime, subject: &Subject, message: &str) -> Result<(), Error> {
-    status::update_status(rt.cp.as_ref(), &subject.kind, &subject.key(), |_, s| {
-        status::set_field(s, "message", Value::String(message.to_string()));
-    })
-    .await?;
-    Ok(())
 }
 
 #[cfg(test)]

@@ -1,7 +1,8 @@
 //! What a request's reconcile decides, with no I/O: from what it observed (its Promise, its
 //! configure workflow's runs and Works, where their files landed, its health), the request's
-//! whole new status, the labels it sets or clears, and when to look again. The reconcile writes
-//! the status once.
+//! whole new status, the labels it sets or clears, and when to look again; and the status of
+//! each early end (binding unresolved, Promise unavailable, and those it shares with Promises:
+//! see [`gate`]). The reconcile writes the status once.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -22,6 +23,9 @@ use crate::controllers::next::Next;
 use crate::controllers::request::binding::decide::Outcome;
 use crate::controllers::request::binding::decide::RequestVersions;
 use crate::controllers::status_value as status;
+use crate::controllers::workflow::decide::carry_over::CarryOver;
+use crate::controllers::workflow::decide::gate::{self, ExitStatus, Labels};
+use crate::controllers::workflow::decide::intervals;
 use crate::controllers::workflow::decide::keyed_status;
 use crate::controllers::workflow::decide::plan;
 use crate::controllers::workflow::decide::plan::finished;
@@ -100,17 +104,75 @@ pub(super) struct Observed<'a> {
     pub(crate) interval: (Option<Duration>, bool),
     pub(crate) retry_failures: bool,
     pub(crate) now_ms: i64,
+    /// The `status.yaml` files its runs recorded.
+    pub(crate) carried: CarryOver<'a>,
+    /// Its Promise's asks that every request run again, and the last it acted on (see
+    /// [`intervals::request_acts_on`]).
+    pub(crate) asks: (Option<i64>, Option<i64>),
+    /// Whether its status records an earlier reconcile (`observedGeneration`).
+    pub(crate) reconciled_before: bool,
 }
 
-/// What the reconcile does about the request itself.
+/// What the reconcile does about the request itself: its status, labels and next look.
+pub(super) type Decision<'a> = gate::Decision<StatusChange<'a>>;
+
+/// How soon a request whose binding names no revision (yet) looks again.
+const REVISION_RETRY: Duration = Duration::from_secs(5);
+
+/// An early end of the reconcile (see [`gate::Gate`]).
+pub(super) fn exit(status: ExitStatus<'_>) -> Decision<'_> {
+    gate::exit(status).map(StatusChange::Exit)
+}
+
+/// A request whose binding names no revision (yet): it says why, and looks again soon.
+pub(super) fn unresolved(message: String) -> Decision<'static> {
+    exit(ExitStatus::Message(message)).then(Next::After(REVISION_RETRY))
+}
+
+/// A request whose Promise is not available: it waits, and the Promise's change wakes it again
+/// once it is.
+pub(super) fn waiting_for<'a>(promise_name: &'a str, carried: CarryOver<'a>) -> Decision<'a> {
+    Decision {
+        status: Some(StatusChange::WaitingForPromise {
+            promise_name,
+            carried,
+        }),
+        labels: Labels::KEEP,
+        labels_first: false,
+        next: Next::Done,
+    }
+}
+
+/// The request's new status, applied to the status as stored (a write that conflicts applies it
+/// again to the newer one).
 #[derive(Debug)]
-pub(super) struct Decision<'a> {
-    pub(crate) status: StatusChange<'a>,
-    /// Clear `kratix.io/manual-reconciliation`: the re-run it asked for has started.
-    pub(crate) clear_manual_label: bool,
-    /// Set `kratix.io/manual-reconciliation`: the reconciliation interval has passed.
-    pub(crate) rerun_label: bool,
-    pub(crate) next: Next,
+pub(super) enum StatusChange<'a> {
+    /// An early end, as for Promises.
+    Exit(ExitStatus<'a>),
+    /// Its Promise is not available: `Pending`, saying which Promise it waits for.
+    WaitingForPromise {
+        promise_name: &'a str,
+        carried: CarryOver<'a>,
+    },
+    /// Its configure workflow, as [`decide`] decided.
+    Configure(Box<ConfigureStatus<'a>>),
+}
+
+impl StatusChange<'_> {
+    pub(super) fn apply(&self, s: &mut Value) {
+        match self {
+            StatusChange::Exit(exit) => exit.apply(s),
+            StatusChange::WaitingForPromise {
+                promise_name,
+                carried,
+            } => {
+                carried.apply(s);
+                status::set_conditions(s, waiting_for_promise(promise_name));
+                status::set_field(s, "message", json!(PENDING));
+            }
+            StatusChange::Configure(change) => change.apply(s),
+        }
+    }
 }
 
 /// How the request's binding sees its workflow: its outcome, with the failed pipeline's message.
@@ -159,11 +221,20 @@ pub(super) fn decide<'a>(o: &Observed<'a>) -> Decision<'a> {
         generation: o.generation,
         now_ms: o.now_ms,
     };
-    let (periodic, rerun_label) = o.interval;
+    let (periodic, interval_due) = o.interval;
+    let (promise_asks, own_asks) = o.asks;
+    let (asked, record_asks) = intervals::request_acts_on(
+        promise_asks,
+        own_asks,
+        o.reconciled_before,
+        configured.decided.manual,
+    );
+    let rerun_label = interval_due || asked;
     let next =
         plan::sooner(plan::wake_after_at(step, o.now_ms), periodic).map_or(Next::Done, Next::After);
     Decision {
-        status: StatusChange {
+        status: Some(StatusChange::Configure(Box::new(ConfigureStatus {
+            carried: o.carried.clone(),
             conditions,
             keyed,
             health: o.health.cloned(),
@@ -173,17 +244,23 @@ pub(super) fn decide<'a>(o: &Observed<'a>) -> Decision<'a> {
             workflows: o.names.len(),
             step,
             versions: o.versions.clone(),
+            asks: record_asks,
+        }))),
+        labels: Labels {
+            rerun: rerun_label,
+            clear_manual: configured.decided.clears_manual_label(),
+            suspended: configured.decided.suspended_label,
+            clear_reconcile_resources: false,
         },
-        clear_manual_label: configured.decided.clears_manual_label(),
-        rerun_label,
+        labels_first: false,
         next,
     }
 }
 
-/// The request's new status, applied to the status as stored (a write that conflicts applies it
-/// again to the newer one).
+/// The request's status as its configure workflow stands.
 #[derive(Debug)]
-pub(super) struct StatusChange<'a> {
+pub(super) struct ConfigureStatus<'a> {
+    carried: CarryOver<'a>,
     conditions: Vec<Condition>,
     keyed: KeyedInputs<'a>,
     health: Option<Value>,
@@ -193,10 +270,14 @@ pub(super) struct StatusChange<'a> {
     workflows: usize,
     step: &'a Step,
     versions: Option<RequestVersions>,
+    /// Its Promise's ask it now records as acted on.
+    asks: Option<i64>,
 }
 
-impl StatusChange<'_> {
+impl ConfigureStatus<'_> {
     pub(super) fn apply(&self, s: &mut Value) {
+        // What the pipelines wrote first: the workflow's own fields are the reconcile's.
+        self.carried.apply(s);
         status::set_conditions(s, self.conditions.clone());
         keyed_status::update(s, &self.keyed);
         if let Some(health) = &self.health {
@@ -216,6 +297,9 @@ impl StatusChange<'_> {
         }
         if let Some(versions) = &self.versions {
             versions.apply(s);
+        }
+        if let Some(asks) = self.asks {
+            intervals::set_asks(s, asks);
         }
     }
 }

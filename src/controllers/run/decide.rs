@@ -1,6 +1,7 @@
 //! What a run that ended does, with no I/O: from how its containers ended and what they left,
-//! the outcome recorded on the run, whether its Work is written, whether its `status.yaml` is
-//! merged, and the event said on its object.
+//! the outcome recorded on the run (with the pipeline's `status.yaml`, which the run's owner
+//! carries over into its own status), whether its Work is written, and the event said on its
+//! object.
 
 use serde_json::Value;
 
@@ -31,24 +32,22 @@ pub(super) struct Ended<'a> {
 
 /// What the run does about how it ended.
 #[derive(Debug, PartialEq)]
-pub(super) struct AfterRun<'a> {
-    /// Recorded on the run.
+pub(super) struct AfterRun {
+    /// Recorded on the run, a `status.yaml` that fits included.
     pub(super) finished: Finished,
     /// Write the run's Work from its output.
     pub(super) write_work: bool,
-    /// Merge this `status.yaml` into the object's status.
-    pub(super) merge_status: Option<&'a Value>,
     /// The event said on the object.
     pub(super) event: (Reason, String),
 }
 
 /// Decides what a run that ended records and writes.
-pub(super) fn after_run<'a>(e: &Ended<'a>) -> AfterRun<'a> {
+pub(super) fn after_run(e: &Ended<'_>) -> AfterRun {
     let refused = match (e.result, e.status_yaml) {
         (RunResult::Succeeded, Some(status)) => status_yaml::refusal(e.workflow_type, status),
         _ => None,
     };
-    let finished = match &refused {
+    let mut finished = match &refused {
         // Nothing of a run whose status does not fit is kept: it fails as a status-writer
         // that refused what the pipeline left.
         Some(reason) => outcome::finished(
@@ -63,13 +62,13 @@ pub(super) fn after_run<'a>(e: &Ended<'a>) -> AfterRun<'a> {
         None => outcome::finished(e.result, e.timeout, e.control),
     };
     let succeeded = finished.phase == PipelineRunPhase::Succeeded;
+    finished.status_yaml = e.status_yaml.filter(|_| succeeded).cloned();
     // A pipeline that suspends its workflow writes no Work, as in Kratix.
     let write_work =
         succeeded && e.action == Action::Configure && !e.control.suspends() && e.has_output;
     let event = outcome_event(e.what, &finished);
     AfterRun {
         write_work,
-        merge_status: e.status_yaml.filter(|_| succeeded),
         event,
         finished,
     }

@@ -1,15 +1,15 @@
 //! Carries out one claimed run: observes what it is for (its pipeline, Promise and object),
 //! runs its containers, asks [`decide::after_run`] what their ending means, and acts on it
-//! (the Work, the object's status, the event).
+//! (the Work, the event; the outcome, with the pipeline's `status.yaml`, is recorded on the run
+//! and its owner's reconcile carries that over).
 
-use serde_json::Value;
 use tracing::{info, Instrument};
 
 use crate::api::object::label;
 use crate::api::pipeline::Pipeline;
 use crate::api::{
-    labels, promise_api, Action, KindInfo, Object, ObjectKey, PipelineRun, PipelineRunSpec,
-    Promise, WorkflowType,
+    labels, promise_api, Action, Object, ObjectKey, PipelineRun, PipelineRunSpec, Promise,
+    WorkflowType,
 };
 use crate::events;
 use crate::metrics::WorkRef;
@@ -23,7 +23,6 @@ use crate::controllers::run::failure::Error as Failure;
 use crate::controllers::run::folder;
 use crate::controllers::run::into_work;
 use crate::controllers::run::outcome::Finished;
-use crate::controllers::status;
 use crate::controllers::Error;
 use crate::controllers::Runtime;
 
@@ -35,9 +34,8 @@ struct Observed {
     pipeline: Pipeline,
     promise_obj: Object,
     promise: Promise,
-    /// The live object the pipeline reads, with its kind.
+    /// The live object the pipeline reads.
     object: Object,
-    kind: KindInfo,
     env_subject: EnvSubject,
 }
 
@@ -69,9 +67,6 @@ pub(super) async fn execute(rt: &Runtime, run: &Object) -> Result<Finished, Erro
         });
         into_work::upsert(rt, run, &o.promise, output, &outcome.metadata).await?;
     }
-    if let Some(status_yaml) = decided.merge_status {
-        merge_status(rt, &o.kind, &ObjectKey::of(&o.object), status_yaml).await?;
-    }
     let (reason, message) = &decided.event;
     events::record(&rt.cp, &o.object, *reason, message).await;
     info!(run = %key.name, phase = ?decided.finished.phase, "pipeline run finished");
@@ -99,7 +94,7 @@ async fn observe(rt: &Runtime, run: &Object) -> Result<Observed, Error> {
         })
     })?;
     // The live object, as Kratix's reader gives it to the pipeline.
-    let (object, env_subject, kind) = match workflow_type {
+    let (object, env_subject) = match workflow_type {
         WorkflowType::Resource => {
             let kind = promise_api::kinds_from_promises(std::slice::from_ref(&promise_obj))
                 .into_iter()
@@ -122,13 +117,9 @@ async fn observe(rt: &Runtime, run: &Object) -> Result<Observed, Error> {
                 namespace: ns,
                 cluster_scoped: false,
             });
-            (obj, env, kind)
+            (obj, env)
         }
-        WorkflowType::Promise => (
-            promise_obj.clone(),
-            EnvSubject::Promise,
-            rt.kind(crate::api::Builtin::Promise),
-        ),
+        WorkflowType::Promise => (promise_obj.clone(), EnvSubject::Promise),
     };
     Ok(Observed {
         spec,
@@ -138,7 +129,6 @@ async fn observe(rt: &Runtime, run: &Object) -> Result<Observed, Error> {
         promise_obj,
         promise,
         object,
-        kind,
         env_subject,
     })
 }
@@ -203,30 +193,4 @@ async fn run_containers(rt: &Runtime, run: &Object, o: &Observed) -> Result<RunO
     // nothing said can overwrite the outcome recorded next.
     let _ = telling.await;
     Ok(outcome.map_err(|e| bad(e.into()))?)
-}
-
-/// Merges a pipeline's `status.yaml` into the object's status: top-level keys replaced,
-/// `conditions` merged by type.
-async fn merge_status(
-    rt: &Runtime,
-    kind: &KindInfo,
-    key: &ObjectKey,
-    from_pipeline: &Value,
-) -> Result<(), Error> {
-    status::update_status(rt.cp.as_ref(), kind, key, |_, s| {
-        let Some(fields) = from_pipeline.as_object() else {
-            return;
-        };
-        for (k, v) in fields {
-            if k == "conditions" {
-                if let Ok(conds) = serde_json::from_value::<Vec<crate::api::Condition>>(v.clone()) {
-                    status::set_conditions(s, conds);
-                }
-            } else {
-                status::set_field(s, k, v.clone());
-            }
-        }
-    })
-    .await?;
-    Ok(())
 }

@@ -1,6 +1,6 @@
 //! Executes PipelineRuns: claims a pending run for this executor, runs its containers through the
-//! local executor, turns the output into the pipeline's Work, merges `status.yaml` into the
-//! object, and records the outcome. A run found `Running` is run again only when the executor that
+//! local executor, turns the output into the pipeline's Work, and records the outcome on the run
+//! (with the pipeline's `status.yaml`, which the run's owner carries over into its status). A run found `Running` is run again only when the executor that
 //! claimed it is gone (see [`claims`]).
 
 pub(crate) mod claims;
@@ -265,6 +265,7 @@ async fn claim(rt: &Runtime, key: &ObjectKey) -> Result<Option<Object>, Error> {
             message: None,
             exit_code: None,
             workflow_control: None,
+            status_yaml: None,
             extra: std::mem::take(&mut s.extra),
         };
     })
@@ -333,6 +334,7 @@ async fn finish(rt: &Runtime, claimed: &Object, finished: &Finished) -> Result<(
             if let Some(c) = &finished.control {
                 s.workflow_control = Some(c.clone());
             }
+            s.status_yaml.clone_from(&finished.status_yaml);
         },
     )
     .await?;

@@ -1,5 +1,5 @@
-//! How a pipeline run's result is recorded on its PipelineRun: phase, message, exit code and
-//! the workflow control the pipeline asked for.
+//! How a pipeline run's result is recorded on its PipelineRun: phase, message, exit code, the
+//! workflow control the pipeline asked for and its `status.yaml`.
 
 use std::time::Duration;
 
@@ -15,6 +15,8 @@ pub(crate) struct Finished {
     pub(crate) message: String,
     pub(crate) exit_code: Option<i32>,
     pub(crate) control: Option<WorkflowControl>,
+    /// The pipeline's `status.yaml` of a run that succeeded, for its owner to carry over.
+    pub(crate) status_yaml: Option<serde_json::Value>,
 }
 
 impl Finished {
@@ -25,6 +27,7 @@ impl Finished {
             message,
             exit_code: None,
             control: None,
+            status_yaml: None,
         }
     }
 }
@@ -73,6 +76,7 @@ pub(crate) fn finished(
         message,
         exit_code,
         control: control(requested),
+        status_yaml: None,
     }
 }
 

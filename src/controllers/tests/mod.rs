@@ -302,3 +302,196 @@ async fn a_request_reconcile_names_its_writes() {
         )]
     );
 }
+
+/// The Promise of kind `Thing` (no workflows) stored with `labels`, reconciled when `reconcile`
+/// (then available), and its request kind.
+async fn thing_promise(
+    rt: &Runtime,
+    labels: serde_json::Value,
+    reconcile: bool,
+) -> crate::api::KindInfo {
+    let api = serde_json::json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "things.test.kratix.io"},
+        "spec": {
+            "group": "test.kratix.io",
+            "names": {"kind": "Thing", "plural": "things", "singular": "thing"},
+            "scope": "Namespaced",
+            "versions": [{"name": "v1alpha1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object"}}}],
+        },
+    });
+    let promise = store(
+        rt,
+        crate::api::Builtin::Promise,
+        serde_json::json!({
+            "apiVersion": "platform.kratix.io/v1alpha1",
+            "kind": "Promise",
+            "metadata": {"name": "thing", "labels": labels},
+            "spec": {"api": api},
+        }),
+    )
+    .await;
+    if reconcile {
+        rt.reconcile(&promise)
+            .await
+            .expect("the Promise is reconciled");
+    } else {
+        rt.cp.register_kind("thing", &api).await.expect("the kind");
+    }
+    let stored = rt
+        .cp
+        .get(&rt.kind(crate::api::Builtin::Promise), None, &promise.name)
+        .await
+        .expect("read")
+        .expect("the Promise");
+    crate::api::promise_api::kinds_from_promises(&[stored])
+        .into_iter()
+        .next()
+        .expect("the request kind")
+}
+
+async fn thing_request(rt: &Runtime, thing: &crate::api::KindInfo) -> ObjectKey {
+    let obj: crate::api::Object = serde_json::from_value(serde_json::json!({
+        "apiVersion": "test.kratix.io/v1alpha1",
+        "kind": "Thing",
+        "metadata": {"name": "a", "namespace": "default"},
+        "spec": {"size": 1},
+    }))
+    .expect("a request");
+    let stored = rt.cp.create(thing, &obj).await.expect("stored");
+    ObjectKey::of(&stored)
+}
+
+#[tokio::test]
+async fn a_request_waiting_for_its_promise_names_its_writes() {
+    let (_home, rt, recording) = recorded_runtime();
+    let thing = thing_promise(&rt, serde_json::json!({}), true).await;
+    let promises = rt.kind(crate::api::Builtin::Promise);
+    let mut promise = rt
+        .cp
+        .get(&promises, None, "thing")
+        .await
+        .expect("read")
+        .expect("the Promise");
+    promise.data["status"]["status"] = serde_json::json!("Unavailable");
+    rt.cp
+        .update_status(&promises, &promise)
+        .await
+        .expect("unavailable");
+    let key = thing_request(&rt, &thing).await;
+    let writes = writes_of_one_reconcile(&rt, &recording, &key).await;
+    assert_eq!(
+        writes,
+        [
+            r#"update Thing default/a {"finalizers":["kratix.io/workflows-cleanup"],"labels":{"kratix.io/promise-name":"thing"},"spec":{"size":1}}"#,
+            // Waiting, and saying for which Promise.
+            concat!(
+                r#"update_status Thing default/a {"conditions":["#,
+                r#"{"message":"Promise thing is not available yet","reason":"PromiseNotAvailable","status":"False","type":"PromiseAvailable"},"#,
+                r#"{"message":"Pending","reason":"PromiseNotAvailable","status":"Unknown","type":"Reconciled"}],"#,
+                r#""message":"Pending"}"#,
+            ),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_request_whose_binding_names_no_revision_names_its_writes() {
+    let (_home, rt, recording) = recorded_runtime();
+    // A versioned Promise none of whose revisions is stored yet.
+    let thing = thing_promise(
+        &rt,
+        serde_json::json!({"kratix.io/promise-version": "v1"}),
+        false,
+    )
+    .await;
+    let key = thing_request(&rt, &thing).await;
+    let writes = writes_of_one_reconcile(&rt, &recording, &key).await;
+    assert_eq!(
+        writes,
+        [
+            r#"update_status Thing default/a {"message":"cannot find any PromiseRevision for Promise thing with status.latest set to true"}"#
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_request_delete_step_names_its_writes() {
+    let (_home, rt, recording) = recorded_runtime();
+    let thing = thing_promise(&rt, serde_json::json!({}), true).await;
+    let key = thing_request(&rt, &thing).await;
+    rt.reconcile(&key).await.expect("the request is reconciled");
+    rt.cp
+        .delete(&thing, Some("default"), "a")
+        .await
+        .expect("deleted");
+    let writes = writes_of_one_reconcile(&rt, &recording, &key).await;
+    assert_eq!(
+        writes,
+        [
+            // The delete workflow (none here) completed, under its own key.
+            concat!(
+                r#"update_status Thing default/a {"conditions":["#,
+                r#"{"message":"Reconciled","reason":"Reconciled","status":"True","type":"Reconciled"},"#,
+                r#"{"message":"Promise is available","reason":"PromiseAvailable","status":"True","type":"PromiseAvailable"},"#,
+                r#"{"message":"All works associated with this resource are ready","reason":"WorksSucceeded","status":"True","type":"WorksSucceeded"},"#,
+                r#"{"message":"Delete pipelines completed","reason":"PipelinesExecutedSuccessfully","status":"True","type":"DeleteWorkflowCompleted"}],"#,
+                r#""message":"Resource requested","observedGeneration":1,"observedPromiseGeneration":1,"pipelines":[],"workflows":0}"#,
+            ),
+            // Nothing left: the finalizer goes, and the request with it.
+            r#"update Thing default/a {"finalizers":[],"labels":{"kratix.io/promise-name":"thing"},"spec":{"size":1}}"#,
+            r#"create Event {"message":"delete workflow ran and every file of the request was removed","reason":"Deleted"}"#,
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_paused_promise_names_its_writes() {
+    let (_home, rt, recording) = recorded_runtime();
+    let key = store(
+        &rt,
+        crate::api::Builtin::Promise,
+        serde_json::json!({
+            "apiVersion": "platform.kratix.io/v1alpha1",
+            "kind": "Promise",
+            "metadata": {"name": "plain", "labels": {"kratix.io/paused": "true"}},
+            "spec": {},
+        }),
+    )
+    .await;
+    let writes = writes_of_one_reconcile(&rt, &recording, &key).await;
+    assert_eq!(
+        writes,
+        [concat!(
+            r#"update_status Promise plain {"conditions":["#,
+            r#"{"message":"Paused","reason":"PausedReconciliation","status":"Unknown","type":"Reconciled"},"#,
+            r#"{"message":"Paused","reason":"PausedReconciliation","status":"False","type":"Available"}],"#,
+            r#""status":"Unavailable"}"#,
+        )]
+    );
+    // Unpaused: the label that runs the workflow again first, then the pending condition.
+    let promises = rt.kind(crate::api::Builtin::Promise);
+    let mut current = rt
+        .cp
+        .get(&promises, None, "plain")
+        .await
+        .expect("read")
+        .expect("the Promise");
+    current.metadata.labels = None;
+    rt.cp.update(&promises, &current).await.expect("unpaused");
+    let writes = writes_of_one_reconcile(&rt, &recording, &key).await;
+    assert_eq!(
+        writes,
+        [
+            r#"update Promise plain {"finalizers":null,"labels":{"kratix.io/manual-reconciliation":"true"},"spec":{}}"#,
+            concat!(
+                r#"update_status Promise plain {"conditions":["#,
+                r#"{"message":"Pending","reason":"Unpaused","status":"Unknown","type":"Reconciled"},"#,
+                r#"{"message":"Paused","reason":"PausedReconciliation","status":"False","type":"Available"}],"#,
+                r#""status":"Unavailable"}"#,
+            ),
+        ]
+    );
+}

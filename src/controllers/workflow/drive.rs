@@ -1,22 +1,20 @@
-//! Drives one object's workflow: reads its run records, asks [`crate::controllers::workflow::decide::next_step`] what
-//! to do, and starts the next pipeline run when told to.
+//! Carries out what one look at an object's workflow decided
+//! ([`crate::controllers::workflow::decide::plan::decide`]): starts the next pipeline run when
+//! told to, and prunes the workflow's runs.
 
 use crate::api::pipeline::Pipeline;
 use crate::api::Action;
 use crate::api::WorkflowType;
 use crate::api::{labels, Object, ObjectKey, PipelineRun, PipelineRunSpec, PipelineRunStatus};
 use crate::controllers::workflow::decide;
-use crate::controllers::workflow::decide::suspended_label::{self, LabelChange};
 use crate::controllers::workflow::decide::RunRecord;
-use crate::controllers::workflow::decide::Step;
 
 pub(crate) use crate::controllers::workflow::decide::plan::{
-    decide, failure_reason, new_record, wake_after_at, Decided, Position,
+    decide, new_record, Decided, Position,
 };
 
 use crate::controllers::subject::Subject;
-use crate::controllers::workflow::runs::runs_of;
-use crate::controllers::{now_ms, status, Error, Runtime};
+use crate::controllers::{status, Error, Runtime};
 use crate::events::{self, Reason};
 
 /// Runs kept per pipeline (Kratix's `numberOfJobsToKeep`); a pipeline no longer in the
@@ -51,42 +49,6 @@ pub(crate) async fn carry_out(
         prune(rt, subject, action, &names, runs, started.clone()).await?;
     }
     Ok(started)
-}
-
-/// Decides and acts for one workflow action, the manual-reconciliation label included (the
-/// delete workflow, whose object's status is only its own). Returns the step as decided, and
-/// the runs with their records as read before acting.
-pub(crate) async fn drive(
-    rt: &Runtime,
-    subject: &Subject,
-    action: Action,
-    pipelines: &[Pipeline],
-) -> Result<(Step, Vec<(Object, RunRecord)>), Error> {
-    let runs = runs_of(rt, subject).await?;
-    let records: Vec<RunRecord> = runs.iter().map(|(_, r)| r.clone()).collect();
-    let names: Vec<String> = pipelines.iter().map(|p| p.name().to_string()).collect();
-    let decided = decide(
-        subject,
-        action,
-        &names,
-        &records,
-        rt.settings.intervals.after_failure,
-        now_ms(),
-    );
-    carry_out(rt, subject, action, pipelines, &decided, &runs).await?;
-    let suspended = decided.suspended_label;
-    if decided.clears_manual_label() || suspended != LabelChange::Keep {
-        status::update_object(rt.cp.as_ref(), &subject.kind, &subject.key(), |o| {
-            if decided.clears_manual_label() {
-                if let Some(l) = o.metadata.labels.as_mut() {
-                    l.remove(labels::MANUAL_RECONCILIATION);
-                }
-            }
-            suspended_label::apply(suspended, o);
-        })
-        .await?;
-    }
-    Ok((decided.step, runs))
 }
 
 /// Creates the run of `pipeline`; its record as created.
@@ -223,9 +185,4 @@ async fn prune(
         }
     }
     Ok(())
-}
-
-/// How long until the step wants another look without any change.
-pub(crate) fn wake_after(step: &Step) -> Option<std::time::Duration> {
-    wake_after_at(step, now_ms())
 }

@@ -6,25 +6,69 @@
 pub(crate) mod decide;
 pub(crate) mod drive;
 pub(crate) mod error;
-pub(crate) mod intervals;
 pub(crate) mod keyed_status;
-pub(crate) mod pausing;
 pub(crate) mod runs;
 
-pub(crate) use decide::plan::{finished, plan_configure, Configured};
+pub(crate) use decide::plan::{plan_configure, Configured};
+pub(crate) use decide::{intervals, pausing};
 
 use crate::api::pipeline::Pipeline;
 use crate::api::Action;
-use crate::api::Object;
+use crate::api::{KindInfo, Object, ObjectKey};
+use crate::controllers::workflow::decide::deleting::DeleteLook;
+use crate::controllers::workflow::decide::gate;
 use crate::controllers::workflow::decide::RunRecord;
+use serde_json::Value;
 
+use crate::controllers::now_ms;
 use crate::controllers::status;
 use crate::controllers::subject::Subject;
 use crate::controllers::work;
 use crate::controllers::workflow::runs::runs_of;
 use crate::controllers::Error;
-use crate::controllers::Next;
 use crate::controllers::Runtime;
+
+/// Acts on what a Promise's or request's reconcile decided about its object (see
+/// [`gate::Decision`]): its one status write (`status` applied to the status as stored, again
+/// to a newer one should another write get there first) and its labels, in the decided order.
+/// The object as the status write stored it (`None` when nothing was written or it is gone).
+pub(crate) async fn write<S: Sync>(
+    rt: &Runtime,
+    kind: &KindInfo,
+    obj: &Object,
+    decision: &gate::Decision<S>,
+    status: impl Fn(&S, &mut Value) + Sync,
+) -> Result<Option<Object>, Error> {
+    let labels = decision.labels;
+    let write_labels = || async {
+        if labels.change_anything() {
+            status::update_object(rt.cp.as_ref(), kind, &ObjectKey::of(obj), |o| {
+                labels.apply(o);
+            })
+            .await?;
+        }
+        Ok::<(), Error>(())
+    };
+    if decision.labels_first {
+        write_labels().await?;
+    }
+    let mut stored = None;
+    if let Some(change) = &decision.status {
+        // After a labels write the object as read is stale: the write reads it again.
+        stored = if decision.labels_first && labels.change_anything() {
+            status::update_status(rt.cp.as_ref(), kind, &ObjectKey::of(obj), |_, s| {
+                status(change, s)
+            })
+            .await?
+        } else {
+            status::update_status_of(rt.cp.as_ref(), kind, obj, |_, s| status(change, s)).await?
+        };
+    }
+    if !decision.labels_first {
+        write_labels().await?;
+    }
+    Ok(stored)
+}
 
 /// Reads what [`plan_configure`] decides from: the subject's runs and Works.
 pub(crate) async fn observe_configure(
@@ -58,27 +102,30 @@ pub(crate) async fn carry_out_configure(
     Ok(())
 }
 
-/// Drives the subject's delete workflow one step and reports it. Returns what to ask for next
-/// while it has not finished; `None` once it has.
-pub(crate) async fn delete(
+/// Looks at the subject's delete workflow: reads its runs, decides what it does next, and
+/// starts the run it starts (and prunes). What the step writes about the object is its
+/// reconcile's: see [`decide::deleting::DeleteLook::decision`].
+pub(crate) async fn look_at_delete(
     rt: &Runtime,
     subject: &Subject,
     pipelines: &[Pipeline],
-) -> Result<Option<Next>, Error> {
-    let (step, runs) = drive::drive(rt, subject, Action::Delete, pipelines).await?;
-    let condition = decide::delete_condition(&step, &drive::failure_reason(&runs, &step));
-    let records: Vec<RunRecord> = runs.into_iter().map(|(_, r)| r).collect();
+) -> Result<DeleteLook, Error> {
+    let runs = runs_of(rt, subject).await?;
+    let records: Vec<RunRecord> = runs.iter().map(|(_, r)| r.clone()).collect();
     let names = keyed_status::names(pipelines);
-    let keyed = keyed_status::inputs(rt, subject, Action::Delete, &names, &records, &step);
-    status::update_status(rt.cp.as_ref(), &subject.kind, &subject.key(), |_, s| {
-        status::set_conditions(s, [condition.clone()]);
-        keyed_status::update(s, &keyed);
+    let decided = drive::decide(
+        subject,
+        Action::Delete,
+        &names,
+        &records,
+        rt.settings.intervals.after_failure,
+        now_ms(),
+    );
+    drive::carry_out(rt, subject, Action::Delete, pipelines, &decided, &runs).await?;
+    Ok(DeleteLook {
+        runs,
+        records,
+        names,
+        decided,
     })
-    .await?;
-    if finished(&step) {
-        return Ok(None);
-    }
-    Ok(Some(
-        drive::wake_after(&step).map_or(Next::Done, Next::After),
-    ))
 }

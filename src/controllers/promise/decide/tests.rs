@@ -109,13 +109,18 @@ fn available_once_configured_and_said_once() {
             interval: (None, false),
             retry_failures: true,
             now_ms: NOW,
+            carried: Default::default(),
+            reconcile_resources: false,
         });
         let mut status = serde_json::to_value(&before).expect("a status");
-        d.status.apply(&mut status);
+        d.write
+            .status
+            .as_ref()
+            .expect("a status")
+            .apply(&mut status);
         assert_eq!(status["status"], want_status, "{name}: {status:#}");
         assert_eq!(status["kratix"]["status"], want_status, "{name}");
         assert_eq!(d.became_available, want_became, "{name}");
-        assert_eq!(d.available, want_status == "Available", "{name}");
         assert_eq!(status["message"].as_str(), message, "{name}");
         assert_eq!(
             json!([
@@ -146,4 +151,57 @@ fn available_once_configured_and_said_once() {
         };
         assert_eq!(phases, want_phases, "{name}");
     }
+}
+
+#[test]
+fn what_its_pipelines_wrote_is_carried_over_before_its_own_fields() {
+    use crate::controllers::workflow::decide::carry_over::CarryOver;
+    let names = vec!["a".to_string()];
+    let runs = vec![succeeded(1, "a", 0)];
+    let configured = plan_configure(&subject(), &names, &runs, &[], true, NOW);
+    let requirements = Requirements {
+        statuses: vec![],
+        condition: None,
+    };
+    let file = json!({"message": "from a", "url": "https://db", "observedGeneration": 1});
+    let before = PromiseStatus::default();
+    let d = decide(&Observed {
+        configured: &configured,
+        names: &names,
+        hash: "h",
+        generation: Some(3),
+        before: &before,
+        requirements: &requirements,
+        required_by: &[],
+        version: "not-set",
+        api: None,
+        interval: (None, false),
+        retry_failures: true,
+        now_ms: NOW,
+        carried: CarryOver::of([(1, Some(&file))]),
+        reconcile_resources: false,
+    });
+    let mut status = json!({});
+    d.write
+        .status
+        .as_ref()
+        .expect("a status")
+        .apply(&mut status);
+    assert_eq!(
+        status["url"], "https://db",
+        "the pipeline's own field: {status:#}"
+    );
+    assert_eq!(status["kratix"]["statusYamlRun"], 1, "{status:#}");
+    // Fields the reconcile decides are its own, as when the pipeline's file was merged before
+    // the reconcile wrote the status.
+    assert_eq!(status["message"], "Promise configured", "{status:#}");
+    assert_eq!(status["observedGeneration"], 3, "{status:#}");
+    // Once carried over, the file is not merged again.
+    status["url"] = json!("changed since");
+    d.write
+        .status
+        .as_ref()
+        .expect("a status")
+        .apply(&mut status);
+    assert_eq!(status["url"], "changed since", "{status:#}");
 }

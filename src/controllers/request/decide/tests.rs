@@ -134,6 +134,7 @@ mod configure {
     use crate::controllers::request::binding::decide::RequestVersions;
     use crate::controllers::request::decide::{decide, Observed};
     use crate::controllers::subject::Subject;
+    use crate::controllers::workflow::decide::carry_over::{self, CarryOver};
     use crate::controllers::workflow::decide::plan::plan_configure;
     use crate::controllers::workflow::decide::plan::Configured;
     use crate::controllers::workflow::decide::RunPhase;
@@ -242,10 +243,17 @@ mod configure {
             interval: case.interval,
             retry_failures: true,
             now_ms: NOW,
+            carried: CarryOver::of(
+                case.runs
+                    .iter()
+                    .map(|(run, r)| (r.sequence, carry_over::recorded(run))),
+            ),
+            asks: (None, None),
+            reconciled_before: true,
         });
         let mut status = json!({});
-        d.status.apply(&mut status);
-        (status, d.clear_manual_label, d.rerun_label, d.next)
+        d.status.as_ref().expect("a status").apply(&mut status);
+        (status, d.labels.clear_manual, d.labels.rerun, d.next)
     }
 
     fn condition<'a>(status: &'a Value, type_: &str) -> (&'a str, &'a str) {
@@ -462,5 +470,26 @@ mod configure {
             status["pipelines"][1].get("destinations").is_none(),
             "{status:#}"
         );
+    }
+
+    #[test]
+    fn what_its_pipelines_wrote_is_carried_over_before_its_own_fields() {
+        let (mut a, a_record) = run(1, "a", 0, RunPhase::Succeeded);
+        a.data["status"] = json!({"phase": "Succeeded",
+            "statusYaml": {"message": "db is up", "url": "https://db", "workflows": 9}});
+        let case = Case {
+            name: "completed",
+            labels: json!({}),
+            runs: vec![(a, a_record), run(2, "b", 1, RunPhase::Succeeded)],
+            works: vec![work("a", "True"), work("b", "True")],
+            versions: None,
+            interval: (None, false),
+        };
+        let (status, ..) = decided(&case);
+        assert_eq!(status["url"], "https://db", "{status:#}");
+        assert_eq!(status["kratix"]["statusYamlRun"], 1, "{status:#}");
+        // The pipeline's message stands; what the reconcile decides is its own.
+        assert_eq!(status["message"], "db is up", "{status:#}");
+        assert_eq!(status["workflows"], 2, "{status:#}");
     }
 }

@@ -22,7 +22,8 @@ fn suspend(message: &str, retry_after: Option<Duration>) -> RequestedControl {
     }
 }
 
-/// One case: how the run ended, and what it decides (phase, message, Work, merge, event).
+/// One case: how the run ended, and what it decides (phase, message, Work, whether its
+/// `status.yaml` is recorded, event).
 struct Case {
     name: &'static str,
     workflow_type: WorkflowType,
@@ -69,7 +70,7 @@ fn an_ended_run_decides_its_record_its_work_its_status_and_its_event() {
         Case {
             status_yaml: Some(json!({"ready": true})),
             want: (PipelineRunPhase::Succeeded, "", true, true, Reason::PipelineSucceeded, "configure pipeline p succeeded"),
-            ..case("its status.yaml is merged")
+            ..case("its status.yaml is recorded on the run")
         },
         Case {
             action: Action::Delete,
@@ -112,7 +113,7 @@ fn an_ended_run_decides_its_record_its_work_its_status_and_its_event() {
             workflow_type: WorkflowType::Promise,
             status_yaml: Some(json!({"message": "configured by p"})),
             want: (PipelineRunPhase::Succeeded, "", true, true, Reason::PipelineSucceeded, "configure pipeline p succeeded"),
-            ..case("a Promise's status.yaml that fits is merged")
+            ..case("a Promise's status.yaml that fits is recorded")
         },
         Case {
             status_yaml: Some(json!({"message": 3})),
@@ -137,11 +138,18 @@ fn an_ended_run_decides_its_record_its_work_its_status_and_its_event() {
                 got.finished.phase,
                 got.finished.message.as_str(),
                 got.write_work,
-                got.merge_status.is_some(),
+                got.finished.status_yaml.clone(),
                 got.event.0,
                 got.event.1.as_str(),
             ),
-            (phase, message, work, merge, reason, event),
+            (
+                phase,
+                message,
+                work,
+                c.status_yaml.clone().filter(|_| merge),
+                reason,
+                event
+            ),
             "{}",
             c.name
         );

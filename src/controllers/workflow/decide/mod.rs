@@ -7,13 +7,18 @@
 //! nothing starts while any run of the object is pending or running.
 
 mod backoff;
+pub(crate) mod carry_over;
 mod cleanup;
 mod conditions;
+pub(crate) mod deleting;
+pub(crate) mod gate;
 mod history;
+pub(crate) mod intervals;
 mod keyed;
 pub(crate) mod keyed_status;
 mod model;
 mod next_step;
+pub(crate) mod pausing;
 pub(crate) mod plan;
 mod prune;
 mod status;

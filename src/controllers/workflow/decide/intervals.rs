@@ -3,19 +3,17 @@
 //! `shouldForcePipelineRun`): once the interval has passed since the workflow completed (or
 //! failed, with `reconcileAfterFailure`), the object is labelled for manual reconciliation and
 //! its workflow runs again from its first pipeline. Also the Promise label
-//! `kratix.io/reconcile-resources`, which does that once for every request of the Promise.
+//! `kratix.io/reconcile-resources`, which does that once for every request of the Promise: the
+//! Promise's reconcile counts the ask in its status (its change wakes the requests) and each
+//! request's reconcile labels itself. With no I/O.
 
 use std::time::Duration;
 
-use crate::api::object::label;
 use crate::api::Action;
-use crate::api::{labels, Object, ObjectKey, Promise};
+use crate::api::{labels, Object, Promise};
 use crate::controllers::workflow::decide::RunPhase;
 use crate::controllers::workflow::decide::RunRecord;
 use crate::controllers::workflow::decide::Step;
-use crate::store::Selector;
-
-use crate::controllers::{lookups, status, Error, Runtime};
 
 /// Kratix's platform-wide interval when a Promise sets none.
 pub(crate) const DEFAULT_INTERVAL: Duration = Duration::from_secs(10 * 3600);
@@ -169,46 +167,53 @@ pub(crate) fn plan(
     }
 }
 
-/// Sets the manual-reconciliation label on `obj`: its configure workflow runs again.
-pub(crate) fn label_for_rerun(obj: &mut Object) {
-    obj.metadata
-        .labels
-        .get_or_insert_with(Default::default)
-        .insert(labels::MANUAL_RECONCILIATION.into(), "true".into());
+/// Where a Promise counts its asks that every request run its configure workflow again (the
+/// label `kratix.io/reconcile-resources`), and where a request records the last ask it acted on:
+/// `status.kratix.reconcileResources` of each.
+const ASKS: &str = "reconcileResources";
+
+/// The asks an object's status records.
+pub(crate) fn asks(obj: &Object) -> Option<i64> {
+    obj.data
+        .pointer(&format!("/status/kratix/{ASKS}"))
+        .and_then(serde_json::Value::as_i64)
 }
 
-async fn label_for_reconciliation(
-    rt: &Runtime,
-    kind: &crate::api::KindInfo,
-    key: &ObjectKey,
-) -> Result<(), Error> {
-    status::update_object(rt.cp.as_ref(), kind, key, label_for_rerun).await?;
-    Ok(())
-}
-
-/// The Promise label `kratix.io/reconcile-resources=true`: every request of the Promise runs
-/// its configure workflow again, once; then the label goes.
-pub(crate) async fn reconcile_resources(rt: &Runtime, promise: &Object) -> Result<(), Error> {
-    if label(promise, labels::RECONCILE_RESOURCES) != Some("true") {
-        return Ok(());
+/// Records `asks` in a status.
+pub(crate) fn set_asks(status: &mut serde_json::Value, asks: i64) {
+    if let Some(kratix) = crate::controllers::status_value::object_at(status, "kratix") {
+        kratix.insert(ASKS.into(), serde_json::json!(asks));
     }
-    let name = promise.metadata.name.clone().unwrap_or_default();
-    if let Some(kind) = lookups::request_kind_of(rt, &name).await? {
-        for request in rt.cp.list(&kind, None, &Selector::everything()).await? {
-            if request.metadata.deletion_timestamp.is_none() {
-                label_for_reconciliation(rt, &kind, &ObjectKey::of(&request)).await?;
+}
+
+/// A Promise labelled `kratix.io/reconcile-resources=true` once it is available: one more ask
+/// (its status counts it, its change wakes every request, and its label goes). `None` when it
+/// asks nothing now.
+pub(crate) fn promise_asks(labelled: bool, available: bool, before: Option<i64>) -> Option<i64> {
+    (labelled && available).then(|| before.unwrap_or(0).saturating_add(1))
+}
+
+/// What a request does about its Promise's asks (`promise`, and `own`, the last it acted on):
+/// `(rerun, record)`. A request that was reconciled before sets its manual-reconciliation label
+/// (`rerun`), and records the ask once that label is there (`manual`), so that an ask is never
+/// recorded without the re-run it asks for; a request seen for the first time runs its
+/// workflow anyway and only records it.
+pub(crate) fn request_acts_on(
+    promise: Option<i64>,
+    own: Option<i64>,
+    reconciled_before: bool,
+    manual: bool,
+) -> (bool, Option<i64>) {
+    match promise {
+        Some(asked) if own != Some(asked) => {
+            if reconciled_before && !manual {
+                (true, None)
+            } else {
+                (false, Some(asked))
             }
         }
+        _ => (false, None),
     }
-    let kind = rt.kind(crate::api::Builtin::Promise);
-    status::update_object(rt.cp.as_ref(), &kind, &ObjectKey::of(promise), |o| {
-        if let Some(l) = o.metadata.labels.as_mut() {
-            l.remove(labels::RECONCILE_RESOURCES);
-        }
-    })
-    .await?;
-    tracing::info!(promise = %name, "every request runs its workflow again");
-    Ok(())
 }
 
 #[cfg(test)]
@@ -329,6 +334,77 @@ mod tests {
         ];
         for (step, want) in cases {
             assert_eq!(finished(&step, &runs), want, "{step:?}");
+        }
+    }
+
+    #[test]
+    fn a_promise_counts_its_asks_once_available() {
+        let cases = [
+            (true, true, None, Some(1)),
+            (true, true, Some(4), Some(5)),
+            (true, false, Some(4), None),
+            (false, true, Some(4), None),
+        ];
+        for (labelled, available, before, want) in cases {
+            assert_eq!(
+                promise_asks(labelled, available, before),
+                want,
+                "{labelled} {available} {before:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_request_runs_again_once_per_ask() {
+        let cases = [
+            ("never asked", None, None, true, false, (false, None)),
+            (
+                "acted on already",
+                Some(2),
+                Some(2),
+                true,
+                false,
+                (false, None),
+            ),
+            (
+                "asked: label first",
+                Some(2),
+                Some(1),
+                true,
+                false,
+                (true, None),
+            ),
+            (
+                "labelled: recorded",
+                Some(2),
+                Some(1),
+                true,
+                true,
+                (false, Some(2)),
+            ),
+            (
+                "first asked: label first",
+                Some(1),
+                None,
+                true,
+                false,
+                (true, None),
+            ),
+            (
+                "a new request only records it",
+                Some(2),
+                None,
+                false,
+                false,
+                (false, Some(2)),
+            ),
+        ];
+        for (name, promise, own, before, manual, want) in cases {
+            assert_eq!(
+                request_acts_on(promise, own, before, manual),
+                want,
+                "{name}"
+            );
         }
     }
 

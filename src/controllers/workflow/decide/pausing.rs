@@ -6,15 +6,13 @@
 //! (`setPausedReconciliationStatusConditions`, `resumedFromPause`) and
 //! <https://github.com/syntasso/kratix/blob/ae170e22e974e45bb7cfda00986057e01b3ccfde/internal/controller/dynamic_resource_request_controller.go>
 //! (`reconcileIfPaused`).
-
-use serde_json::json;
+//!
+//! With no I/O: what pausing decides; the object's reconcile writes it.
 
 use crate::api::object::label;
 use crate::api::{labels, Condition, ConditionStatus, Object};
+use crate::controllers::status_value as status;
 use crate::controllers::workflow::decide::RECONCILED;
-
-use crate::controllers::subject::Subject;
-use crate::controllers::{status, Error, Next, Runtime};
 
 /// The reason of the conditions a pause sets.
 pub(crate) use crate::api::words::reasons::PAUSED_RECONCILIATION as PAUSED_REASON;
@@ -68,6 +66,16 @@ pub(crate) fn decision_for(obj: &Object, promise: Option<&Object>) -> Decision {
     )
 }
 
+/// The condition of an object whose pause ended, until its workflow runs again.
+pub(crate) fn unpaused_condition() -> Condition {
+    Condition::new(
+        RECONCILED,
+        ConditionStatus::Unknown,
+        "Unpaused",
+        crate::api::words::phases::PENDING,
+    )
+}
+
 /// The conditions of a paused object: `Reconciled`, and for a Promise also `Available`.
 pub(crate) fn paused_conditions(is_promise: bool) -> Vec<Condition> {
     let mut out = vec![Condition::new(
@@ -85,63 +93,6 @@ pub(crate) fn paused_conditions(is_promise: bool) -> Vec<Condition> {
         ));
     }
     out
-}
-
-/// Carries out a decision other than [`Decision::Proceed`]; returns `None` to proceed.
-pub(crate) async fn act(
-    rt: &Runtime,
-    subject: &Subject,
-    decision: Decision,
-) -> Result<Option<Next>, Error> {
-    let is_promise = subject.workflow_type == crate::api::WorkflowType::Promise;
-    let key = subject.key();
-    match decision {
-        Decision::Proceed => Ok(None),
-        Decision::Pause(by) => {
-            tracing::info!(object = %key, ?by, "reconciliation paused");
-            // `observedGeneration` stays as it was: the paused object has not acted on a spec
-            // changed meanwhile, and whoever waits for its current generation keeps waiting
-            // until it has (Kratix returns before `updateObservedGeneration` too).
-            status::update_status(rt.cp.as_ref(), &subject.kind, &key, |_, s| {
-                status::set_conditions(s, paused_conditions(is_promise));
-                if is_promise {
-                    status::set_field(
-                        s,
-                        "status",
-                        json!(crate::api::words::promise_status::UNAVAILABLE),
-                    );
-                }
-            })
-            .await?;
-            Ok(Some(Next::Done))
-        }
-        Decision::Resume => {
-            tracing::info!(object = %key, "unpaused; the configure workflow runs again");
-            // The label first: should the status write be lost, the next look still sees the
-            // paused condition and asks again.
-            status::update_object(rt.cp.as_ref(), &subject.kind, &key, |o| {
-                o.metadata
-                    .labels
-                    .get_or_insert_with(Default::default)
-                    .insert(labels::MANUAL_RECONCILIATION.into(), "true".into());
-            })
-            .await?;
-            status::update_status(rt.cp.as_ref(), &subject.kind, &key, |_, s| {
-                status::set_conditions(
-                    s,
-                    [Condition::new(
-                        RECONCILED,
-                        ConditionStatus::Unknown,
-                        "Unpaused",
-                        "Pending",
-                    )],
-                );
-            })
-            .await?;
-            // The label change wakes the object again.
-            Ok(Some(Next::Done))
-        }
-    }
 }
 
 #[cfg(test)]
