@@ -13,8 +13,8 @@ use crate::events::{self, Reason};
 use crate::api::hash::spec_hash;
 use crate::api::object::label;
 use crate::api::pipeline::Pipeline;
+use crate::api::promise::RequiredBy;
 use crate::api::versions::run_version;
-use crate::api::words::promise_status;
 use crate::api::Action;
 use crate::api::WorkflowType;
 use crate::api::{
@@ -30,13 +30,9 @@ use crate::controllers::status;
 use crate::controllers::subject::Subject;
 use crate::controllers::work;
 use crate::controllers::workflow;
-use crate::controllers::workflow::decide::carry_over::{self, CarryOver};
-use crate::controllers::workflow::decide::gate::{self, ExitStatus, Gate};
-use crate::controllers::workflow::decide::{migrated, RunRecord};
-use crate::controllers::workflow::intervals;
-use crate::controllers::workflow::keyed_status;
+use crate::controllers::workflow::decide::gate::{self, ExitStatus};
+use crate::controllers::workflow::owner::{self, Owner, Planned, Prepared};
 use crate::controllers::workflow::pausing;
-use crate::controllers::workflow::runs::runs_of;
 use crate::controllers::Error;
 use crate::controllers::Next;
 use crate::controllers::Runtime;
@@ -83,69 +79,16 @@ pub(crate) fn pipelines(
 pub(crate) async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
     let promise = typed(&obj)?;
     let name = obj.metadata.name.clone().unwrap_or_default();
-    let kind = rt.kind(crate::api::Builtin::Promise);
     let subject = Subject {
-        kind: kind.clone(),
-        promise_name: name.clone(),
+        kind: rt.kind(crate::api::Builtin::Promise),
+        promise_name: name,
         workflow_type: WorkflowType::Promise,
         hash: spec_hash(&obj.data),
         promise_version: run_version(label(&obj, labels::PROMISE_VERSION)).to_string(),
         object: obj.clone(),
     };
-    let deleting = obj.metadata.deletion_timestamp.is_some();
-    // Paused before anything else, deletion included, as in Kratix; a status of the earlier
-    // flat layout is migrated first.
-    let gate = gate::gate(
-        gate::has_flat_status(&obj),
-        pausing::decision_for(&obj, None),
-        deleting,
-    );
-    match gate {
-        Gate::Migrate => {
-            let action = if deleting {
-                Action::Delete
-            } else {
-                Action::Configure
-            };
-            let current = pipelines(&promise, WorkflowType::Promise, action)?;
-            let runs: Vec<RunRecord> = runs_of(rt, &subject)
-                .await?
-                .into_iter()
-                .map(|(_, record)| record)
-                .collect();
-            let workflow = migrated(action, &keyed_status::names(&current), &runs);
-            tracing::info!(object = %subject.key(), %action, "migrating the flat workflow status to the keyed layout");
-            act(
-                rt,
-                &obj,
-                &decide::exit(ExitStatus::Migrated { action, workflow }),
-            )
-            .await
-        }
-        Gate::Pause(by) => {
-            tracing::info!(object = %subject.key(), ?by, "reconciliation paused");
-            let runs = runs_of(rt, &subject).await?;
-            let decision = decide::exit(ExitStatus::Paused {
-                is_promise: true,
-                carried: carried(&runs),
-            });
-            act(rt, &obj, &decision).await
-        }
-        Gate::Resume => {
-            tracing::info!(object = %subject.key(), "unpaused; the configure workflow runs again");
-            act(rt, &obj, &decide::exit(ExitStatus::Unpaused)).await
-        }
-        Gate::Teardown => teardown(rt, &subject, &promise).await,
-        Gate::Configure => configure(rt, subject, &promise).await,
-    }
-}
-
-/// The `status.yaml` files the runs recorded, for the status to carry over.
-fn carried(runs: &[(Object, RunRecord)]) -> CarryOver<'_> {
-    CarryOver::of(
-        runs.iter()
-            .map(|(run, r)| (r.sequence, carry_over::recorded(run))),
-    )
+    let pause = pausing::decision_for(&obj, None);
+    owner::reconcile(rt, &PromiseOwner { promise }, subject, pause).await
 }
 
 /// Writes what the reconcile decided about the Promise (its one status write, and its labels).
@@ -159,130 +102,166 @@ async fn act(
     Ok(decision.next)
 }
 
-/// Requirements, then the configure workflow: observe → plan → decide → carry out → the status
-/// in one write.
-async fn configure(rt: &Runtime, subject: Subject, promise: &Promise) -> Result<Next, Error> {
-    let kind = subject.kind.clone();
-    let name = subject.promise_name.clone();
-    let Some(obj) = status::add_finalizer(
-        rt.cp.as_ref(),
-        &kind,
-        &subject.object,
-        finalizers::WORKFLOWS,
-    )
-    .await?
-    else {
-        return Ok(Next::Done);
-    };
-    let subject = Subject {
-        object: obj.clone(),
-        ..subject
-    };
+/// A Promise, as the shared reconcile sees it.
+struct PromiseOwner {
+    promise: Promise,
+}
 
-    // Requests of the Promise's kind can be stored once the control plane knows the kind, even
-    // while the Promise waits for its requirements (they wait with it), as in Kratix.
-    if let (Some(api), Ok(Some(_))) = (&promise.spec.api, promise_api::request_kind(promise)) {
-        rt.cp.register_kind(&name, api).await?;
-    }
-    // Its current version's revision, before any request looks for it.
-    revision::sync(rt, &obj).await?;
+/// What a Promise's preconditions found.
+struct Ready {
+    before: PromiseStatus,
+    requirements: Requirements,
+    required_by: Vec<RequiredBy>,
+    version: String,
+}
 
-    let version = summary::version_of(&obj);
-    let requirements = requirements_of(rt, promise, &obj).await?;
-    let before: PromiseStatus = status::status_or_default(&obj);
-    let required_by = summary::required_by(&name, &lookups::typed_promises(rt).await?);
-    if !requirements.fulfilled() {
-        if let Some(message) = newly_unfulfilled(&before, &requirements) {
-            events::record(&rt.cp, &obj, Reason::RequirementsNotFulfilled, &message).await;
-        }
-        let decision = decide::unfulfilled(&decide::Unfulfilled {
-            requirements: &requirements,
-            generation: obj.metadata.generation,
-            version: &version,
-            required_by: &required_by,
-            before: &before,
-        });
-        return act(rt, &obj, &decision).await;
+impl Owner for PromiseOwner {
+    type Ready = Ready;
+
+    fn pipelines(&self, action: Action) -> Result<Vec<Pipeline>, Error> {
+        pipelines(&self.promise, WorkflowType::Promise, action)
     }
 
-    work::sync_static_dependencies(rt, promise).await?;
-
-    let configure = pipelines(promise, WorkflowType::Promise, Action::Configure)?;
-    let names = keyed_status::names(&configure);
-    // Observe: the workflow's runs and Works.
-    let (runs, promise_works) = workflow::observe_configure(rt, &subject).await?;
-    let now = now_ms();
-    let retry_failures = rt.settings.intervals.after_failure;
-    let configured =
-        workflow::plan_configure(&subject, &names, &runs, &promise_works, retry_failures, now);
-    // Decide.
-    let decision = decide::decide(&decide::Observed {
-        configured: &configured,
-        names: &names,
-        hash: &subject.hash,
-        generation: obj.metadata.generation,
-        before: &before,
-        requirements: &requirements,
-        required_by: &required_by,
-        version: &version,
-        api: promise_api::request_kind(promise)
-            .ok()
-            .flatten()
-            .map(|api| {
-                (
-                    api.kind.kind.clone(),
-                    api.kind.api_version().to_ascii_lowercase(),
-                )
-            }),
-        interval: intervals::plan(
-            &obj,
-            &rt.settings.intervals,
-            configured.step(),
-            &configured.records,
-            subject.manual_reconcile(),
-            now,
-        ),
-        retry_failures,
-        now_ms: now,
-        carried: carried(&runs),
-        reconcile_resources: label(&obj, labels::RECONCILE_RESOURCES) == Some("true"),
-    });
-    // Act: the run it starts and the Works that go, then the Promise's status in one write,
-    // its event and labels.
-    workflow::carry_out_configure(rt, &subject, &configure, &configured, &runs).await?;
-    let write = &decision.write;
-    if write.labels.rerun {
-        tracing::info!(promise = %name, "reconciliation interval passed; running the workflow again");
+    fn interval_source<'a>(&'a self, subject: &'a Subject) -> &'a Object {
+        &subject.object
     }
-    // The event between the status and the labels, as it always came.
-    let status_only = gate::Decision {
-        status: write.status.as_ref(),
-        labels: gate::Labels::KEEP,
-        labels_first: false,
-        next: write.next,
-    };
-    workflow::write(rt, &kind, &obj, &status_only, |change, s| change.apply(s)).await?;
-    if decision.became_available {
-        events::record(
-            &rt.cp,
-            &obj,
-            Reason::PromiseAvailable,
-            "Ready to fulfil resource requests",
+
+    async fn exit(
+        &self,
+        rt: &Runtime,
+        obj: &Object,
+        status: ExitStatus<'_>,
+    ) -> Result<Next, Error> {
+        act(rt, obj, &decide::exit(status)).await
+    }
+
+    async fn teardown(&self, rt: &Runtime, subject: &Subject) -> Result<Next, Error> {
+        teardown(rt, subject, &self.promise).await
+    }
+
+    /// Its finalizer, its request kind, its current revision, then its requirements.
+    async fn prepare(&self, rt: &Runtime, subject: Subject) -> Result<Prepared<Ready>, Error> {
+        let promise = &self.promise;
+        let name = &subject.promise_name;
+        let Some(obj) = status::add_finalizer(
+            rt.cp.as_ref(),
+            &subject.kind,
+            &subject.object,
+            finalizers::WORKFLOWS,
         )
-        .await;
+        .await?
+        else {
+            return Ok(Prepared::Done(Next::Done));
+        };
+        // Requests of the Promise's kind can be stored once the control plane knows the kind,
+        // even while the Promise waits for its requirements (they wait with it), as in Kratix.
+        if let (Some(api), Ok(Some(_))) = (&promise.spec.api, promise_api::request_kind(promise)) {
+            rt.cp.register_kind(name, api).await?;
+        }
+        // Its current version's revision, before any request looks for it.
+        revision::sync(rt, &obj).await?;
+
+        let version = summary::version_of(&obj);
+        let requirements = requirements_of(rt, promise, &obj).await?;
+        let before: PromiseStatus = status::status_or_default(&obj);
+        let required_by = summary::required_by(name, &lookups::typed_promises(rt).await?);
+        if !requirements.fulfilled() {
+            if let Some(message) = newly_unfulfilled(&before, &requirements) {
+                events::record(&rt.cp, &obj, Reason::RequirementsNotFulfilled, &message).await;
+            }
+            let decision = decide::unfulfilled(&decide::Unfulfilled {
+                requirements: &requirements,
+                generation: obj.metadata.generation,
+                version: &version,
+                required_by: &required_by,
+                before: &before,
+            });
+            return Ok(Prepared::Done(act(rt, &obj, &decision).await?));
+        }
+        work::sync_static_dependencies(rt, promise).await?;
+        let subject = Subject {
+            object: obj,
+            ..subject
+        };
+        let ready = Ready {
+            before,
+            requirements,
+            required_by,
+            version,
+        };
+        Ok(Prepared::Ready(subject, ready))
     }
-    let labels_only: gate::Decision<()> = gate::Decision {
-        status: None,
-        labels: write.labels,
-        labels_first: false,
-        next: write.next,
-    };
-    if write.labels.clear_reconcile_resources {
-        // Its change wakes every request, which labels itself for the re-run.
-        tracing::info!(promise = %name, "every request runs its workflow again");
+
+    /// Its decision, the plan carried out, then its status in one write, its event, and its
+    /// labels.
+    async fn conclude(
+        &self,
+        rt: &Runtime,
+        subject: &Subject,
+        ready: Ready,
+        planned: &Planned,
+    ) -> Result<Next, Error> {
+        let obj = &subject.object;
+        let decision = decide::decide(&decide::Observed {
+            configured: &planned.configured,
+            names: &planned.names,
+            hash: &subject.hash,
+            generation: obj.metadata.generation,
+            before: &ready.before,
+            requirements: &ready.requirements,
+            required_by: &ready.required_by,
+            version: &ready.version,
+            api: promise_api::request_kind(&self.promise)
+                .ok()
+                .flatten()
+                .map(|api| {
+                    (
+                        api.kind.kind.clone(),
+                        api.kind.api_version().to_ascii_lowercase(),
+                    )
+                }),
+            interval: planned.interval,
+            retry_failures: planned.retry_failures,
+            now_ms: planned.now_ms,
+            carried: planned.carried(),
+            reconcile_resources: label(obj, labels::RECONCILE_RESOURCES) == Some("true"),
+        });
+        planned.carry_out(rt, subject).await?;
+        let (kind, obj, name) = (&subject.kind, &subject.object, &subject.promise_name);
+        let write = &decision.write;
+        if write.labels.rerun {
+            tracing::info!(promise = %name, "reconciliation interval passed; running the workflow again");
+        }
+        // The event between the status and the labels, as it always came.
+        let status_only = gate::Decision {
+            status: write.status.as_ref(),
+            labels: gate::Labels::KEEP,
+            labels_first: false,
+            next: write.next,
+        };
+        workflow::write(rt, kind, obj, &status_only, |change, s| change.apply(s)).await?;
+        if decision.became_available {
+            events::record(
+                &rt.cp,
+                obj,
+                Reason::PromiseAvailable,
+                "Ready to fulfil resource requests",
+            )
+            .await;
+        }
+        let labels_only: gate::Decision<()> = gate::Decision {
+            status: None,
+            labels: write.labels,
+            labels_first: false,
+            next: write.next,
+        };
+        if write.labels.clear_reconcile_resources {
+            // Its change wakes every request, which labels itself for the re-run.
+            tracing::info!(promise = %name, "every request runs its workflow again");
+        }
+        workflow::write(rt, kind, obj, &labels_only, |_, _| {}).await?;
+        Ok(write.next)
     }
-    workflow::write(rt, &kind, &obj, &labels_only, |_, _| {}).await?;
-    Ok(write.next)
 }
 
 /// The message of a `RequirementsNotFulfilled` event when the requirements were fulfilled (or

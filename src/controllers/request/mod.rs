@@ -11,10 +11,11 @@ use crate::events::{self, Reason};
 
 use crate::api::hash::{resource_hash, spec_hash};
 use crate::api::object::label;
+use crate::api::pipeline::Pipeline;
 use crate::api::versions::run_version;
 use crate::api::Action;
 use crate::api::WorkflowType;
-use crate::api::{finalizers, labels, promise_api, KindInfo, Object, ObjectKey, Promise};
+use crate::api::{finalizers, labels, promise_api, KindInfo, Object, Promise};
 
 use decide::Decision;
 
@@ -25,11 +26,9 @@ use crate::controllers::status;
 use crate::controllers::subject::Subject;
 use crate::controllers::work;
 use crate::controllers::workflow;
-use crate::controllers::workflow::decide::carry_over::{self, CarryOver};
-use crate::controllers::workflow::decide::gate::{self, ExitStatus, Gate};
-use crate::controllers::workflow::decide::{migrated, RunRecord};
+use crate::controllers::workflow::decide::gate::ExitStatus;
 use crate::controllers::workflow::intervals;
-use crate::controllers::workflow::keyed_status;
+use crate::controllers::workflow::owner::{self, Owner, Planned, Prepared};
 use crate::controllers::workflow::pausing;
 use crate::controllers::workflow::runs::runs_of;
 use crate::controllers::Error;
@@ -80,63 +79,21 @@ pub(crate) async fn reconcile(rt: &Runtime, kind: &KindInfo, obj: Object) -> Res
         .map_err(|source| Error::malformed(&promise_obj, "Promise", source))?;
     let subject = Subject {
         kind: kind.clone(),
-        promise_name: promise_name.clone(),
+        promise_name,
         workflow_type: WorkflowType::Resource,
         hash: resource_hash(&spec_hash(&pinned.promise.data), &spec_hash(&obj.data)),
         promise_version: run_version(pinned.version()).to_string(),
         object: obj.clone(),
     };
-    let deleting = obj.metadata.deletion_timestamp.is_some();
-    // Paused (by its own label or its Promise's) before anything else, deletion included; a
-    // status of the earlier flat layout is migrated first.
-    let gate = gate::gate(
-        gate::has_flat_status(&obj),
-        pausing::decision_for(&obj, Some(&promise_obj)),
-        deleting,
-    );
-    match gate {
-        Gate::Migrate => {
-            let action = if deleting {
-                Action::Delete
-            } else {
-                Action::Configure
-            };
-            let current = promise::pipelines(&promise, WorkflowType::Resource, action)?;
-            let runs = records(runs_of(rt, &subject).await?);
-            let workflow = migrated(action, &keyed_status::names(&current), &runs);
-            tracing::info!(object = %subject.key(), %action, "migrating the flat workflow status to the keyed layout");
-            let decision = decide::exit(ExitStatus::Migrated { action, workflow });
-            act(rt, kind, &obj, &decision).await
-        }
-        Gate::Pause(by) => {
-            tracing::info!(object = %subject.key(), ?by, "reconciliation paused");
-            let runs = runs_of(rt, &subject).await?;
-            let decision = decide::exit(ExitStatus::Paused {
-                is_promise: false,
-                carried: carried(&runs),
-            });
-            act(rt, kind, &obj, &decision).await
-        }
-        Gate::Resume => {
-            tracing::info!(object = %subject.key(), "unpaused; the configure workflow runs again");
-            act(rt, kind, &obj, &decide::exit(ExitStatus::Unpaused)).await
-        }
-        Gate::Teardown => teardown(rt, &subject, &promise).await,
-        Gate::Configure => configure(rt, subject, &promise_obj, &promise, &pinned).await,
-    }
-}
-
-/// The records of runs as read.
-fn records(runs: Vec<(Object, RunRecord)>) -> Vec<RunRecord> {
-    runs.into_iter().map(|(_, record)| record).collect()
-}
-
-/// The `status.yaml` files the runs recorded, for the status to carry over.
-fn carried(runs: &[(Object, RunRecord)]) -> CarryOver<'_> {
-    CarryOver::of(
-        runs.iter()
-            .map(|(run, r)| (r.sequence, carry_over::recorded(run))),
-    )
+    // Paused by its own label or its Promise's.
+    let pause = pausing::decision_for(&obj, Some(&promise_obj));
+    let owner = Request {
+        kind,
+        promise_obj: &promise_obj,
+        promise,
+        pinned,
+    };
+    owner::reconcile(rt, &owner, subject, pause).await
 }
 
 /// Writes what the reconcile decided about the request (its one status write, and its labels).
@@ -150,98 +107,120 @@ async fn act(
     Ok(decision.next)
 }
 
-/// The configure workflow: observe → plan → decide → carry out → the status in one write.
-async fn configure(
-    rt: &Runtime,
-    subject: Subject,
-    promise_obj: &Object,
-    promise: &Promise,
-    pinned: &binding::Pinned,
-) -> Result<Next, Error> {
-    let kind = &subject.kind.clone();
-    let promise_name = subject.promise_name.clone();
-    let obj = subject.object.clone();
-    let key = ObjectKey::of(&obj);
-    // Requests carry their Promise's name, as Kratix labels them, however they were stored
-    // (kubectl sets no such label): their deletion must wake the Promise. Written together
-    // with the finalizer, in one write.
-    let Some(obj) = status::add_finalizer_and_label(
-        rt.cp.as_ref(),
-        kind,
-        &obj,
-        finalizers::WORKFLOWS,
-        (labels::PROMISE_NAME, &promise_name),
-    )
-    .await?
-    else {
-        return Ok(Next::Done);
-    };
-    let subject = Subject {
-        object: obj.clone(),
-        ..subject
-    };
-    let generation = obj.metadata.generation;
+/// A request, as the shared reconcile sees it: its Promise as stored, and the revision it runs
+/// with.
+struct Request<'p> {
+    kind: &'p KindInfo,
+    promise_obj: &'p Object,
+    promise: Promise,
+    pinned: binding::Pinned,
+}
 
-    if !crate::api::promise::is_available(promise_obj) {
-        // The Promise's change wakes its requests again once it is available.
-        let runs = runs_of(rt, &subject).await?;
-        let decision = decide::waiting_for(&promise_name, carried(&runs));
-        return act(rt, kind, &obj, &decision).await;
-    }
-    // Observe: the workflow's runs and Works.
-    let (runs, request_works) = workflow::observe_configure(rt, &subject).await?;
+impl Owner for Request<'_> {
+    type Ready = ();
 
-    let configure = promise::pipelines(promise, WorkflowType::Resource, Action::Configure)?;
-    let names = keyed_status::names(&configure);
-    let now = now_ms();
-    let retry_failures = rt.settings.intervals.after_failure;
-    let configured =
-        workflow::plan_configure(&subject, &names, &runs, &request_works, retry_failures, now);
-    // Observe further: where its files landed, the request's health.
-    let landed = work::where_files_landed(&configured.works);
-    let health = health::health_status(rt, &promise_name, pinned.version(), &obj).await?;
-    // Decide.
-    let outcome = decide::binding_outcome(&configured);
-    let decision = decide::decide(&decide::Observed {
-        configured: &configured,
-        names: &names,
-        hash: &subject.hash,
-        generation,
-        promise_name: &promise_name,
-        promise_generation: promise_obj.metadata.generation,
-        landed: &landed,
-        health: health.as_ref(),
-        versions: binding::request_versions(pinned, outcome),
-        // The interval of the revision the request runs with, as in Kratix.
-        interval: intervals::plan(
-            &pinned.promise,
-            &rt.settings.intervals,
-            configured.step(),
-            &configured.records,
-            subject.manual_reconcile(),
-            now,
-        ),
-        retry_failures,
-        now_ms: now,
-        carried: carried(&runs),
-        asks: (intervals::asks(promise_obj), intervals::asks(&obj)),
-        reconciled_before: obj.data.pointer("/status/observedGeneration").is_some(),
-    });
-    // Act: the run it starts and the Works that go, the binding, then the request's status in
-    // one write, and last its labels (whoever waits for the manual-reconciliation label to go
-    // must then see the re-run in progress, not the previous run's outcome).
-    workflow::carry_out_configure(rt, &subject, &configure, &configured, &runs).await?;
-    binding::record(rt, &obj, pinned, outcome, health.as_ref()).await?;
-    if decision.labels.rerun {
-        tracing::info!(object = %key, "reconciliation interval passed; running the workflow again");
+    fn pipelines(&self, action: Action) -> Result<Vec<Pipeline>, Error> {
+        promise::pipelines(&self.promise, WorkflowType::Resource, action)
     }
-    let stored = workflow::write(rt, kind, &obj, &decision, |change, s| change.apply(s)).await?;
-    if let Some(stored) =
-        stored.filter(|s| s.metadata.resource_version != obj.metadata.resource_version)
-    {
-        rt.wrote_own_status(&stored);
+
+    /// The interval of the revision the request runs with, as in Kratix.
+    fn interval_source<'a>(&'a self, _: &'a Subject) -> &'a Object {
+        &self.pinned.promise
     }
-    Ok(decision.next)
+
+    async fn exit(
+        &self,
+        rt: &Runtime,
+        obj: &Object,
+        status: ExitStatus<'_>,
+    ) -> Result<Next, Error> {
+        act(rt, self.kind, obj, &decide::exit(status)).await
+    }
+
+    async fn teardown(&self, rt: &Runtime, subject: &Subject) -> Result<Next, Error> {
+        teardown(rt, subject, &self.promise).await
+    }
+
+    async fn prepare(&self, rt: &Runtime, subject: Subject) -> Result<Prepared<()>, Error> {
+        let kind = &subject.kind;
+        // Requests carry their Promise's name, as Kratix labels them, however they were stored
+        // (kubectl sets no such label): their deletion must wake the Promise. Written together
+        // with the finalizer, in one write.
+        let Some(obj) = status::add_finalizer_and_label(
+            rt.cp.as_ref(),
+            kind,
+            &subject.object,
+            finalizers::WORKFLOWS,
+            (labels::PROMISE_NAME, &subject.promise_name),
+        )
+        .await?
+        else {
+            return Ok(Prepared::Done(Next::Done));
+        };
+        let subject = Subject {
+            object: obj,
+            ..subject
+        };
+        if !crate::api::promise::is_available(self.promise_obj) {
+            // The Promise's change wakes its requests again once it is available.
+            let runs = runs_of(rt, &subject).await?;
+            let decision = decide::waiting_for(&subject.promise_name, owner::carried(&runs));
+            let next = act(rt, &subject.kind, &subject.object, &decision).await?;
+            return Ok(Prepared::Done(next));
+        }
+        Ok(Prepared::Ready(subject, ()))
+    }
+
+    /// Where its files landed and its health, the decision, the plan carried out, then the
+    /// binding, the request's status in one write, and last its labels (whoever waits for the
+    /// manual-reconciliation label to go must then see the re-run in progress, not the previous
+    /// run's outcome).
+    async fn conclude(
+        &self,
+        rt: &Runtime,
+        subject: &Subject,
+        (): (),
+        planned: &Planned,
+    ) -> Result<Next, Error> {
+        let obj = &subject.object;
+        let configured = &planned.configured;
+        let landed = work::where_files_landed(&configured.works);
+        let health =
+            health::health_status(rt, &subject.promise_name, self.pinned.version(), obj).await?;
+        let outcome = decide::binding_outcome(configured);
+        let decision = decide::decide(&decide::Observed {
+            configured,
+            names: &planned.names,
+            hash: &subject.hash,
+            generation: obj.metadata.generation,
+            promise_name: &subject.promise_name,
+            promise_generation: self.promise_obj.metadata.generation,
+            landed: &landed,
+            health: health.as_ref(),
+            versions: binding::request_versions(&self.pinned, outcome),
+            interval: planned.interval,
+            retry_failures: planned.retry_failures,
+            now_ms: planned.now_ms,
+            carried: planned.carried(),
+            asks: (intervals::asks(self.promise_obj), intervals::asks(obj)),
+            reconciled_before: obj.data.pointer("/status/observedGeneration").is_some(),
+        });
+        planned.carry_out(rt, subject).await?;
+        binding::record(rt, obj, &self.pinned, outcome, health.as_ref()).await?;
+        if decision.labels.rerun {
+            tracing::info!(object = %subject.key(), "reconciliation interval passed; running the workflow again");
+        }
+        let stored = workflow::write(rt, &subject.kind, obj, &decision, |change, s| {
+            change.apply(s)
+        })
+        .await?;
+        if let Some(stored) =
+            stored.filter(|s| s.metadata.resource_version != obj.metadata.resource_version)
+        {
+            rt.wrote_own_status(&stored);
+        }
+        Ok(decision.next)
+    }
 }
 
 /// Delete workflow, then the request's Works (their files leave the stores), then its runs and

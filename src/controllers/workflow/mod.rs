@@ -7,6 +7,7 @@ pub(crate) mod decide;
 pub(crate) mod drive;
 pub(crate) mod error;
 pub(crate) mod keyed_status;
+pub(crate) mod owner;
 pub(crate) mod runs;
 
 pub(crate) use decide::plan::{plan_configure, Configured};

@@ -168,7 +168,7 @@ mod tests {
             if let Some(change) = &d.status {
                 change.apply(&mut status);
             }
-            let condition = crate::controllers::status_value::conditions(&status)
+            let condition = crate::api::condition::in_status(&status)
                 .into_iter()
                 .find(|c| c.type_ == "DeleteWorkflowCompleted")
                 .map(|c| c.status.as_str().to_string());

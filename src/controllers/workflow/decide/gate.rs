@@ -200,7 +200,11 @@ impl ExitStatus<'_> {
                 carried.apply(s);
                 status::set_conditions(s, pausing::paused_conditions(*is_promise));
                 if *is_promise {
-                    status::set_field(s, "status", json!(crate::api::words::promise_status::UNAVAILABLE));
+                    status::set_field(
+                        s,
+                        "status",
+                        json!(crate::api::words::promise_status::UNAVAILABLE),
+                    );
                 }
             }
             ExitStatus::Unpaused => status::set_conditions(s, [pausing::unpaused_condition()]),
@@ -360,7 +364,7 @@ mod tests {
             carried: CarryOver::default(),
         };
         let conditions = |s: &Value| -> Vec<(String, String, String)> {
-            status::conditions(s)
+            crate::api::condition::in_status(s)
                 .into_iter()
                 .map(|c| (c.type_, c.status.as_str().to_string(), c.reason))
                 .collect()

@@ -11,7 +11,6 @@
 
 use crate::api::object::label;
 use crate::api::{labels, Condition, ConditionStatus, Object};
-use crate::controllers::status_value as status;
 use crate::controllers::workflow::decide::RECONCILED;
 
 /// The reason of the conditions a pause sets.
