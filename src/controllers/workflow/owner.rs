@@ -133,10 +133,11 @@ pub(crate) async fn reconcile<O: Owner>(
                 .map(|(_, record)| record)
                 .collect();
             let workflow = migrated(action, &keyed_status::names(&current), &runs);
-            tracing::info!(object = %subject.key(), %action, "migrating the flat workflow status to the keyed layout");
-            owner
+            let next = owner
                 .exit(rt, obj, ExitStatus::Migrated { action, workflow })
-                .await
+                .await?;
+            tracing::info!(object = %subject.key(), %action, "migrated the flat workflow status to the keyed layout");
+            Ok(next)
         }
         Gate::Pause(by) => {
             tracing::info!(object = %subject.key(), ?by, "reconciliation paused");
