@@ -633,6 +633,22 @@ fn pipelines_get_the_object_and_kratix_env_and_their_status_is_merged() {
     assert_eq!(object["metadata"]["name"], "r1");
     assert_eq!(object["metadata"]["namespace"], "default");
     assert_eq!(object["spec"]["size"], 3);
+    // A pipeline sees what the pipelines before it wrote in their status.yaml.
+    let second = pipeline_files(&k, "r1", "contract-b");
+    let second_object = second
+        .iter()
+        .find(|f| f.ends_with("/object.yaml"))
+        .expect("object.yaml copied by the second pipeline");
+    let seen: Value =
+        serde_yaml::from_str(&store_show(&k, second_object)).expect("object.yaml is YAML");
+    assert_eq!(
+        (
+            &seen["status"]["contract-a"],
+            &seen["status"]["lastPipeline"]
+        ),
+        (&json!("done"), &json!("contract-a")),
+        "the second pipeline's object.yaml carries the first one's status.yaml: {seen:#}"
+    );
 
     let env_file = files
         .iter()

@@ -192,7 +192,7 @@ impl Owner for PromiseOwner {
         Ok(Prepared::Ready(subject, ready))
     }
 
-    /// Its decision, the plan carried out, then its status in one write, its event, and its
+    /// Its decision; then its status in one write, the plan carried out, its event, and its
     /// labels.
     async fn conclude(
         &self,
@@ -226,20 +226,19 @@ impl Owner for PromiseOwner {
             carried: planned.carried(),
             reconcile_resources: label(obj, labels::RECONCILE_RESOURCES) == Some("true"),
         });
-        planned.carry_out(rt, subject).await?;
-        let (kind, obj, name) = (&subject.kind, &subject.object, &subject.promise_name);
+        let (kind, name) = (&subject.kind, &subject.promise_name);
         let write = &decision.write;
         if write.labels.rerun {
             tracing::info!(promise = %name, "reconciliation interval passed; running the workflow again");
         }
-        // The event between the status and the labels, as it always came.
-        let status_only = gate::Decision {
-            status: write.status.as_ref(),
-            labels: gate::Labels::KEEP,
-            labels_first: false,
-            next: write.next,
-        };
-        workflow::write(rt, kind, obj, &status_only, |change, s| change.apply(s)).await?;
+        // The status first: the run the plan starts reads the Promise as stored, with what
+        // the pipelines before it wrote in their status.yaml carried over. Then the run and
+        // the Works that go, the event, and last the labels.
+        workflow::write(rt, kind, obj, &write.status_only(), |change, s| {
+            change.apply(s);
+        })
+        .await?;
+        planned.carry_out(rt, subject).await?;
         if decision.became_available {
             events::record(
                 &rt.cp,
@@ -249,17 +248,11 @@ impl Owner for PromiseOwner {
             )
             .await;
         }
-        let labels_only: gate::Decision<()> = gate::Decision {
-            status: None,
-            labels: write.labels,
-            labels_first: false,
-            next: write.next,
-        };
         if write.labels.clear_reconcile_resources {
             // Its change wakes every request, which labels itself for the re-run.
             tracing::info!(promise = %name, "every request runs its workflow again");
         }
-        workflow::write(rt, kind, obj, &labels_only, |_, _| {}).await?;
+        workflow::write(rt, kind, obj, &write.labels_only(), |(), _| {}).await?;
         Ok(write.next)
     }
 }

@@ -171,8 +171,8 @@ impl Owner for Request<'_> {
         Ok(Prepared::Ready(subject, ()))
     }
 
-    /// Where its files landed and its health, the decision, the plan carried out, then the
-    /// binding, the request's status in one write, and last its labels (whoever waits for the
+    /// Where its files landed and its health, the decision; then the binding, the request's
+    /// status in one write, the plan carried out, and last its labels (whoever waits for the
     /// manual-reconciliation label to go must then see the re-run in progress, not the previous
     /// run's outcome).
     async fn conclude(
@@ -205,13 +205,14 @@ impl Owner for Request<'_> {
             asks: (intervals::asks(self.promise_obj), intervals::asks(obj)),
             reconciled_before: obj.data.pointer("/status/observedGeneration").is_some(),
         });
-        planned.carry_out(rt, subject).await?;
         binding::record(rt, obj, &self.pinned, outcome, health.as_ref()).await?;
         if decision.labels.rerun {
             tracing::info!(object = %subject.key(), "reconciliation interval passed; running the workflow again");
         }
-        let stored = workflow::write(rt, &subject.kind, obj, &decision, |change, s| {
-            change.apply(s)
+        // The status first: the run the plan starts reads the request as stored, with what the
+        // pipelines before it wrote in their status.yaml carried over.
+        let stored = workflow::write(rt, &subject.kind, obj, &decision.status_only(), |c, s| {
+            c.apply(s);
         })
         .await?;
         if let Some(stored) =
@@ -219,6 +220,8 @@ impl Owner for Request<'_> {
         {
             rt.wrote_own_status(&stored);
         }
+        planned.carry_out(rt, subject).await?;
+        workflow::write(rt, &subject.kind, obj, &decision.labels_only(), |(), _| {}).await?;
         Ok(decision.next)
     }
 }

@@ -1,8 +1,8 @@
 //! The one reconcile Promises and requests share. Both go through the same gate (migrate a flat
 //! status, pause, resume, tear down, configure) and the same configure skeleton: prepare (the
 //! kind's own finalizer and preconditions) → observe the workflow's runs and Works → plan →
-//! decide (pure, in the kind's `decide.rs`) → carry out the plan → act (the object's one status
-//! write, its labels, events). What differs between the kinds is an [`Owner`].
+//! decide (pure, in the kind's `decide.rs`) → act (the object's one status write, the plan's run
+//! and Work deletions, events, its labels). What differs between the kinds is an [`Owner`].
 
 use std::future::Future;
 
@@ -38,8 +38,8 @@ impl Planned {
     }
 
     /// Carries out the plan but for the object's own status and labels: the run it starts,
-    /// pruning, and the Works of removed pipelines. After the owner's decision, before its
-    /// writes.
+    /// pruning, and the Works of removed pipelines. After the owner's status write, before its
+    /// labels.
     pub(crate) async fn carry_out(&self, rt: &Runtime, subject: &Subject) -> Result<(), Error> {
         workflow::carry_out_configure(rt, subject, &self.pipelines, &self.configured, &self.runs)
             .await
@@ -96,8 +96,10 @@ pub(crate) trait Owner: Sync {
     ) -> impl Future<Output = Result<Prepared<Self::Ready>, Error>> + Send;
 
     /// The rest of its configure reconcile, from the plan: what else it observes, its decision
-    /// (pure, in its kind's `decide.rs`), the plan carried out ([`Planned::carry_out`]) and then
-    /// its own writes.
+    /// (pure, in its kind's `decide.rs`), its status write, the plan carried out
+    /// ([`Planned::carry_out`]), and its labels. The status comes before the plan's run: the run
+    /// reads its object as stored, and must see what earlier pipelines wrote in their
+    /// status.yaml, which this status write carries over.
     fn conclude(
         &self,
         rt: &Runtime,
@@ -157,7 +159,7 @@ pub(crate) async fn reconcile<O: Owner>(
     }
 }
 
-/// The configure skeleton: prepare → observe → plan → (the owner's) decide → carry out → act.
+/// The configure skeleton: prepare → observe → plan → (the owner's) decide and act.
 async fn configure<O: Owner>(rt: &Runtime, owner: &O, subject: Subject) -> Result<Next, Error> {
     let (subject, ready) = match owner.prepare(rt, subject).await? {
         Prepared::Ready(subject, ready) => (subject, ready),

@@ -132,6 +132,27 @@ impl<S> Decision<S> {
     pub(crate) fn then(self, next: Next) -> Self {
         Decision { next, ..self }
     }
+
+    /// Its status write alone, for a reconcile that does something between its status and
+    /// its labels.
+    pub(crate) fn status_only(&self) -> Decision<&S> {
+        Decision {
+            status: self.status.as_ref(),
+            labels: Labels::KEEP,
+            labels_first: false,
+            next: self.next,
+        }
+    }
+
+    /// Its labels alone (see [`Decision::status_only`]).
+    pub(crate) fn labels_only(&self) -> Decision<()> {
+        Decision {
+            status: None,
+            labels: self.labels,
+            labels_first: false,
+            next: self.next,
+        }
+    }
 }
 
 /// An early end: its status, and for a pause that ended the manual-reconciliation label (set
