@@ -219,7 +219,7 @@ pub(super) async fn record(
     metrics.synced(SyncOutcome::Pruned, done.counts.pruned);
     metrics.synced(SyncOutcome::Waiting, done.counts.waiting);
     metrics.synced(SyncOutcome::Failed, done.counts.failed);
-    let short = &folder.revision[..folder.revision.len().min(12)];
+    let short = crate::api::work_placement::short_version(&folder.revision);
     if !done.changed.is_empty() {
         let message = format!("revision {short}: applied {}", listed(&done.changed));
         crate::events::record(&rt.cp, obj, Reason::PlatformApplied, &message).await;

@@ -233,7 +233,7 @@ pub(crate) fn condition(
     prune_failures: &[String],
     counts: Counts,
 ) -> Condition {
-    let short = &revision[..revision.len().min(12)];
+    let short = crate::api::work_placement::short_version(revision);
     let failed = unreadable
         .iter()
         .map(|u| ("Unparseable", u.reason.clone()))
