@@ -189,7 +189,7 @@ impl Owner for PromiseOwner {
             required_by,
             version,
         };
-        Ok(Prepared::Ready(subject, ready))
+        Ok(Prepared::Ready(Box::new(subject), ready))
     }
 
     /// Its decision; then its status in one write, the plan carried out, its event, and its

@@ -168,7 +168,7 @@ impl Owner for Request<'_> {
             let next = act(rt, &subject.kind, &subject.object, &decision).await?;
             return Ok(Prepared::Done(next));
         }
-        Ok(Prepared::Ready(subject, ()))
+        Ok(Prepared::Ready(Box::new(subject), ()))
     }
 
     /// Where its files landed and its health, the decision; then the binding, the request's

@@ -57,7 +57,7 @@ pub(crate) fn carried(runs: &[(Object, RunRecord)]) -> CarryOver<'_> {
 /// Where the configure skeleton goes after the owner's own preconditions.
 pub(crate) enum Prepared<R> {
     /// On with the workflow: the object as stored now, and what the preconditions found.
-    Ready(Subject, R),
+    Ready(Box<Subject>, R),
     /// The reconcile ends here (the owner wrote what it had to).
     Done(Next),
 }
@@ -162,7 +162,7 @@ pub(crate) async fn reconcile<O: Owner>(
 /// The configure skeleton: prepare → observe → plan → (the owner's) decide and act.
 async fn configure<O: Owner>(rt: &Runtime, owner: &O, subject: Subject) -> Result<Next, Error> {
     let (subject, ready) = match owner.prepare(rt, subject).await? {
-        Prepared::Ready(subject, ready) => (subject, ready),
+        Prepared::Ready(subject, ready) => (*subject, ready),
         Prepared::Done(next) => return Ok(next),
     };
     let pipelines = owner.pipelines(Action::Configure)?;
