@@ -102,7 +102,7 @@ section() {
     echo "- \`scripts/bench/compound.sh [--quick] [--requests N] [--rounds R] [--bin target/release/kratix-rs]\`"
     echo "- \`scripts/bench/containers.sh [--quick] [--bin target/release/kratix-rs]\` (needs an engine)"
     echo "- \`scripts/bench/api.sh [--quick] [--requests N] [--bin target/release/kratix-rs]\` (kubectl; an engine for the pipeline round trip)"
-    echo "- \`scripts/bench/kubernetes.sh [--requests N] [--pipelines \"1 2\"]\` (needs a node with kratix-rs installed: \`KRATIX_BENCH_NODE_DIR\` for \`scripts/bench.sh\`)"
+    echo "- \`scripts/bench/kubernetes.sh [--requests N] [--pipelines \"1 2\"] [--floors \"one lean kratix\"] [--keep DIR]\` (needs a node with kratix-rs installed: \`KRATIX_BENCH_NODE_DIR\` for \`scripts/bench.sh\`)"
 } >"$out"
 mv "$out" BENCHMARKS.md
 trap - EXIT

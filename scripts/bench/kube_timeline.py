@@ -7,20 +7,41 @@ Usage: kube_timeline.py OBJECTS.json START_EPOCH_SECONDS
 
 Prints a Markdown table: for each step of a pipeline run (PipelineRun created, its Job
 created, its pod started, the pipeline's container started, the pod's last container ended,
-the Work written, the request settled) the first, median and last time in seconds after the
+the Job Complete, the run finished, the Work written, its WorkPlacement created and written to
+the state store, the request settled) the first, median and last time in seconds after the
 requests were applied; then the median and the longest gap between consecutive steps of one
-request. The API server stamps times in whole seconds.
+request. Kubernetes 1.20 stamps its times in whole seconds; kratix-rs writes its conditions'
+times with milliseconds.
 """
 import json
 import statistics
 import sys
-from datetime import datetime
+from datetime import datetime, timezone
 
 
 def at(stamp):
+    """Seconds since the epoch of an RFC 3339 time, UTC, with or without a fraction of a second
+    (the API server stamps whole seconds; kratix-rs writes its conditions' times with
+    milliseconds)."""
     if not stamp:
         return None
-    return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").timestamp()
+    when = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return when.timestamp()
+
+
+# Steps of which a request's latest counts (it has one per pipeline); of the others, the earliest.
+ENDINGS = ("pod ended", "Job Complete", "run finished", "Work written", "placement created",
+           "placement written", "request settled")
+
+
+def true_since(obj, kind):
+    """When the condition `kind` of `obj` turned True, if it is."""
+    for cond in obj.get("status", {}).get("conditions", []):
+        if cond.get("type") == kind and cond.get("status") == "True":
+            return at(cond.get("lastTransitionTime"))
+    return None
 
 
 def main():
@@ -41,15 +62,19 @@ def main():
         current = steps.setdefault(request, {})
         # The earliest of its kind for "created"/"started" steps, the latest for endings.
         if step in current:
-            keep = max if step in ("pod ended", "Work written", "request settled") else min
+            keep = max if step in ENDINGS else min
             current[step] = keep(current[step], when - start)
         else:
             current[step] = when - start
 
     for run in by_kind.get("PipelineRun", []):
-        note(run["spec"].get("resourceName"), "run created", at(run["metadata"]["creationTimestamp"]))
+        request = run["spec"].get("resourceName")
+        note(request, "run created", at(run["metadata"]["creationTimestamp"]))
+        note(request, "run finished", at(run.get("status", {}).get("completionTime")))
     for job in by_kind.get("Job", []):
-        note(label(job, "kratix.io/resource-name"), "Job created", at(job["metadata"]["creationTimestamp"]))
+        request = label(job, "kratix.io/resource-name")
+        note(request, "Job created", at(job["metadata"]["creationTimestamp"]))
+        note(request, "Job Complete", true_since(job, "Complete"))
     for pod in by_kind.get("Pod", []):
         request = label(pod, "kratix.io/resource-name")
         status = pod.get("status", {})
@@ -59,18 +84,26 @@ def main():
         if ended:
             note(request, "first container started", min(at(t["startedAt"]) for t in ended))
             note(request, "pod ended", max(at(t["finishedAt"]) for t in ended))
+    requests_of_works = {}
     for work in by_kind.get("Work", []):
-        note(label(work, "kratix.io/resource-name"), "Work written", at(work["metadata"]["creationTimestamp"]))
+        request = label(work, "kratix.io/resource-name")
+        requests_of_works[work["metadata"]["name"]] = request
+        note(request, "Work written", at(work["metadata"]["creationTimestamp"]))
+    for placement in by_kind.get("WorkPlacement", []):
+        request = requests_of_works.get(label(placement, "kratix.io/work"))
+        note(request, "placement created", at(placement["metadata"]["creationTimestamp"]))
+        note(request, "placement written", true_since(placement, "WriteSucceeded"))
     for kind, objects in by_kind.items():
-        if kind in ("PipelineRun", "Job", "Pod", "Work"):
+        if kind in ("PipelineRun", "Job", "Pod", "Work", "WorkPlacement"):
             continue
         for obj in objects:
-            for cond in obj.get("status", {}).get("conditions", []):
-                if cond.get("type") == "WorksSucceeded" and cond.get("status") == "True":
-                    note(obj["metadata"]["name"], "request settled", at(cond.get("lastTransitionTime")))
+            note(obj["metadata"]["name"], "request settled", true_since(obj, "WorksSucceeded"))
 
     order = ["run created", "Job created", "pod started", "first container started", "pod ended",
-             "Work written", "request settled"]
+             "Job Complete", "Work written", "run finished", "placement created",
+             "placement written", "request settled"]
+    # Objects a run did not keep (older runs kept no WorkPlacements) leave their steps out.
+    order = [step for step in order if any(step in s for s in steps.values())]
     print("| step (seconds after the requests were applied) | requests | first | median | last |")
     print("|---|---|---|---|---|")
     for step in order:
@@ -86,4 +119,5 @@ def main():
             print(f"| {a} → {b} | {statistics.median(gaps):.0f} s | {gaps[-1]:.0f} s |")
 
 
-main()
+if __name__ == "__main__":
+    main()
