@@ -7,49 +7,58 @@ pub(crate) mod columns;
 pub mod condition;
 pub mod crds;
 pub mod defaults;
-pub mod destination;
-pub mod destination_paths;
-pub mod formats;
+pub(crate) mod destination;
+pub(crate) mod destination_paths;
+pub(crate) mod formats;
 pub mod hash;
-pub mod health_record;
+pub(crate) mod health_record;
 pub mod kinds;
-pub mod names;
+pub(crate) mod names;
 pub mod object;
 pub mod pipeline;
-pub mod pipeline_run;
-pub mod promise;
+pub(crate) mod pipeline_run;
+pub(crate) mod promise;
 pub mod promise_api;
-pub mod promise_release;
-pub mod redact;
-pub mod schema;
+pub(crate) mod promise_release;
+pub(crate) mod redact;
+pub(crate) mod schema;
 pub mod secret;
-pub mod state_store;
+pub(crate) mod state_store;
 pub mod validation;
-pub mod versions;
-pub mod words;
-pub mod work;
-pub mod work_placement;
-pub mod workflow;
+pub(crate) mod versions;
+pub(crate) mod words;
+pub(crate) mod work;
+pub(crate) mod work_placement;
+pub(crate) mod workflow;
 pub mod workflow_status;
 
 pub use condition::{Condition, ConditionStatus};
-pub use destination::{Destination, DestinationSpec, FilepathMode};
-pub use health_record::{HealthRecord, HealthRecordData};
+pub use destination::{Destination, FilepathMode};
+pub use health_record::HealthRecord;
 pub use kinds::{Builtin, KindInfo};
 pub use object::{Object, ObjectKey};
 pub use pipeline::Pipeline;
-pub use pipeline_run::{
-    PipelineRun, PipelineRunPhase, PipelineRunSpec, PipelineRunStatus, RunExecutor, WorkflowControl,
-};
-pub use promise::{Promise, PromiseSpec, PromiseStatus};
-pub use promise_release::PromiseRelease;
+pub use pipeline_run::PipelineRun;
+pub use promise::Promise;
 pub use secret::Secret;
 pub use state_store::{BucketStateStore, GitStateStore};
-pub use versions::{PromiseRevision, ResourceBinding};
-pub use words::reasons;
-pub use work::{Work, WorkSpec, WorkStatus, WorkType, Workload, WorkloadGroup};
-pub use work_placement::{WorkPlacement, WorkPlacementSpec, WorkPlacementStatus};
-pub use workflow::{Action, WorkflowType};
+pub use versions::ResourceBinding;
+pub use work::Work;
+pub use work_placement::WorkPlacement;
+pub use workflow::Action;
+
+pub(crate) use destination::DestinationSpec;
+pub(crate) use health_record::HealthRecordData;
+pub(crate) use pipeline_run::{
+    PipelineRunPhase, PipelineRunSpec, PipelineRunStatus, RunExecutor, WorkflowControl,
+};
+pub(crate) use promise::{PromiseSpec, PromiseStatus};
+pub(crate) use promise_release::PromiseRelease;
+pub(crate) use versions::PromiseRevision;
+pub(crate) use work::{WorkSpec, WorkStatus, WorkType, Workload, WorkloadGroup};
+pub(crate) use work_placement::{WorkPlacementSpec, WorkPlacementStatus};
+pub(crate) use words::reasons;
+pub(crate) use workflow::WorkflowType;
 
 /// API group of every Kratix type.
 pub const GROUP: &str = "platform.kratix.io";
@@ -61,7 +70,7 @@ pub const API_VERSION: &str = "platform.kratix.io/v1alpha1";
 pub const SYSTEM_NAMESPACE: &str = "kratix-platform-system";
 
 /// Label and annotation keys Kratix users and tools rely on.
-pub mod labels {
+pub(crate) mod labels {
     pub const PROMISE_NAME: &str = "kratix.io/promise-name";
     pub const RESOURCE_NAME: &str = "kratix.io/resource-name";
     pub const RESOURCE_NAMESPACE: &str = "kratix.io/resource-namespace";
@@ -104,7 +113,7 @@ pub mod labels {
 }
 
 /// Finalizers: what must be done before an object of each kind may go.
-pub mod finalizers {
+pub(crate) mod finalizers {
     /// Promises and requests: their delete workflow ran and their Works (and files) are gone.
     pub const WORKFLOWS: &str = "kratix.io/workflows-cleanup";
     /// Works: their WorkPlacements are gone.

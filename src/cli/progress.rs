@@ -3,7 +3,7 @@
 //! to the changes to report. [`printer`] shows them: one line per object updated in place on a
 //! terminal, append-only lines otherwise, or one JSON event per line.
 
-pub mod printer;
+pub(crate) mod printer;
 
 use serde::Serialize;
 use serde_json::Value;

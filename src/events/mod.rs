@@ -14,10 +14,11 @@ use crate::api::{KindInfo, Object, ObjectKey};
 use crate::store::{self, ControlPlane, Selector};
 use statestores::error_chain::ErrorChain;
 
-pub use model::{
-    event_name, expired, label_of, new_event, repeated, sweep_due, to_prune, EventType, Involved,
-    Reason, Stored, COMPONENT, INVOLVED_LABEL, MAX_AGE_MS, MAX_PER_OBJECT, SWEEP_EVERY_MS,
+pub(crate) use model::{
+    event_name, expired, label_of, repeated, sweep_due, to_prune, EventType, Stored, COMPONENT,
+    INVOLVED_LABEL, MAX_AGE_MS, MAX_PER_OBJECT, SWEEP_EVERY_MS,
 };
+pub use model::{new_event, Involved, Reason};
 
 /// The kind of the events: core/v1 `Event`.
 pub fn kind() -> KindInfo {

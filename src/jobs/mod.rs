@@ -5,22 +5,22 @@
 //! creates them, waits for the Job, and reads back what the adapters handed back, so that a run
 //! ends in the same [`RunOutcome`] as with the local executor and the controllers stay the same.
 
-pub mod adapter;
+pub(crate) mod adapter;
 mod granted;
-pub mod handback;
-pub mod history;
+pub(crate) mod handback;
+pub(crate) mod history;
 pub mod identity;
 pub mod job;
-pub mod leftovers;
+pub(crate) mod leftovers;
 mod prune;
 pub mod rbac;
-pub mod rights;
+pub(crate) mod rights;
 mod rights_api;
 mod rundir;
-pub mod settings;
+pub(crate) mod settings;
 pub mod spec;
-pub mod status;
-pub mod sweep;
+pub(crate) mod status;
+pub(crate) mod sweep;
 mod wait;
 
 use std::path::{Path, PathBuf};
