@@ -188,7 +188,7 @@ fn assert_outage_shows(k: &Kratix, store_names: &str) -> String {
 fn hold_fault(since: Instant, length: Duration) {
     let elapsed = since.elapsed();
     if elapsed < length {
-        std::thread::sleep(length - elapsed);
+        std::thread::sleep(length.checked_sub(elapsed).unwrap());
     }
 }
 

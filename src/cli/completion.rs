@@ -106,9 +106,10 @@ pub async fn complete(args: &[String]) -> std::process::ExitCode {
         Some("--") => &args[1..],
         _ => args,
     };
-    let home = std::env::var_os("KRATIX_HOME")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| std::path::PathBuf::from("./.kratix"));
+    let home = std::env::var_os("KRATIX_HOME").map_or_else(
+        || std::path::PathBuf::from("./.kratix"),
+        std::path::PathBuf::from,
+    );
     match candidates(&home, words).await {
         Ok(Some(candidates)) => {
             candidates.iter().for_each(|c| println!("{c}"));
@@ -129,8 +130,7 @@ pub async fn candidates(
     let home = typed
         .home
         .as_deref()
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| home.to_path_buf());
+        .map_or_else(|| home.to_path_buf(), std::path::PathBuf::from);
     let platform = || async {
         if home.join("state.db").exists() {
             crate::platform::Platform::open(&home).map(Some)
@@ -145,7 +145,7 @@ pub async fn candidates(
                 Some(p) => p.kinds().await?.into_iter().map(|k| k.plural).collect(),
                 None => Builtin::ALL
                     .into_iter()
-                    .map(|b| b.info().plural.to_string())
+                    .map(|b| b.info().plural.clone())
                     .collect(),
             };
             kinds.sort();

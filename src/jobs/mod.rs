@@ -458,11 +458,11 @@ impl Executor for KubeJobs {
         let jobs: Api<Job> = Api::namespaced(self.client.clone(), &job.namespace);
         match delete_job(&jobs, &job.name).await {
             Ok(()) => {
-                tracing::warn!(namespace = %job.namespace, job = %job.name, "deleted the Job of an interrupted run")
+                tracing::warn!(namespace = %job.namespace, job = %job.name, "deleted the Job of an interrupted run");
             }
             Err(e) => {
                 let error = ErrorChain(&e).to_string();
-                tracing::warn!(namespace = %job.namespace, job = %job.name, %error, "cannot delete the Job of an interrupted run")
+                tracing::warn!(namespace = %job.namespace, job = %job.name, %error, "cannot delete the Job of an interrupted run");
             }
         }
         Vec::new()

@@ -39,8 +39,8 @@ pub use isolation::Isolation;
 pub use output::Output;
 
 pub(crate) use checks::{check_folders, check_folders_off_workers, Refused};
-pub(crate) use metadata::{DestinationSelectorEntry, Metadata, WorkflowControl};
-pub(crate) use platform_api::{Access, PlatformApi};
+pub(crate) use metadata::{DestinationSelectorEntry, Metadata};
+pub(crate) use platform_api::PlatformApi;
 pub(crate) use progress::Progress;
 
 pub(crate) use container::auth::DockerConfig;

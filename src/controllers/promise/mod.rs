@@ -98,7 +98,7 @@ async fn act(
     decision: &gate::Decision<decide::StatusChange<'_>>,
 ) -> Result<Next, Error> {
     let kind = rt.kind(crate::api::Builtin::Promise);
-    workflow::write(rt, &kind, obj, decision, |change, s| change.apply(s)).await?;
+    workflow::write(rt, &kind, obj, decision, decide::StatusChange::apply).await?;
     Ok(decision.next)
 }
 
@@ -259,7 +259,7 @@ impl Owner for PromiseOwner {
             // Its change wakes every request, which labels itself for the re-run.
             tracing::info!(promise = %name, "every request runs its workflow again");
         }
-        workflow::write(rt, kind, obj, &labels_only, |_, _| {}).await?;
+        workflow::write(rt, kind, obj, &labels_only, |(), _| {}).await?;
         Ok(write.next)
     }
 }
@@ -351,7 +351,7 @@ async fn teardown(rt: &Runtime, subject: &Subject, promise: &Promise) -> Result<
         now_ms(),
     );
     let stored = workflow::write(rt, &kind, &subject.object, &decision, |change, s| {
-        change.apply(s)
+        change.apply(s);
     })
     .await?;
     if !look.finished() {

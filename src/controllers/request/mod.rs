@@ -103,7 +103,7 @@ async fn act(
     obj: &Object,
     decision: &Decision<'_>,
 ) -> Result<Next, Error> {
-    workflow::write(rt, kind, obj, decision, |change, s| change.apply(s)).await?;
+    workflow::write(rt, kind, obj, decision, decide::StatusChange::apply).await?;
     Ok(decision.next)
 }
 
@@ -211,7 +211,7 @@ impl Owner for Request<'_> {
             tracing::info!(object = %subject.key(), "reconciliation interval passed; running the workflow again");
         }
         let stored = workflow::write(rt, &subject.kind, obj, &decision, |change, s| {
-            change.apply(s)
+            change.apply(s);
         })
         .await?;
         if let Some(stored) =
@@ -239,7 +239,7 @@ async fn teardown(rt: &Runtime, subject: &Subject, promise: &Promise) -> Result<
         &subject.kind,
         &subject.object,
         &decision,
-        |change, s| change.apply(s),
+        super::workflow::decide::gate::ExitStatus::apply,
     )
     .await?;
     if !look.finished() {
