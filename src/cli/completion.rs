@@ -112,7 +112,9 @@ pub async fn complete(args: &[String]) -> std::process::ExitCode {
     );
     match candidates(&home, words).await {
         Ok(Some(candidates)) => {
-            candidates.iter().for_each(|c| println!("{c}"));
+            for c in &candidates {
+                println!("{c}");
+            }
             std::process::ExitCode::SUCCESS
         }
         Ok(None) | Err(_) => std::process::ExitCode::FAILURE,

@@ -407,7 +407,12 @@ mod tests {
             last_seen_ms: ms,
         };
         let many: Vec<Stored> = (0..MAX_PER_OBJECT + 2)
-            .map(|i| at(&format!("e{i:02}"), Some(now - i as i64)))
+            .map(|i| {
+                at(
+                    &format!("e{i:02}"),
+                    Some(now - i64::try_from(i).expect("a small count")),
+                )
+            })
             .collect();
         let cases: Vec<(&str, Vec<Stored>, Vec<&str>)> = vec![
             ("nothing stored", vec![], vec![]),

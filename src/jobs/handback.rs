@@ -276,7 +276,7 @@ mod tests {
         let bytes: Vec<u8> = (0..size)
             .map(|_| {
                 state = state.wrapping_mul(1_103_515_245).wrapping_add(12345);
-                (state >> 16) as u8
+                (state >> 16).to_le_bytes()[0]
             })
             .collect();
         Bundle::new(

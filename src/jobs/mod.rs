@@ -106,7 +106,7 @@ impl std::fmt::Debug for KubeJobs {
         f.debug_struct("KubeJobs")
             .field("cluster", &self.config.cluster_url.to_string())
             .field("settings", &self.settings)
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 

@@ -99,6 +99,7 @@ impl KubeControlPlane {
 
     /// Grants `account` (the controller's, in a pod) `delete` on each request kind it installs
     /// (see [`request_access`]).
+    #[must_use]
     pub fn with_request_access(mut self, account: request_access::Account) -> Self {
         self.account = Some(account);
         self
