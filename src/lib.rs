@@ -18,7 +18,7 @@
 //! checks that, and that `kube` never imports `controllers`; docs/architecture.md describes
 //! the whole.
 
-pub mod admission;
+pub(crate) mod admission;
 pub mod api;
 pub(crate) mod apiserver;
 pub mod cli;
@@ -26,7 +26,7 @@ pub mod controllers;
 pub mod events;
 pub mod jobs;
 pub mod kube;
-pub mod metrics;
+pub(crate) mod metrics;
 pub mod pipeline;
 pub mod platform;
 pub mod store;

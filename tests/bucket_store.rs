@@ -102,7 +102,7 @@ impl TestBucket {
 
 fn credentials_yaml(key: &AccessKey) -> String {
     format!(
-        r#"apiVersion: v1
+        r"apiVersion: v1
 kind: Secret
 metadata:
   name: {SECRET}
@@ -111,7 +111,7 @@ type: Opaque
 stringData:
   accessKeyID: {id}
   secretAccessKey: {secret}
-"#,
+",
         id = key.id,
         secret = key.secret
     )
@@ -119,7 +119,7 @@ stringData:
 
 fn store_yaml(endpoint: &str, bucket: &str) -> String {
     format!(
-        r#"apiVersion: platform.kratix.io/v1alpha1
+        r"apiVersion: platform.kratix.io/v1alpha1
 kind: BucketStateStore
 metadata:
   name: {STORE}
@@ -132,13 +132,13 @@ spec:
   secretRef:
     name: {SECRET}
     namespace: {NAMESPACE}
-"#
+"
     )
 }
 
 fn destination_yaml() -> String {
     format!(
-        r#"apiVersion: platform.kratix.io/v1alpha1
+        r"apiVersion: platform.kratix.io/v1alpha1
 kind: Destination
 metadata:
   name: {DESTINATION}
@@ -149,7 +149,7 @@ spec:
   stateStoreRef:
     kind: BucketStateStore
     name: {STORE}
-"#
+"
     )
 }
 
@@ -261,7 +261,7 @@ fn platform_with_request() -> (Kratix, TestBucket) {
 /// request, plus `extra` (stderr of commands): none of it may contain `secret`.
 #[track_caller]
 fn assert_secret_nowhere(k: &Kratix, secret: &str, extra: &[&str]) {
-    let mut shown: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+    let mut shown: Vec<String> = extra.iter().map(std::string::ToString::to_string).collect();
     for (kind, name, ns) in [
         ("bucketstatestore", Some(STORE), None),
         ("destination", Some(DESTINATION), None),

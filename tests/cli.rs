@@ -9,7 +9,7 @@ use serde_json::Value;
 use support::{condition, fixtures, Kratix};
 use testkit::git;
 
-const STORE_AND_DESTINATION: &str = r#"
+const STORE_AND_DESTINATION: &str = r"
 apiVersion: platform.kratix.io/v1alpha1
 kind: GitStateStore
 metadata:
@@ -25,7 +25,7 @@ metadata:
 spec:
   path: worker-1
   stateStoreRef: {kind: GitStateStore, name: default}
-"#;
+";
 
 fn quickstart_promise() -> String {
     std::fs::read_to_string(fixtures().join("quickstart/10-promise.yaml")).expect("fixture")

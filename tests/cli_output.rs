@@ -384,11 +384,10 @@ fn every_command_help_has_examples() {
     for command in &commands {
         let help = kratix_rs(&[command, "--help"]);
         help.assert_ok();
-        let examples = help
-            .stdout
-            .split_once("Examples")
-            .map(|(_, rest)| rest)
-            .unwrap_or_else(|| panic!("{command} --help has no Examples: {}", help.stdout));
+        let examples = help.stdout.split_once("Examples").map_or_else(
+            || panic!("{command} --help has no Examples: {}", help.stdout),
+            |(_, rest)| rest,
+        );
         assert!(
             examples.contains(&format!("kratix-rs {command}")),
             "{command}'s examples run it: {examples}"

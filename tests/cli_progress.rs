@@ -127,7 +127,7 @@ fn json_progress_is_one_event_per_line_on_stdout() {
     let mut settled = of("Settled");
     settled.sort();
     let mut want = everything.to_vec();
-    want.sort();
+    want.sort_unstable();
     assert_eq!(settled, want, "{}", run.stdout);
     assert!(
         events.iter().any(|e| e["event"] == "Written"
@@ -404,7 +404,7 @@ Destinations:
 "
     );
     let mut rows: Vec<&str> = events.lines().skip(1).collect();
-    rows.sort();
+    rows.sort_unstable();
     assert_eq!(
         events.lines().next(),
         Some("  LAST SEEN | TYPE | REASON | OBJECT | MESSAGE")

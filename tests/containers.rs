@@ -83,8 +83,7 @@ fn section<'a>(logs: &'a str, container: &str) -> &'a str {
     let head = format!("== container {container} ==\n");
     let start = logs
         .find(&head)
-        .map(|i| i + head.len())
-        .unwrap_or_else(|| panic!("no {head:?} in\n{logs}"));
+        .map_or_else(|| panic!("no {head:?} in\n{logs}"), |i| i + head.len());
     let rest = &logs[start..];
     &rest[..rest.find("== ").unwrap_or(rest.len())]
 }

@@ -100,10 +100,10 @@ fn tree(bare: &Path) -> String {
 /// What a failed wait shows: the request as stored, its runs, and the end of `serve`'s log, so
 /// that a timeout on a loaded machine says where the workflow stood.
 fn state_of(k: &Kratix, name: &str) -> String {
-    let request = k
-        .get_json(things::KIND, name, None)
-        .map(|r| serde_json::to_string_pretty(&r).unwrap_or_default())
-        .unwrap_or_else(|| "(not found)".to_string());
+    let request = k.get_json(things::KIND, name, None).map_or_else(
+        || "(not found)".to_string(),
+        |r| serde_json::to_string_pretty(&r).unwrap_or_default(),
+    );
     let runs: Vec<String> = runs(k, name)
         .iter()
         .map(|r| {
@@ -141,8 +141,7 @@ fn settled_at(k: &Kratix, name: &str, size: i64) -> serde_json::Value {
 
 fn serve_has_exited(k: &mut Kratix) -> bool {
     k.serve_child()
-        .map(|child| matches!(child.try_wait(), Ok(Some(_))))
-        .unwrap_or(true)
+        .is_none_or(|child| matches!(child.try_wait(), Ok(Some(_))))
 }
 
 #[test]

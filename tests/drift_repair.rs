@@ -165,7 +165,7 @@ fn bucket_objects_changed_or_deleted_by_others_are_restored() {
         .as_array()
         .expect("a list")
         .iter()
-        .map(|d| d.to_string())
+        .map(std::string::ToString::to_string)
         .collect();
     k.apply_yaml(&documents.join("\n---\n"), &["--timeout", "60"])
         .assert_ok();

@@ -121,7 +121,7 @@ async fn processes_sharing_a_home_lose_no_update() {
     }
     assert!(seen.windows(2).all(|w| w[0] < w[1]), "{seen:?}");
     assert_eq!(
-        seen.last().map(|rv| rv.to_string()),
+        seen.last().map(std::string::ToString::to_string),
         obj.metadata.resource_version
     );
 }

@@ -39,8 +39,7 @@ fn apply_record(k: &Kratix, name: &str, request: &str, state: &str, version: Opt
 
 fn health(k: &Kratix) -> Value {
     k.get_json(things::KIND, "one", Some("default"))
-        .map(|o| o["status"]["healthStatus"].clone())
-        .unwrap_or(Value::Null)
+        .map_or(Value::Null, |o| o["status"]["healthStatus"].clone())
 }
 
 fn sources(status: &Value) -> Vec<String> {
@@ -217,8 +216,7 @@ fn a_record_that_moves_to_another_request_leaves_the_first() {
     apply_record(&k, "probe", "two", "degraded", None);
     let of = |request: &str| {
         k.get_json(things::KIND, request, Some("default"))
-            .map(|o| o["status"]["healthStatus"].clone())
-            .unwrap_or(Value::Null)
+            .map_or(Value::Null, |o| o["status"]["healthStatus"].clone())
     };
     eventually("the record counted for two", WAIT, || {
         (sources(&of("two")) == ["probe"]).then_some(())

@@ -990,8 +990,7 @@ fn controller_reruns_at_the_interval_and_combines_health_records() {
     env.apply(&record("probe-b", "degraded"));
     let health = |env: &TestEnv| {
         env.get_json("things", "r1", Some("default"))
-            .map(|o| o["status"]["healthStatus"].clone())
-            .unwrap_or(Value::Null)
+            .map_or(Value::Null, |o| o["status"]["healthStatus"].clone())
     };
     eventually("the worst state shows", PATIENCE, || {
         let h = health(&env);
@@ -1290,8 +1289,7 @@ fn versions_reach_job_containers_health_and_bindings_and_older_revisions_go_alon
     }
     let seen = |request: &str| {
         env.get_json("things", request, Some("default"))
-            .map(|r| r["status"]["seenVersion"].clone())
-            .unwrap_or(Value::Null)
+            .map_or(Value::Null, |r| r["status"]["seenVersion"].clone())
     };
     assert_eq!(seen("floats"), "v1");
     let versions = job_versions(&env, "floats");
@@ -1336,15 +1334,13 @@ fn versions_reach_job_containers_health_and_bindings_and_older_revisions_go_alon
     };
     let health = |env: &TestEnv| {
         env.get_json("things", "floats", Some("default"))
-            .map(|o| o["status"]["healthStatus"].clone())
-            .unwrap_or(Value::Null)
+            .map_or(Value::Null, |o| o["status"]["healthStatus"].clone())
     };
     let binding_health = |env: &TestEnv| {
         env.list_json("resourcebindings", &["-n", "default"])
             .into_iter()
             .find(|b| b["spec"]["resourceRef"]["name"] == "floats")
-            .map(|b| b["status"]["healthStatus"].clone())
-            .unwrap_or(Value::Null)
+            .map_or(Value::Null, |b| b["status"]["healthStatus"].clone())
     };
     env.apply(&record("probe-v1", "healthy", "v1"));
     eventually("healthy at v1, on the binding too", PATIENCE, || {

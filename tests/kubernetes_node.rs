@@ -31,7 +31,7 @@ struct Scenario {
     /// The request kind's group.
     group: String,
     repo: PathBuf,
-    _daemon: GitDaemon,
+    daemon: GitDaemon,
     _lock: File,
 }
 
@@ -69,7 +69,7 @@ impl Scenario {
             name: name.to_string(),
             group: format!("{name}.node.kratix.test"),
             repo,
-            _daemon: daemon,
+            daemon,
             _lock: lock,
         };
         let store = |repo: &str| {
@@ -77,12 +77,12 @@ impl Scenario {
                 "apiVersion": "platform.kratix.io/v1alpha1",
                 "kind": "GitStateStore",
                 "metadata": {"name": name},
-                "spec": {"url": s._daemon.url(repo), "branch": "main"},
+                "spec": {"url": s.daemon.url(repo), "branch": "main"},
             })
             .to_string()
         };
         // What an interrupted earlier run left goes first, its files into a store of their own.
-        s._daemon
+        s.daemon
             .bare_repo("leftovers.git")
             .expect("bare repository");
         node.apply(&store("leftovers.git"));

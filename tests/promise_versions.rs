@@ -245,7 +245,7 @@ fn requests_follow_the_revision_their_binding_names() {
                     .is_some_and(|m| m.contains(&want))
                     .then_some(())
             },
-        )
+        );
     };
     missing("v2");
     // As does a binding naming a version that never existed.
@@ -493,7 +493,7 @@ fn bindings_carry_their_request_s_labels() {
             &format!("{request}'s binding labelled {want}"),
             WAIT,
             || (binding_labels_of(&k, request) == want).then_some(()),
-        )
+        );
     };
     labels_become("one", with("one", "staging"));
     // `two` has no labels of its own: only the binding's.

@@ -54,7 +54,7 @@ fn round_commands(round: usize) -> [(Vec<String>, Option<String>); 2] {
 }
 
 fn strings(args: &[&str]) -> Vec<String> {
-    args.iter().map(|a| a.to_string()).collect()
+    args.iter().map(std::string::ToString::to_string).collect()
 }
 
 fn race_rounds(with_serve: bool) {

@@ -90,7 +90,7 @@ fn crds_cover_every_kind_and_field_of_kratix() {
     for (kind, fields) in &kratix {
         match (ours.get(kind), gaps.get(kind.as_str())) {
             (Some(_), Some(_)) => {
-                missing.push(format!("{kind}: served now, so it must leave KNOWN_GAPS"))
+                missing.push(format!("{kind}: served now, so it must leave KNOWN_GAPS"));
             }
             (None, Some(_)) => {}
             (None, None) => missing.push(format!("{kind}: the kind is missing")),
@@ -135,5 +135,8 @@ fn field_paths_name_lists_maps_and_nested_fields() {
         "spec.map.*",
         "spec.map.*.b",
     ];
-    assert_eq!(got, want.iter().map(|s| s.to_string()).collect());
+    assert_eq!(
+        got,
+        want.iter().map(std::string::ToString::to_string).collect()
+    );
 }

@@ -186,10 +186,7 @@ fn assert_outage_shows(k: &Kratix, store_names: &str) -> String {
 
 /// Keeps a fault on for at least `length` since `since`, then returns.
 fn hold_fault(since: Instant, length: Duration) {
-    let elapsed = since.elapsed();
-    if elapsed < length {
-        std::thread::sleep(length - elapsed);
-    }
+    std::thread::sleep(length.saturating_sub(since.elapsed()));
 }
 
 /// Kratix's commits (those with a `Kratix-Destination` trailer), counted by subject and

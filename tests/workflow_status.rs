@@ -203,12 +203,12 @@ fn requests_without_a_configure_workflow_follow_their_promise() {
     let settles = |k: &Kratix, what: &str| {
         eventually(what, PATIENCE, || {
             (columns(k) == ["Reconciled", "Resource requested"]).then_some(())
-        })
+        });
     };
     let waits = |k: &Kratix, what: &str| {
         eventually(what, PATIENCE, || {
             (columns(k) == ["Pending", "Pending"]).then_some(())
-        })
+        });
     };
     k.apply_yaml(
         &format!("{}\n---\n{}", promise_yaml(&[]), things::request("r1", 1)),

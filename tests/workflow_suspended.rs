@@ -35,12 +35,12 @@ fn apply(k: &Kratix, file: &str) {
 }
 
 /// The ConfigMap that holds the Promise's delete pipeline, as Kratix's test creates it.
-const PROMISE_DELETE_GATE: &str = r#"apiVersion: v1
+const PROMISE_DELETE_GATE: &str = r"apiVersion: v1
 kind: ConfigMap
 metadata:
   name: workflow-suspend-promise-delete-gate
   namespace: kratix-platform-system
-"#;
+";
 
 fn object(k: &Kratix, kind: &str) -> Option<Value> {
     match kind {
@@ -204,7 +204,8 @@ fn the_workflow_suspended_label_as_kratix_system_test_expects_it() {
     unlabel(&k, PLURAL, REQUEST);
     let r = eventually("the request's workflow completed", PATIENCE, || {
         let r = object(&k, PLURAL)?;
-        let done = pipeline(&r, "configure", "resource-pipe-0") == ("Succeeded".into(), "".into())
+        let done = pipeline(&r, "configure", "resource-pipe-0")
+            == ("Succeeded".into(), String::new())
             && cond(&r, "ConfigureWorkflowCompleted").0 == "True";
         done.then_some(r)
     });

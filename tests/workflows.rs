@@ -1258,7 +1258,7 @@ fn deleting_a_promise_deletes_its_requests_first_then_runs_its_own_delete_workfl
     let lines: Vec<&str> = recorded.lines().collect();
     assert_eq!(lines.len(), 3, "{recorded}");
     let mut requests = lines[..2].to_vec();
-    requests.sort();
+    requests.sort_unstable();
     assert_eq!(
         requests,
         [

@@ -94,11 +94,11 @@ pub(super) fn complete(
     let rule = RULES
         .iter()
         .find(|(group, name, _)| *group == kind.group && *name == kind.kind);
-    let mut pruned = Vec::new();
-    match rule {
-        Some((_, _, rule)) => value = rule(value, batch)?,
-        None => (value, pruned) = complete_request(kind, value, &batch.promises)?,
-    }
+    let (value, pruned) = if let Some((_, _, rule)) = rule {
+        (rule(value, batch)?, Vec::new())
+    } else {
+        complete_request(kind, value, &batch.promises)?
+    };
     let object: Object =
         serde_json::from_value(value).map_err(|e| format!("not a valid object: {e}"))?;
     Ok((object, pruned))

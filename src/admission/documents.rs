@@ -10,7 +10,7 @@ use serde_json::Value;
 
 /// One YAML document and where it came from.
 #[derive(Debug, Clone)]
-pub struct Document {
+pub(crate) struct Document {
     pub source: String,
     /// 1-based position in its file.
     pub index: usize,
@@ -18,18 +18,18 @@ pub struct Document {
 }
 
 impl Document {
-    pub fn kind(&self) -> &str {
+    pub(crate) fn kind(&self) -> &str {
         self.value.get("kind").and_then(Value::as_str).unwrap_or("")
     }
 
-    pub fn api_version(&self) -> &str {
+    pub(crate) fn api_version(&self) -> &str {
         self.value
             .get("apiVersion")
             .and_then(Value::as_str)
             .unwrap_or("")
     }
 
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         self.value
             .pointer("/metadata/name")
             .and_then(Value::as_str)
@@ -102,19 +102,19 @@ pub enum Error {
 }
 
 /// Environment variable overriding [`Limits::max_document_bytes`].
-pub const MAX_DOCUMENT_BYTES_VAR: &str = "KRATIX_MAX_DOCUMENT_BYTES";
+pub(crate) const MAX_DOCUMENT_BYTES_VAR: &str = "KRATIX_MAX_DOCUMENT_BYTES";
 /// Environment variable overriding [`Limits::max_input_bytes`].
-pub const MAX_INPUT_BYTES_VAR: &str = "KRATIX_MAX_INPUT_BYTES";
+pub(crate) const MAX_INPUT_BYTES_VAR: &str = "KRATIX_MAX_INPUT_BYTES";
 
 /// Deepest nesting of mappings and lists a document may have. The control plane keeps objects as
 /// JSON, and serde_json refuses to read back anything nested deeper than 128 levels: an object
 /// stored deeper could never be read again. Real manifests, CRDs embedded in Promises included,
 /// stay far below.
-pub const MAX_DEPTH: usize = 100;
+pub(crate) const MAX_DEPTH: usize = 100;
 
 /// How much YAML one command reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
+pub(crate) struct Limits {
     /// Bytes per document: kube-apiserver refuses request bodies over 3 MiB, so no object
     /// Kubernetes could hold is refused here.
     pub max_document_bytes: usize,
@@ -134,7 +134,7 @@ impl Default for Limits {
 
 impl Limits {
     /// The defaults, overridden by `KRATIX_MAX_DOCUMENT_BYTES` and `KRATIX_MAX_INPUT_BYTES`.
-    pub fn from_env() -> Result<Self, Error> {
+    pub(crate) fn from_env() -> Result<Self, Error> {
         let defaults = Self::default();
         let var = |name| std::env::var(name).ok();
         Ok(Self {
@@ -167,13 +167,13 @@ fn limit(name: &'static str, value: Option<&str>, default: usize) -> Result<usiz
 }
 
 /// [`load_with`] the limits of the environment ([`Limits::from_env`]).
-pub fn load(paths: &[PathBuf]) -> Result<Vec<Document>, Error> {
+pub(crate) fn load(paths: &[PathBuf]) -> Result<Vec<Document>, Error> {
     load_with(paths, &Limits::from_env()?)
 }
 
 /// Reads every document from the given paths: files, folders (all `*.yaml`/`*.yml` inside,
 /// recursively, in sorted order) or `-` for standard input. Empty documents are skipped.
-pub fn load_with(paths: &[PathBuf], limits: &Limits) -> Result<Vec<Document>, Error> {
+pub(crate) fn load_with(paths: &[PathBuf], limits: &Limits) -> Result<Vec<Document>, Error> {
     let mut docs = Vec::new();
     let mut budget = limits.max_input_bytes;
     for path in paths {
@@ -245,10 +245,7 @@ fn yaml_files(path: &Path) -> Result<Vec<PathBuf>, Error> {
             let p = entry.path();
             if p.is_dir() {
                 stack.push(p);
-            } else if matches!(
-                p.extension().and_then(|e| e.to_str()),
-                Some("yaml") | Some("yml")
-            ) {
+            } else if matches!(p.extension().and_then(|e| e.to_str()), Some("yaml" | "yml")) {
                 out.push(p);
             }
         }
@@ -259,7 +256,11 @@ fn yaml_files(path: &Path) -> Result<Vec<PathBuf>, Error> {
 
 /// Splits a multi-document YAML text into documents, each checked against `limits` before it
 /// is parsed.
-pub fn parse(source_name: &str, text: &str, limits: &Limits) -> Result<Vec<Document>, Error> {
+pub(crate) fn parse(
+    source_name: &str,
+    text: &str,
+    limits: &Limits,
+) -> Result<Vec<Document>, Error> {
     let mut docs = Vec::new();
     for (i, chunk) in split(text).into_iter().enumerate() {
         let index = i + 1;
@@ -373,7 +374,7 @@ fn too_deep(value: &Value, limit: usize) -> Option<String> {
 /// with `...` ends one. YAML forbids both markers at the start of a line inside content, so no
 /// document is ever cut in two. Returns every document's text, markers included, in order;
 /// trailing comments after the last document are not a document.
-pub fn split(text: &str) -> Vec<&str> {
+pub(crate) fn split(text: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let mut start = 0;
     // Nothing but blank lines, comments and directives in the current piece so far.

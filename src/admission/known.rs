@@ -12,7 +12,7 @@ use crate::store::Selector;
 
 /// What apply needs to know about the stored platform to validate a batch.
 #[derive(Debug, Default, Clone)]
-pub struct Known {
+pub(crate) struct Known {
     pub promises: Vec<Object>,
     /// `(kind, name)` of stored GitStateStores and BucketStateStores.
     pub state_stores: BTreeSet<(String, String)>,
@@ -27,7 +27,7 @@ pub struct Known {
 impl Known {
     /// What `platform` stores, for documents checked with `minimum_interval` as the shortest
     /// reconciliation interval a Promise may ask for.
-    pub async fn load(
+    pub(crate) async fn load(
         platform: &Platform,
         minimum_interval: Duration,
     ) -> Result<Self, crate::platform::Error> {

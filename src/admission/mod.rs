@@ -17,14 +17,14 @@ use documents::Document;
 
 mod checks;
 mod complete;
-pub mod documents;
+pub(crate) mod documents;
 mod known;
 mod last_applied;
 mod merge;
 mod store;
 use crate::store as control_plane;
-pub use known::Known;
-pub use store::{store_all, store_one, Stored};
+pub(crate) use known::Known;
+pub(crate) use store::{store_all, store_one};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -59,7 +59,7 @@ pub enum Error {
 
 /// A validated object ready to store.
 #[derive(Debug, Clone)]
-pub struct Prepared {
+pub(crate) struct Prepared {
     pub document: String,
     pub kind: KindInfo,
     /// The object as created when none is stored: the file's document with its defaults and
@@ -79,7 +79,7 @@ pub struct Prepared {
 }
 
 impl Prepared {
-    pub fn key(&self) -> ObjectKey {
+    pub(crate) fn key(&self) -> ObjectKey {
         ObjectKey::of(&self.object)
     }
 }
@@ -98,7 +98,7 @@ struct Batch {
 
 /// Validates a batch as a whole: Promises in the batch define kinds usable by later documents,
 /// and references may point at objects of the same batch.
-pub fn prepare(docs: &[Document], known: &Known) -> Result<Vec<Prepared>, Error> {
+pub(crate) fn prepare(docs: &[Document], known: &Known) -> Result<Vec<Prepared>, Error> {
     let invalid = |doc: &Document, reason: String| Error::Invalid {
         document: doc.to_string(),
         reason,

@@ -11,7 +11,7 @@ use crate::store::{self, ControlPlane};
 
 /// One object `apply` stored.
 #[derive(Debug, Clone)]
-pub struct Stored {
+pub(crate) struct Stored {
     pub object: Object,
     /// It was stored before without a last-applied configuration (it was not made by `apply`),
     /// so the merge removed nothing; it has one now.
@@ -57,7 +57,10 @@ impl Prepared {
 
 /// Stores every prepared object: created as the file gives it, or merged into the stored one
 /// as `kubectl apply` merges (see [`Prepared::merged_with`]).
-pub async fn store_all(cp: &dyn ControlPlane, prepared: &[Prepared]) -> Result<Vec<Stored>, Error> {
+pub(crate) async fn store_all(
+    cp: &dyn ControlPlane,
+    prepared: &[Prepared],
+) -> Result<Vec<Stored>, Error> {
     let mut stored = Vec::with_capacity(prepared.len());
     for p in prepared {
         stored.push(store_one(cp, p).await?);
@@ -67,7 +70,7 @@ pub async fn store_all(cp: &dyn ControlPlane, prepared: &[Prepared]) -> Result<V
 
 /// Stores one prepared object: created, or merged into the stored one (see
 /// [`Prepared::merged_with`]), again with what others wrote when they wrote meanwhile.
-pub async fn store_one(cp: &dyn ControlPlane, p: &Prepared) -> Result<Stored, Error> {
+pub(crate) async fn store_one(cp: &dyn ControlPlane, p: &Prepared) -> Result<Stored, Error> {
     let key = p.key();
     let name = key.name.clone();
     let ns = key.namespace.clone();
@@ -96,9 +99,7 @@ pub async fn store_one(cp: &dyn ControlPlane, p: &Prepared) -> Result<Stored, Er
                     without_history,
                 })
             }
-            Err(store::Error::Conflict { .. }) | Err(store::Error::AlreadyExists { .. }) => {
-                continue
-            }
+            Err(store::Error::Conflict { .. } | store::Error::AlreadyExists { .. }) => continue,
             Err(e) => return Err(store_err(e)),
         }
     }

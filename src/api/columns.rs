@@ -129,7 +129,7 @@ pub(crate) fn columns(kind: &KindInfo) -> Vec<Column> {
                 o.data
                     .get("data")
                     .and_then(Value::as_object)
-                    .map_or(0, |m| m.len())
+                    .map_or(0, serde_json::Map::len)
                     .to_string()
             }),
         ],

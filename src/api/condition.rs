@@ -62,24 +62,21 @@ impl Condition {
 /// Sets `cond` in `conditions`, keeping `lastTransitionTime` when the status did not change.
 /// Returns true when anything changed.
 pub fn set_condition(conditions: &mut Vec<Condition>, mut cond: Condition, now: &str) -> bool {
-    match conditions.iter_mut().find(|c| c.type_ == cond.type_) {
-        Some(existing) => {
-            cond.last_transition_time = if existing.status == cond.status {
-                existing.last_transition_time.clone()
-            } else {
-                Some(now.to_string())
-            };
-            if *existing == cond {
-                return false;
-            }
-            *existing = cond;
-            true
+    if let Some(existing) = conditions.iter_mut().find(|c| c.type_ == cond.type_) {
+        cond.last_transition_time = if existing.status == cond.status {
+            existing.last_transition_time.clone()
+        } else {
+            Some(now.to_string())
+        };
+        if *existing == cond {
+            return false;
         }
-        None => {
-            cond.last_transition_time = Some(now.to_string());
-            conditions.push(cond);
-            true
-        }
+        *existing = cond;
+        true
+    } else {
+        cond.last_transition_time = Some(now.to_string());
+        conditions.push(cond);
+        true
     }
 }
 

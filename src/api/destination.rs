@@ -91,8 +91,8 @@ fn default_true() -> bool {
 }
 
 /// `spec.cleanup` values.
-pub const CLEANUP_NONE: &str = "none";
-pub const CLEANUP_ALL: &str = "all";
+pub(crate) const CLEANUP_NONE: &str = "none";
+pub(crate) const CLEANUP_ALL: &str = "all";
 
 impl DestinationSpec {
     /// Files are removed on deletion only with `cleanup: all`; a missing value is Kratix's

@@ -11,7 +11,7 @@ use super::{Destination, Object};
 
 /// Where a Destination writes, as the rules compare it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PathClaim {
+pub(crate) struct PathClaim {
     pub name: String,
     /// `spec.stateStoreRef`'s kind and name (empty when it has none).
     pub store_kind: String,
@@ -22,7 +22,7 @@ pub struct PathClaim {
 
 impl PathClaim {
     /// The claim of a stored or applied Destination.
-    pub fn of(dest: &Destination) -> Self {
+    pub(crate) fn of(dest: &Destination) -> Self {
         let store = dest.spec.state_store_ref.as_ref();
         PathClaim {
             name: dest.metadata.name.clone().unwrap_or_default(),
@@ -45,7 +45,7 @@ impl PathClaim {
 
 /// Why a Destination may not write, in Kratix's words.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PathRefusal {
+pub(crate) enum PathRefusal {
     /// `spec.path` is empty.
     Required,
     /// Another Destination (`holder`) of the same state store writes to the same folder.
@@ -58,7 +58,7 @@ pub enum PathRefusal {
 
 impl PathRefusal {
     /// The reason of the Destination's `Ready` condition and event.
-    pub fn reason(&self) -> &'static str {
+    pub(crate) fn reason(&self) -> &'static str {
         match self {
             PathRefusal::Required => "PathRequired",
             PathRefusal::InUse { .. } => "PathInUse",
@@ -66,7 +66,7 @@ impl PathRefusal {
     }
 
     /// Kratix's message, with the Destination that holds the path.
-    pub fn message(&self) -> String {
+    pub(crate) fn message(&self) -> String {
         match self {
             PathRefusal::Required => self.to_string(),
             PathRefusal::InUse { holder, .. } => {
@@ -91,7 +91,7 @@ impl fmt::Display for PathRefusal {
 /// Admission of `claim` against the Destinations that hold their paths before it (for `apply`:
 /// those stored, as updated by the documents before it in the batch; its own name is skipped,
 /// so an update keeping its path is not its own duplicate).
-pub fn refusal<'a>(
+pub(crate) fn refusal<'a>(
     claim: &PathClaim,
     before: impl IntoIterator<Item = &'a PathClaim>,
 ) -> Option<PathRefusal> {
@@ -111,7 +111,7 @@ pub fn refusal<'a>(
 /// The refusals among `all` stored Destinations, by name, where no webhook chose between
 /// them: the oldest (by creation, then name) of a clashing group holds the path, and every
 /// later one is refused.
-pub fn refusals(all: &[Object]) -> BTreeMap<String, PathRefusal> {
+pub(crate) fn refusals(all: &[Object]) -> BTreeMap<String, PathRefusal> {
     let mut claims: Vec<(_, PathClaim)> = all
         .iter()
         .filter_map(|obj| {

@@ -3,17 +3,17 @@
 
 /// RFC 3339 in UTC with whole seconds (`2026-01-01T00:00:00Z`), as Kubernetes stores condition
 /// and status times, of milliseconds since the epoch.
-pub fn rfc3339_secs(ms: i64) -> Option<String> {
+pub(crate) fn rfc3339_secs(ms: i64) -> Option<String> {
     jiff::Timestamp::from_millisecond(ms)
         .ok()
-        .map(|t| format!("{:.0}", t))
+        .map(|t| format!("{t:.0}"))
 }
 
 /// RFC 3339's `date-time`: `YYYY-MM-DD`, `T` (or `t` or a space), `hh:mm:ss` with an optional
 /// fraction, then `Z` (or `z`) or an offset `±hh:mm`. Leap seconds (`:60`) pass, as in RFC 3339.
 /// jiff's own timestamp parser takes more than RFC 3339 does (no seconds, basic format, bracketed
 /// time zones), so the shape is checked here and jiff only checks the values.
-pub fn is_date_time(text: &str) -> bool {
+pub(crate) fn is_date_time(text: &str) -> bool {
     let Some((local, offset)) = split_offset(text) else {
         return false;
     };
@@ -31,7 +31,7 @@ pub fn is_date_time(text: &str) -> bool {
 
 /// A date as `%Y-%m-%d` reads it: a year of up to four digits with an optional sign, a month and
 /// a day of one or two digits, and the day within the month.
-pub fn is_date(text: &str) -> bool {
+pub(crate) fn is_date(text: &str) -> bool {
     jiff::civil::Date::strptime("%Y-%m-%d", text).is_ok()
 }
 

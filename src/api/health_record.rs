@@ -48,14 +48,14 @@ fn unknown() -> String {
 }
 
 /// The states Kratix accepts.
-pub const STATES: [&str; 5] = ["unknown", "ready", "unhealthy", "healthy", "degraded"];
+pub(crate) const STATES: [&str; 5] = ["unknown", "ready", "unhealthy", "healthy", "degraded"];
 
 fn state_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({"type": "string", "enum": STATES, "default": "unknown"})
 }
 
 /// A Promise by name, as revisions and bindings name theirs.
-pub use super::versions::PromiseRef;
+pub(crate) use super::versions::PromiseRef;
 
 /// A request by namespace and name.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -68,7 +68,7 @@ pub struct ResourceRef {
 }
 
 /// The HealthRecord CRD, Kratix's: namespaced, no status, `data` required.
-pub fn crd() -> CustomResourceDefinition {
+pub(crate) fn crd() -> CustomResourceDefinition {
     // As kube's derive does: no definitions, no `$schema`, structural.
     let schema = schemars::generate::SchemaSettings::openapi3()
         .with(|s| {

@@ -58,7 +58,7 @@ impl KindInfo {
             kind: kind.to_string(),
             plural: plural.to_string(),
             singular: kind.to_ascii_lowercase(),
-            short_names: short.iter().map(|s| s.to_string()).collect(),
+            short_names: short.iter().map(std::string::ToString::to_string).collect(),
             namespaced,
         }
     }

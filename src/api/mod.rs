@@ -7,49 +7,56 @@ pub(crate) mod columns;
 pub mod condition;
 pub mod crds;
 pub mod defaults;
-pub mod destination;
-pub mod destination_paths;
-pub mod formats;
+pub(crate) mod destination;
+pub(crate) mod destination_paths;
+pub(crate) mod formats;
 pub mod hash;
-pub mod health_record;
+pub(crate) mod health_record;
 pub mod kinds;
-pub mod names;
+pub(crate) mod names;
 pub mod object;
 pub mod pipeline;
-pub mod pipeline_run;
-pub mod promise;
+pub(crate) mod pipeline_run;
+pub(crate) mod promise;
 pub mod promise_api;
-pub mod promise_release;
-pub mod redact;
-pub mod schema;
+pub(crate) mod promise_release;
+pub(crate) mod redact;
+pub(crate) mod schema;
 pub mod secret;
-pub mod state_store;
+pub(crate) mod state_store;
 pub mod validation;
-pub mod versions;
-pub mod words;
-pub mod work;
-pub mod work_placement;
-pub mod workflow;
+pub(crate) mod versions;
+pub(crate) mod words;
+pub(crate) mod work;
+pub(crate) mod work_placement;
+pub(crate) mod workflow;
 pub mod workflow_status;
 
 pub use condition::{Condition, ConditionStatus};
-pub use destination::{Destination, DestinationSpec, FilepathMode};
-pub use health_record::{HealthRecord, HealthRecordData};
+pub use destination::{Destination, FilepathMode};
+pub use health_record::HealthRecord;
 pub use kinds::{Builtin, KindInfo};
 pub use object::{Object, ObjectKey};
 pub use pipeline::Pipeline;
-pub use pipeline_run::{
-    PipelineRun, PipelineRunPhase, PipelineRunSpec, PipelineRunStatus, RunExecutor, WorkflowControl,
-};
-pub use promise::{Promise, PromiseSpec, PromiseStatus};
-pub use promise_release::PromiseRelease;
+pub use pipeline_run::PipelineRun;
+pub use promise::Promise;
 pub use secret::Secret;
 pub use state_store::{BucketStateStore, GitStateStore};
-pub use versions::{PromiseRevision, ResourceBinding};
-pub use words::reasons;
-pub use work::{Work, WorkSpec, WorkStatus, WorkType, Workload, WorkloadGroup};
-pub use work_placement::{WorkPlacement, WorkPlacementSpec, WorkPlacementStatus};
-pub use workflow::{Action, WorkflowType};
+pub use versions::ResourceBinding;
+pub use work::Work;
+pub use work_placement::WorkPlacement;
+pub use workflow::Action;
+
+pub(crate) use pipeline_run::{
+    PipelineRunPhase, PipelineRunSpec, PipelineRunStatus, RunExecutor, WorkflowControl,
+};
+pub(crate) use promise::{PromiseSpec, PromiseStatus};
+pub(crate) use promise_release::PromiseRelease;
+pub(crate) use versions::PromiseRevision;
+pub(crate) use words::reasons;
+pub(crate) use work::{WorkSpec, WorkStatus, WorkType};
+pub(crate) use work_placement::{WorkPlacementSpec, WorkPlacementStatus};
+pub(crate) use workflow::WorkflowType;
 
 /// API group of every Kratix type.
 pub const GROUP: &str = "platform.kratix.io";
@@ -61,7 +68,7 @@ pub const API_VERSION: &str = "platform.kratix.io/v1alpha1";
 pub const SYSTEM_NAMESPACE: &str = "kratix-platform-system";
 
 /// Label and annotation keys Kratix users and tools rely on.
-pub mod labels {
+pub(crate) mod labels {
     pub const PROMISE_NAME: &str = "kratix.io/promise-name";
     pub const RESOURCE_NAME: &str = "kratix.io/resource-name";
     pub const RESOURCE_NAMESPACE: &str = "kratix.io/resource-namespace";
@@ -73,47 +80,47 @@ pub mod labels {
     pub const WORKFLOW_TYPE: &str = "kratix.io/workflow-type";
     pub const WORKFLOW_ACTION: &str = "kratix.io/workflow-action";
     pub const HASH: &str = "kratix.io/hash";
-    pub const WORK_TYPE: &str = "kratix.io/work-type";
-    pub const WORK: &str = "kratix.io/work";
-    pub const WORKLOAD_GROUP_ID: &str = "kratix.io/workload-group-id";
-    pub const TARGET_DESTINATION: &str = "kratix.io/targetDestinationName";
-    pub const MISPLACED: &str = "kratix.io/misplaced";
-    pub const MANUAL_RECONCILIATION: &str = "kratix.io/manual-reconciliation";
-    pub const WORKFLOW_SUSPENDED: &str = "kratix.io/workflow-suspended";
-    pub const PAUSED: &str = "kratix.io/paused";
+    pub(crate) const WORK_TYPE: &str = "kratix.io/work-type";
+    pub(crate) const WORK: &str = "kratix.io/work";
+    pub(crate) const WORKLOAD_GROUP_ID: &str = "kratix.io/workload-group-id";
+    pub(crate) const TARGET_DESTINATION: &str = "kratix.io/targetDestinationName";
+    pub(crate) const MISPLACED: &str = "kratix.io/misplaced";
+    pub(crate) const MANUAL_RECONCILIATION: &str = "kratix.io/manual-reconciliation";
+    pub(crate) const WORKFLOW_SUSPENDED: &str = "kratix.io/workflow-suspended";
+    pub(crate) const PAUSED: &str = "kratix.io/paused";
     pub const PROMISE_VERSION: &str = "kratix.io/promise-version";
     /// Annotation on a Promise: how often its configure workflows run again (a Go duration).
-    pub const RECONCILIATION_INTERVAL: &str = "kratix.io/reconciliation-interval";
+    pub(crate) const RECONCILIATION_INTERVAL: &str = "kratix.io/reconciliation-interval";
     /// Label on a Promise: `true` re-runs every request's configure workflow once, then goes.
-    pub const RECONCILE_RESOURCES: &str = "kratix.io/reconcile-resources";
+    pub(crate) const RECONCILE_RESOURCES: &str = "kratix.io/reconcile-resources";
     /// Why a Work or WorkPlacement (and so its files) is being removed: `configure` when its
     /// pipeline left the workflow, `delete` when its object is deleted. Becomes the commit's
     /// `Kratix-Workflow`.
-    pub const REMOVAL_REASON: &str = "kratix.io/removal-reason";
+    pub(crate) const REMOVAL_REASON: &str = "kratix.io/removal-reason";
     /// On a GitStateStore: the commit message's text above Kratix's trailers (an annotation,
     /// so that the object stays valid for Kratix).
-    pub const COMMIT_MESSAGE_TEMPLATE: &str = "kratix.io/commit-message-template";
+    pub(crate) const COMMIT_MESSAGE_TEMPLATE: &str = "kratix.io/commit-message-template";
     /// Annotation `apply` (like `kubectl apply`) keeps the applied document in, as JSON, to
     /// know next time what the file set and no longer sets.
-    pub const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+    pub(crate) const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
     /// Annotation on a Destination: `"true"` applies what is written for it back into this
     /// platform's own control plane (see `controllers::platform_sync`).
-    pub const APPLY_TO_PLATFORM: &str = "kratix-rs.io/apply-to-platform";
+    pub(crate) const APPLY_TO_PLATFORM: &str = "kratix-rs.io/apply-to-platform";
     /// Label on an object the platform Destination's sync applied: that Destination's name.
-    pub const PLATFORM_DESTINATION: &str = "kratix-rs.io/platform-destination";
+    pub(crate) const PLATFORM_DESTINATION: &str = "kratix-rs.io/platform-destination";
 }
 
 /// Finalizers: what must be done before an object of each kind may go.
-pub mod finalizers {
+pub(crate) mod finalizers {
     /// Promises and requests: their delete workflow ran and their Works (and files) are gone.
-    pub const WORKFLOWS: &str = "kratix.io/workflows-cleanup";
+    pub(crate) const WORKFLOWS: &str = "kratix.io/workflows-cleanup";
     /// Works: their WorkPlacements are gone.
-    pub const WORK: &str = "kratix.io/work-cleanup";
+    pub(crate) const WORK: &str = "kratix.io/work-cleanup";
     /// WorkPlacements: their files left the state store.
-    pub const WORK_PLACEMENT: &str = "finalizers.workplacement.kratix.io/repo-cleanup";
+    pub(crate) const WORK_PLACEMENT: &str = "finalizers.workplacement.kratix.io/repo-cleanup";
     /// Destinations: every placement's files left the state store.
-    pub const DESTINATION: &str = "kratix.io/destination-cleanup";
+    pub(crate) const DESTINATION: &str = "kratix.io/destination-cleanup";
     /// PromiseRevisions: their deletion was seen, and reported when requests still name their
     /// version (never deleting those requests).
-    pub const PROMISE_REVISION: &str = "kratix.io/promise-revision-deletion";
+    pub(crate) const PROMISE_REVISION: &str = "kratix.io/promise-revision-deletion";
 }

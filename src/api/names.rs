@@ -6,18 +6,18 @@
 //! <https://github.com/kubernetes/apimachinery/blob/v0.31.0/pkg/util/validation/validation.go>.
 
 /// Longest DNS-1123 label (namespaces, container names, label names).
-pub const DNS1123_LABEL_MAX: usize = 63;
+pub(crate) const DNS1123_LABEL_MAX: usize = 63;
 /// Longest DNS-1123 subdomain (most objects' `metadata.name`).
-pub const DNS1123_SUBDOMAIN_MAX: usize = 253;
+pub(crate) const DNS1123_SUBDOMAIN_MAX: usize = 253;
 /// Longest label value.
-pub const LABEL_VALUE_MAX: usize = 63;
+pub(crate) const LABEL_VALUE_MAX: usize = 63;
 
 /// The name Kratix gives an object it derives from others (a PromiseRevision, a
 /// ResourceBinding): `name` cut to 56 characters without trailing punctuation, `-`, and the
 /// first five hex digits of the md5 of `inputs` joined by `-` (of `name` when none), as
 /// `objectutil.GenerateDeterministicObjectName` does:
 /// <https://github.com/syntasso/kratix/blob/ae170e22e974e45bb7cfda00986057e01b3ccfde/lib/objectutil/name.go>.
-pub fn deterministic_name(name: &str, inputs: &[&str]) -> String {
+pub(crate) fn deterministic_name(name: &str, inputs: &[&str]) -> String {
     let hashed = if inputs.is_empty() {
         name.to_string()
     } else {
@@ -43,7 +43,7 @@ fn label_shape(s: &str) -> bool {
 }
 
 /// A DNS-1123 label: namespaces, container names, pipeline names.
-pub fn dns1123_label(s: &str) -> Result<(), String> {
+pub(crate) fn dns1123_label(s: &str) -> Result<(), String> {
     if s.len() > DNS1123_LABEL_MAX {
         return Err(format!(
             "is longer than {DNS1123_LABEL_MAX} characters (it has {})",
@@ -62,7 +62,7 @@ pub fn dns1123_label(s: &str) -> Result<(), String> {
 
 /// A DNS-1035 label (a CRD's plural, singular, short names and lower-cased kind): a DNS-1123
 /// label that starts with a letter.
-pub fn dns1035_label(s: &str) -> Result<(), String> {
+pub(crate) fn dns1035_label(s: &str) -> Result<(), String> {
     dns1123_label(s)?;
     if !s.starts_with(|c: char| c.is_ascii_lowercase()) {
         return Err("is not a DNS-1035 label (it must start with a letter)".into());
@@ -71,7 +71,7 @@ pub fn dns1035_label(s: &str) -> Result<(), String> {
 }
 
 /// A DNS-1123 subdomain: labels joined by dots, 253 characters at most.
-pub fn dns1123_subdomain(s: &str) -> Result<(), String> {
+pub(crate) fn dns1123_subdomain(s: &str) -> Result<(), String> {
     if s.len() > DNS1123_SUBDOMAIN_MAX {
         return Err(format!(
             "is longer than {DNS1123_SUBDOMAIN_MAX} characters (it has {})",
@@ -98,7 +98,7 @@ fn name_shape(s: &str) -> bool {
 
 /// A label or annotation key: an optional DNS subdomain prefix and `/`, then a name of 63
 /// characters at most.
-pub fn qualified_name(s: &str) -> Result<(), String> {
+pub(crate) fn qualified_name(s: &str) -> Result<(), String> {
     let (prefix, name) = match s.split_once('/') {
         Some((prefix, name)) => (Some(prefix), name),
         None => (None, s),
@@ -128,7 +128,7 @@ pub fn qualified_name(s: &str) -> Result<(), String> {
 }
 
 /// A label value: empty, or 63 characters at most shaped like a qualified name's name part.
-pub fn label_value(s: &str) -> Result<(), String> {
+pub(crate) fn label_value(s: &str) -> Result<(), String> {
     if s.is_empty() {
         return Ok(());
     }
@@ -152,7 +152,7 @@ pub fn label_value(s: &str) -> Result<(), String> {
 /// up with `..` (a Destination's files would land in another's folder, or outside the store's
 /// `spec.path`), no control characters. A leading `/` is allowed: Kratix documents `/` as the
 /// root, and its Git writer reads `/platform` as `platform`, which the layout does too.
-pub fn store_path(s: &str) -> Result<(), String> {
+pub(crate) fn store_path(s: &str) -> Result<(), String> {
     if s.chars().any(char::is_control) {
         return Err("contains control characters".into());
     }

@@ -168,7 +168,7 @@ impl PromiseStatus {
 /// Whether requests of `promise` may run: it says it is available and is not being deleted.
 /// The one reading of a Promise's availability (its `Available` condition agrees, being written
 /// with `status.status` in the same status write).
-pub fn is_available(promise: &super::Object) -> bool {
+pub(crate) fn is_available(promise: &super::Object) -> bool {
     promise.metadata.deletion_timestamp.is_none()
         && promise
             .data

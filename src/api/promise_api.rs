@@ -280,7 +280,7 @@ mod tests {
             kind: name.into(),
             plural: format!("{}s", name.to_ascii_lowercase()),
             singular: name.to_ascii_lowercase(),
-            short_names: short.iter().map(|s| s.to_string()).collect(),
+            short_names: short.iter().map(std::string::ToString::to_string).collect(),
             namespaced,
         }
     }

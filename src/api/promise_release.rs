@@ -10,11 +10,11 @@ use super::condition::Condition;
 use super::state_store::SecretRef;
 
 /// The label on a Promise that a release installed, naming the release.
-pub const RELEASE_NAME_LABEL: &str = "kratix.io/promise-release-name";
+pub(crate) const RELEASE_NAME_LABEL: &str = "kratix.io/promise-release-name";
 /// The only `sourceRef.type`.
-pub const TYPE_HTTP: &str = "http";
+pub(crate) const TYPE_HTTP: &str = "http";
 /// The Secret key whose value is sent as the `Authorization` header (e.g. `Bearer …`).
-pub const AUTHORIZATION_HEADER_KEY: &str = "authorizationHeader";
+pub(crate) const AUTHORIZATION_HEADER_KEY: &str = "authorizationHeader";
 
 #[derive(CustomResource, Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
@@ -29,7 +29,7 @@ pub const AUTHORIZATION_HEADER_KEY: &str = "authorizationHeader";
     printcolumn = r#"{"name":"Version","type":"string","jsonPath":".spec.version"}"#
 )]
 #[serde(rename_all = "camelCase")]
-pub struct PromiseReleaseSpec {
+pub(crate) struct PromiseReleaseSpec {
     /// The Promise's `kratix.io/promise-version`; set from the fetched Promise when empty.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub version: String,
@@ -40,7 +40,7 @@ pub struct PromiseReleaseSpec {
 /// Where and how to fetch the Promise.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct SourceRef {
+pub(crate) struct SourceRef {
     /// Only `http`.
     #[serde(rename = "type", default = "http")]
     #[schemars(extend("enum" = ["http"]))]
@@ -69,7 +69,7 @@ fn http() -> String {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(extend("x-kubernetes-preserve-unknown-fields" = true))]
-pub struct PromiseReleaseStatus {
+pub(crate) struct PromiseReleaseStatus {
     /// `Installed` or `Error installing`.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub status: String,

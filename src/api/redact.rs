@@ -8,7 +8,7 @@ use crate::api::{KindInfo, Object};
 
 /// Replaces every value of a Secret's `data`/`stringData`, and the password in a state store's
 /// URL or endpoint (`https://user:password@host/…`), so that `get` never shows credentials.
-pub fn redact(kind: &KindInfo, obj: &Object) -> Value {
+pub(crate) fn redact(kind: &KindInfo, obj: &Object) -> Value {
     let mut value = serde_json::to_value(obj).unwrap_or(Value::Null);
     if kind.group.is_empty() && kind.kind == "Secret" {
         for field in ["data", "stringData"] {

@@ -101,7 +101,7 @@ mod tests {
                 }),
             ),
             (
-                json!({"stringData": {"pin": 98765432109876_i64}}),
+                json!({"stringData": {"pin": 98_765_432_109_876_i64}}),
                 Err(Error::NotAString {
                     field: "stringData",
                     key: "pin".into(),

@@ -12,8 +12,8 @@ use serde_json::Value;
 use super::condition::Condition;
 
 /// `spec.authMethod` values Kratix's CRDs allow.
-pub const GIT_AUTH_METHODS: [&str; 3] = ["basicAuth", "ssh", "githubApp"];
-pub const BUCKET_AUTH_METHODS: [&str; 2] = ["accessKey", "IAM"];
+pub(crate) const GIT_AUTH_METHODS: [&str; 3] = ["basicAuth", "ssh", "githubApp"];
+pub(crate) const BUCKET_AUTH_METHODS: [&str; 2] = ["accessKey", "IAM"];
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -107,7 +107,7 @@ pub struct GitAuthor {
 
 /// The prefix of every key a state store of either kind writes: its `spec.path` (both kinds
 /// keep it there), read from the stored object without knowing which kind it is.
-pub fn key_prefix(store: &super::Object) -> Option<&str> {
+pub(crate) fn key_prefix(store: &super::Object) -> Option<&str> {
     store.data.pointer("/spec/path").and_then(Value::as_str)
 }
 

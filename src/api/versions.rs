@@ -12,18 +12,18 @@ use serde_json::Value;
 use super::condition::Condition;
 
 /// The label that marks the latest revision of a Promise (value `true`).
-pub const LATEST_REVISION_LABEL: &str = "kratix.io/latest-revision";
+pub(crate) const LATEST_REVISION_LABEL: &str = "kratix.io/latest-revision";
 /// A binding's `spec.version` that follows the Promise's latest revision.
-pub const LATEST: &str = "latest";
+pub(crate) const LATEST: &str = "latest";
 /// The condition a binding reports an upgrade (a change of version) with.
-pub use crate::api::words::types::UPGRADE_SUCCEEDED;
+pub(crate) use crate::api::words::types::UPGRADE_SUCCEEDED;
 /// `KRATIX_PROMISE_VERSION` of a run of a Promise without a `kratix.io/promise-version` label:
 /// Kratix's placeholder for an unversioned Promise.
-pub const UNVERSIONED: &str = "not-set";
+pub(crate) const UNVERSIONED: &str = "not-set";
 
 /// The version a workflow of a Promise runs at, as its pipelines see it: the version when there
 /// is one, else [`UNVERSIONED`].
-pub fn run_version(version: Option<&str>) -> &str {
+pub(crate) fn run_version(version: Option<&str>) -> &str {
     version.filter(|v| !v.is_empty()).unwrap_or(UNVERSIONED)
 }
 
@@ -58,7 +58,7 @@ pub struct ResourceRef {
     printcolumn = r#"{"name":"Latest","type":"boolean","jsonPath":".status.latest","description":"Indicates if this PromiseRevision is the latest."}"#
 )]
 #[serde(rename_all = "camelCase")]
-pub struct PromiseRevisionSpec {
+pub(crate) struct PromiseRevisionSpec {
     pub promise_ref: PromiseRef,
     /// The Promise's `spec` at this version, as stored.
     #[schemars(schema_with = "super::schema::promise_spec")]
@@ -69,7 +69,7 @@ pub struct PromiseRevisionSpec {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(extend("x-kubernetes-preserve-unknown-fields" = true))]
-pub struct PromiseRevisionStatus {
+pub(crate) struct PromiseRevisionStatus {
     /// Only one revision of a Promise is the latest at a time.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub latest: bool,

@@ -56,7 +56,7 @@ pub struct WorkloadGroup {
 
 /// The first five characters of a workload group id (md5 hex, so ASCII), as Kratix uses them
 /// in placement names and in the paths of a placement's files; a shorter id is used whole.
-pub fn short_group_id(group_id: &str) -> &str {
+pub(crate) fn short_group_id(group_id: &str) -> &str {
     group_id
         .char_indices()
         .nth(5)
@@ -127,7 +127,7 @@ impl WorkSpec {
 
 /// A workload's `content` could not be decoded.
 #[derive(Debug, thiserror::Error)]
-pub enum ContentError {
+pub(crate) enum ContentError {
     #[error("content is not base64")]
     Base64(#[source] base64::DecodeError),
     #[error("content is not gzip")]
@@ -135,7 +135,7 @@ pub enum ContentError {
 }
 
 /// A workload's `content` as Works store it: base64 (standard alphabet) of gzip of the bytes.
-pub fn encode_content(bytes: &[u8]) -> std::io::Result<String> {
+pub(crate) fn encode_content(bytes: &[u8]) -> std::io::Result<String> {
     use base64::Engine;
     use std::io::Write;
     let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
@@ -145,7 +145,7 @@ pub fn encode_content(bytes: &[u8]) -> std::io::Result<String> {
 }
 
 /// The bytes of a workload's `content` (see [`encode_content`]).
-pub fn decode_content(content: &str) -> Result<Vec<u8>, ContentError> {
+pub(crate) fn decode_content(content: &str) -> Result<Vec<u8>, ContentError> {
     use base64::Engine;
     use std::io::Read;
     let gz = base64::engine::general_purpose::STANDARD
@@ -161,7 +161,7 @@ pub fn decode_content(content: &str) -> Result<Vec<u8>, ContentError> {
 /// Which Works a Work is (label `kratix.io/work-type`): a promise or resource workflow's output,
 /// or a Promise's static dependencies (`spec.dependencies`, written without a pipeline).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum WorkType {
+pub(crate) enum WorkType {
     Promise,
     Resource,
     StaticDependency,
@@ -169,7 +169,7 @@ pub enum WorkType {
 
 impl WorkType {
     /// The value of the `kratix.io/work-type` label.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Promise => "promise",
             Self::Resource => "resource",
@@ -178,14 +178,14 @@ impl WorkType {
     }
 
     /// The type a label value names; none for a value no controller writes.
-    pub fn from_label(value: &str) -> Option<Self> {
+    pub(crate) fn from_label(value: &str) -> Option<Self> {
         [Self::Promise, Self::Resource, Self::StaticDependency]
             .into_iter()
             .find(|t| t.as_str() == value)
     }
 
     /// The type of a Work, read from its label.
-    pub fn of(work: &super::Object) -> Option<Self> {
+    pub(crate) fn of(work: &super::Object) -> Option<Self> {
         super::object::label(work, super::labels::WORK_TYPE).and_then(Self::from_label)
     }
 }

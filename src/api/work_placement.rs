@@ -100,12 +100,12 @@ impl WorkPlacementStatus {
 
 /// How many characters of a state store's version are shown: as many as `git log --oneline`
 /// gives a commit, with room to spare.
-pub const SHORT_VERSION_CHARS: usize = 12;
+pub(crate) const SHORT_VERSION_CHARS: usize = 12;
 
 /// The first [`SHORT_VERSION_CHARS`] characters of a state store's version (a Git commit, or
 /// whatever another store records, which may be any text), cut between characters, never inside
 /// one; a shorter version is shown whole.
-pub fn short_version(version: &str) -> &str {
+pub(crate) fn short_version(version: &str) -> &str {
     version
         .char_indices()
         .nth(SHORT_VERSION_CHARS)

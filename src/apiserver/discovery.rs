@@ -97,7 +97,7 @@ pub(crate) fn resources(kinds: &[KindInfo], group: &str, version: &str) -> Optio
                 singular_name: k.singular.clone(),
                 namespaced: k.namespaced,
                 kind: k.kind.clone(),
-                verbs: VERBS.iter().map(|v| v.to_string()).collect(),
+                verbs: VERBS.iter().map(std::string::ToString::to_string).collect(),
                 short_names: Some(k.short_names.clone()).filter(|s| !s.is_empty()),
                 ..APIResource::default()
             })

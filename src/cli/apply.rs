@@ -3,5 +3,5 @@
 
 mod warnings;
 
-pub use crate::admission::{prepare, store_all, Error, Known, Prepared, Stored};
-pub use warnings::requirement_warnings;
+pub(crate) use crate::admission::{prepare, store_all, Error, Known, Prepared};
+pub(crate) use warnings::requirement_warnings;

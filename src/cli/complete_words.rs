@@ -3,7 +3,7 @@
 
 /// What the word being typed should be.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Want {
+pub(super) enum Want {
     /// A kind (plural names, including the kinds Promises define).
     Kind,
     /// The name of an object of `kind`, in `namespace` (`None`: every namespace).
@@ -17,7 +17,7 @@ pub enum Want {
 
 /// The words typed so far, as the completion scripts pass them.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Typed {
+pub(super) struct Typed {
     pub want: Want,
     /// `--home` when typed, which then overrides the environment.
     pub home: Option<String>,
@@ -55,7 +55,7 @@ const VALUE_FLAGS: &[&str] = &[
 
 /// `words`: the command line after the program's name, the word being typed last (possibly
 /// empty).
-pub fn typed(words: &[String]) -> Typed {
+pub(super) fn typed(words: &[String]) -> Typed {
     let mut home = None;
     let mut namespace = Some("default".to_string());
     let mut command: Option<&str> = None;

@@ -106,12 +106,15 @@ pub async fn complete(args: &[String]) -> std::process::ExitCode {
         Some("--") => &args[1..],
         _ => args,
     };
-    let home = std::env::var_os("KRATIX_HOME")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| std::path::PathBuf::from("./.kratix"));
+    let home = std::env::var_os("KRATIX_HOME").map_or_else(
+        || std::path::PathBuf::from("./.kratix"),
+        std::path::PathBuf::from,
+    );
     match candidates(&home, words).await {
         Ok(Some(candidates)) => {
-            candidates.iter().for_each(|c| println!("{c}"));
+            for c in &candidates {
+                println!("{c}");
+            }
             std::process::ExitCode::SUCCESS
         }
         Ok(None) | Err(_) => std::process::ExitCode::FAILURE,
@@ -129,8 +132,7 @@ pub async fn candidates(
     let home = typed
         .home
         .as_deref()
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| home.to_path_buf());
+        .map_or_else(|| home.to_path_buf(), std::path::PathBuf::from);
     let platform = || async {
         if home.join("state.db").exists() {
             crate::platform::Platform::open(&home).map(Some)
@@ -145,7 +147,7 @@ pub async fn candidates(
                 Some(p) => p.kinds().await?.into_iter().map(|k| k.plural).collect(),
                 None => Builtin::ALL
                     .into_iter()
-                    .map(|b| b.info().plural.to_string())
+                    .map(|b| b.info().plural.clone())
                     .collect(),
             };
             kinds.sort();

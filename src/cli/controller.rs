@@ -135,8 +135,7 @@ impl ControllerArgs {
     fn identity(&self) -> String {
         self.identity.clone().unwrap_or_else(|| {
             let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-                .map(|h| h.trim().to_string())
-                .unwrap_or_else(|_| "kratix-rs".into());
+                .map_or_else(|_| "kratix-rs".into(), |h| h.trim().to_string());
             format!("{host}_{}", uuid::Uuid::new_v4().simple())
         })
     }
@@ -209,8 +208,8 @@ pub async fn run(args: ControllerArgs) -> Result<(), Error> {
     let _servers = serve_endpoints(&args, state).await?;
     let _probe = AbortOnDrop(tokio::spawn(probe_api_server(cp, probes.clone())));
     tokio::select! {
-        _ = &mut signal => return Ok(()),
-        _ = system_namespace(&kube) => probes.system_namespace.store(true, Ordering::SeqCst),
+        () = &mut signal => return Ok(()),
+        () = system_namespace(&kube) => probes.system_namespace.store(true, Ordering::SeqCst),
     }
 
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -219,7 +218,7 @@ pub async fn run(args: ControllerArgs) -> Result<(), Error> {
     // Only whether it leads: the value borrowed from the channel must not outlive this, or
     // the election could never publish a new role.
     let leading = tokio::select! {
-        _ = &mut signal => None,
+        () = &mut signal => None,
         changed = role.wait_for(|r| *r == Role::Leader) => Some(changed.is_ok()),
     };
     let outcome = match leading {
@@ -258,7 +257,7 @@ fn join_election(
         // Keep the sender: the role never changes.
         tokio::spawn(async move {
             let _keep = role;
-            std::future::pending::<()>().await
+            std::future::pending::<()>().await;
         });
         return None;
     }
@@ -295,7 +294,7 @@ async fn act(
     runtime
         .run((), async move {
             tokio::select! {
-                _ = signal => info!("stopping"),
+                () = signal => info!("stopping"),
                 _ = role.wait_for(|r| *r != Role::Leader) => {
                     warn!("lost the leader election; stopping the controllers");
                     lost_flag.store(true, Ordering::SeqCst);

@@ -7,7 +7,7 @@ use crate::api::{labels, Builtin, KindInfo, Object, ObjectKey, GROUP};
 use crate::platform::{builtin, Platform};
 use crate::store::{ControlPlane, Selector};
 
-pub use render::{render, Described};
+pub(crate) use render::{render, Described};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -28,7 +28,7 @@ pub enum Error {
     NotFound { key: ObjectKey },
 }
 
-pub async fn run(
+pub(crate) async fn run(
     platform: &Platform,
     kind_name: &str,
     name: &str,

@@ -15,7 +15,7 @@ use crate::store::embedded::HomeLock;
 
 /// What looks at the stored objects between two checks of a wait (the command's progress).
 #[async_trait::async_trait]
-pub trait Observer: std::fmt::Debug + Send + Sync {
+pub(crate) trait Observer: std::fmt::Debug + Send + Sync {
     async fn look(&self);
 }
 
@@ -27,7 +27,7 @@ pub enum Error {
 }
 
 /// Runs the home's controllers in this process whenever it may.
-pub struct Driver {
+pub(crate) struct Driver {
     platform: Platform,
     running: Mutex<Option<Running>>,
     /// The command's progress, looked at between two checks of a wait.
@@ -37,7 +37,7 @@ pub struct Driver {
 }
 
 /// Changes a runtime before its controllers start.
-pub type Customise =
+pub(super) type Customise =
     std::sync::Arc<dyn Fn(controllers::Runtime) -> controllers::Runtime + Send + Sync>;
 
 impl std::fmt::Debug for Driver {
@@ -58,7 +58,7 @@ struct Running {
 }
 
 impl Driver {
-    pub fn new(platform: Platform) -> Self {
+    pub(crate) fn new(platform: Platform) -> Self {
         Driver {
             platform,
             running: Mutex::new(None),
@@ -68,7 +68,7 @@ impl Driver {
     }
 
     /// A driver whose controllers run in a runtime changed by `customise`.
-    pub fn customised(platform: Platform, customise: Customise) -> Self {
+    pub(crate) fn customised(platform: Platform, customise: Customise) -> Self {
         Driver {
             customise: Some(customise),
             ..Driver::new(platform)
@@ -76,7 +76,7 @@ impl Driver {
     }
 
     /// Shows `progress` while this driver's waits run.
-    pub fn show_progress(&self, progress: Arc<dyn Observer>) {
+    pub(crate) fn show_progress(&self, progress: Arc<dyn Observer>) {
         *self
             .progress
             .lock()
@@ -84,7 +84,7 @@ impl Driver {
     }
 
     /// Lets the progress (if any) look at its objects.
-    pub async fn look(&self) {
+    pub(crate) async fn look(&self) {
         let progress = self
             .progress
             .lock()
@@ -96,13 +96,13 @@ impl Driver {
     }
 
     /// The control plane of the home.
-    pub fn control_plane(&self) -> std::sync::Arc<dyn crate::store::ControlPlane> {
+    pub(crate) fn control_plane(&self) -> std::sync::Arc<dyn crate::store::ControlPlane> {
         self.platform.control_plane()
     }
 
     /// Starts the controllers here if they are not running here yet and no other process holds
     /// the home. Cheap when nothing changes: call it before every look.
-    pub fn take_over_if_free(&self) -> Result<(), Error> {
+    pub(crate) fn take_over_if_free(&self) -> Result<(), Error> {
         let mut running = self
             .running
             .lock()
@@ -138,7 +138,7 @@ impl Driver {
     /// Stops the controllers if they run here: what the command's changes set off is carried out
     /// first (for at most the shutdown grace), pipeline runs in progress get the shutdown grace
     /// to finish, the rest are given back; the home is let go once that is done.
-    pub async fn shutdown(self) {
+    pub(crate) async fn shutdown(self) {
         let running = self
             .running
             .into_inner()
@@ -152,7 +152,7 @@ impl Driver {
 
 /// The runtime with its pipelines served the platform's API, and the API (`None`, with a
 /// warning, when it cannot start: pipelines then run without it).
-pub fn with_platform_api(
+pub(super) fn with_platform_api(
     runtime: controllers::Runtime,
     platform: &Platform,
 ) -> (

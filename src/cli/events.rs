@@ -21,7 +21,7 @@ pub enum Error {
     PrintYaml(#[source] serde_yaml::Error),
 }
 
-pub struct EventsArgs<'a> {
+pub(crate) struct EventsArgs<'a> {
     pub kind: Option<&'a str>,
     pub name: Option<&'a str>,
     pub namespace: Option<&'a str>,
@@ -29,37 +29,34 @@ pub struct EventsArgs<'a> {
     pub output: OutputFormat,
 }
 
-pub async fn run(platform: &Platform, args: EventsArgs<'_>) -> Result<String, Error> {
+pub(crate) async fn run(platform: &Platform, args: EventsArgs<'_>) -> Result<String, Error> {
     let cp = platform.store.as_ref();
     let kind = match args.kind {
         Some(k) => Some(platform.resolve_kind(k).await?),
         None => None,
     };
-    let events = match (&kind, args.name) {
-        (Some(kind), Some(name)) => {
-            let ns = kind
-                .namespaced
-                .then(|| args.namespace.unwrap_or("default").to_string());
-            let key = ObjectKey::new(&kind.group, &kind.kind, ns.as_deref(), name);
-            crate::events::of_object(cp, &key)
-                .await
-                .map_err(Error::Store)?
+    let events = if let (Some(kind), Some(name)) = (&kind, args.name) {
+        let ns = kind
+            .namespaced
+            .then(|| args.namespace.unwrap_or("default").to_string());
+        let key = ObjectKey::new(&kind.group, &kind.kind, ns.as_deref(), name);
+        crate::events::of_object(cp, &key)
+            .await
+            .map_err(Error::Store)?
+    } else {
+        // Events of cluster-scoped objects live in `default`, as on Kubernetes.
+        let namespace = match (&kind, args.all_namespaces) {
+            (_, true) => None,
+            (Some(k), false) if !k.namespaced => Some("default"),
+            _ => Some(args.namespace.unwrap_or("default")),
+        };
+        let mut events = crate::events::all(cp, namespace)
+            .await
+            .map_err(Error::Store)?;
+        if let Some(kind) = &kind {
+            events.retain(|e| involved_is(e, kind));
         }
-        _ => {
-            // Events of cluster-scoped objects live in `default`, as on Kubernetes.
-            let namespace = match (&kind, args.all_namespaces) {
-                (_, true) => None,
-                (Some(k), false) if !k.namespaced => Some("default"),
-                _ => Some(args.namespace.unwrap_or("default")),
-            };
-            let mut events = crate::events::all(cp, namespace)
-                .await
-                .map_err(Error::Store)?;
-            if let Some(kind) = &kind {
-                events.retain(|e| involved_is(e, kind));
-            }
-            events
-        }
+        events
     };
     let kind_info = crate::events::kind();
     match args.output {
@@ -79,7 +76,7 @@ pub async fn run(platform: &Platform, args: EventsArgs<'_>) -> Result<String, Er
 }
 
 /// Now, as the times of objects are written.
-pub fn now() -> String {
+pub(crate) fn now() -> String {
     format!("{:.0}", jiff::Timestamp::now())
 }
 
@@ -94,7 +91,12 @@ fn involved_is(event: &Object, kind: &KindInfo) -> bool {
 
 /// kubectl's events table: LAST SEEN (with `(xN over AGE)` for repeats), TYPE, REASON, OBJECT
 /// (when `with_object`), MESSAGE; NAMESPACE first with `-A`.
-pub fn table(events: &[Object], now: &str, all_namespaces: bool, with_object: bool) -> String {
+pub(crate) fn table(
+    events: &[Object],
+    now: &str,
+    all_namespaces: bool,
+    with_object: bool,
+) -> String {
     let mut header = Vec::new();
     if all_namespaces {
         header.push("NAMESPACE");
@@ -128,7 +130,7 @@ pub fn table(events: &[Object], now: &str, all_namespaces: bool, with_object: bo
 }
 
 /// `5s`, or `5s (x3 over 2m10s)` for an event seen more than once.
-pub fn last_seen(event: &Object, now: &str) -> String {
+pub(crate) fn last_seen(event: &Object, now: &str) -> String {
     let at = |f: &str| text(event.data.get(f));
     let age = |since: &str| {
         let d = duration(since, now);
@@ -146,7 +148,7 @@ pub fn last_seen(event: &Object, now: &str) -> String {
 }
 
 /// Messages stay on their row.
-pub fn one_line(message: &str) -> String {
+pub(crate) fn one_line(message: &str) -> String {
     message.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 

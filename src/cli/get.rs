@@ -41,7 +41,7 @@ pub enum Error {
     Stdout(#[source] std::io::Error),
 }
 
-pub struct GetArgs<'a> {
+pub(crate) struct GetArgs<'a> {
     pub kind: &'a str,
     pub name: Option<&'a str>,
     pub namespace: Option<&'a str>,
@@ -51,7 +51,7 @@ pub struct GetArgs<'a> {
     pub show_labels: bool,
 }
 
-pub async fn run(platform: &Platform, args: GetArgs<'_>) -> Result<String, Error> {
+pub(crate) async fn run(platform: &Platform, args: GetArgs<'_>) -> Result<String, Error> {
     let (kind, namespace, selector) = query(platform, &args).await?;
     let cp = platform.store.as_ref();
     let store_err = |source| Error::Store {
@@ -117,7 +117,7 @@ fn print(
 /// `get -w`: prints what `get` prints, then a line (a row, or a JSON object, a YAML document,
 /// a name) for every change of a matching object — a deleted object's last state included —
 /// until interrupted or `timeout` passes.
-pub async fn watch(
+pub(crate) async fn watch(
     platform: &Platform,
     args: GetArgs<'_>,
     timeout: Option<std::time::Duration>,
@@ -157,8 +157,8 @@ pub async fn watch(
         match timeout {
             Some(t) => {
                 tokio::select! {
-                    _ = tokio::time::sleep(t) => {}
-                    _ = super::signal::shutdown() => {}
+                    () = tokio::time::sleep(t) => {}
+                    () = super::signal::shutdown() => {}
                 }
             }
             None => super::signal::shutdown().await,
@@ -167,7 +167,7 @@ pub async fn watch(
     tokio::pin!(stop);
     loop {
         let change = tokio::select! {
-            _ = &mut stop => return Ok(()),
+            () = &mut stop => return Ok(()),
             change = changes.next() => change,
         };
         let Some(change) = change else {
@@ -270,7 +270,7 @@ async fn query(
 }
 
 /// Namespaced kinds default to `default`; `-A` lists every namespace.
-pub fn namespace_for(kind: &KindInfo, given: Option<&str>, all: bool) -> Option<String> {
+pub(crate) fn namespace_for(kind: &KindInfo, given: Option<&str>, all: bool) -> Option<String> {
     if !kind.namespaced || all {
         return None;
     }

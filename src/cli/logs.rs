@@ -16,7 +16,7 @@ pub enum Error {
 }
 
 /// Selector and namespace of the runs of an object: promise workflows run in the system namespace.
-pub fn runs_selector(kind: &KindInfo, name: &str) -> (String, Vec<(String, String)>) {
+pub(crate) fn runs_selector(kind: &KindInfo, name: &str) -> (String, Vec<(String, String)>) {
     if kind.group == GROUP && kind.kind == "Promise" {
         (
             SYSTEM_NAMESPACE.to_string(),
@@ -36,7 +36,7 @@ pub fn runs_selector(kind: &KindInfo, name: &str) -> (String, Vec<(String, Strin
     }
 }
 
-pub async fn run(
+pub(crate) async fn run(
     platform: &Platform,
     kind_name: &str,
     name: &str,
@@ -75,7 +75,7 @@ pub async fn run(
 }
 
 /// The pipeline runs of an object (of one pipeline when given), oldest first.
-pub async fn runs_of(
+pub(crate) async fn runs_of(
     platform: &Platform,
     kind: &KindInfo,
     name: &str,

@@ -12,7 +12,7 @@ use crate::api::{names, KindInfo, Object, ObjectKey};
 use crate::store::{self, ControlPlane};
 
 /// The API server's limit on the total size of an object's annotations (keys and values).
-pub const ANNOTATIONS_MAX_BYTES: usize = 256 * 1024;
+pub(crate) const ANNOTATIONS_MAX_BYTES: usize = 256 * 1024;
 
 /// How many times a change is re-applied on a fresh read when someone else wrote in between.
 const CONFLICT_RETRIES: usize = 20;
@@ -37,7 +37,7 @@ pub enum Error {
 
 /// Labels or annotations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Which {
+pub(crate) enum Which {
     Labels,
     Annotations,
 }
@@ -60,14 +60,14 @@ impl Which {
 
 /// What one command asks for: values to set and keys to remove.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Changes {
+pub(crate) struct Changes {
     pub set: BTreeMap<String, String>,
     pub remove: Vec<String>,
 }
 
 /// Reads `key=value` and `key-` arguments, checking keys (and label values) as the API server
 /// does, so that a refused change is refused before anything is read or written.
-pub fn parse(which: Which, args: &[String]) -> Result<Changes, Error> {
+pub(crate) fn parse(which: Which, args: &[String]) -> Result<Changes, Error> {
     let noun = which.noun();
     let mut changes = Changes::default();
     for arg in args {
@@ -112,7 +112,7 @@ pub fn parse(which: Which, args: &[String]) -> Result<Changes, Error> {
 
 /// What a change did, for the line kubectl prints (`labeled`, `unlabeled`, `not labeled`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     Changed,
     OnlyRemoved,
     Unchanged,
@@ -120,7 +120,7 @@ pub enum Outcome {
 
 /// The new map after `changes`: refuses to change an existing value without `overwrite` (as
 /// kubectl words it), and annotations past the API server's size limit.
-pub fn change(
+pub(crate) fn change(
     which: Which,
     current: &BTreeMap<String, String>,
     changes: &Changes,
@@ -171,7 +171,7 @@ pub fn change(
 }
 
 /// The verb kubectl prints after `<kind>/<name>`.
-pub fn verb(which: Which, outcome: Outcome) -> &'static str {
+pub(crate) fn verb(which: Which, outcome: Outcome) -> &'static str {
     match (which, outcome) {
         (Which::Labels, Outcome::Changed) => "labeled",
         (Which::Labels, Outcome::OnlyRemoved) => "unlabeled",
@@ -181,7 +181,7 @@ pub fn verb(which: Which, outcome: Outcome) -> &'static str {
 }
 
 /// Applies `changes` to the stored object (re-reading it when someone else wrote in between).
-pub async fn apply(
+pub(crate) async fn apply(
     cp: &dyn ControlPlane,
     kind: &KindInfo,
     key: &ObjectKey,
@@ -200,7 +200,7 @@ pub async fn apply(
 
 /// Reads the object, lets `edit` change it and writes it back unless it said `Unchanged`;
 /// on a conflict, starts again from a fresh read.
-pub async fn update_with_retries(
+pub(crate) async fn update_with_retries(
     cp: &dyn ControlPlane,
     kind: &KindInfo,
     key: &ObjectKey,
@@ -237,7 +237,7 @@ mod tests {
     use super::*;
 
     fn args(s: &[&str]) -> Vec<String> {
-        s.iter().map(|a| a.to_string()).collect()
+        s.iter().map(std::string::ToString::to_string).collect()
     }
 
     fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
@@ -332,7 +332,7 @@ mod tests {
                     assert_eq!(c.remove, args(remove), "{name}");
                 }
                 (Err(e), Err(text)) => {
-                    assert!(e.to_string().contains(text), "{name}: {e}")
+                    assert!(e.to_string().contains(text), "{name}: {e}");
                 }
                 (got, want) => panic!("{name}: got {got:?}, want {want:?}"),
             }

@@ -1,26 +1,26 @@
 //! The command-line contract (docs/cli.md).
 
-pub mod apply;
+pub(crate) mod apply;
 mod complete_words;
 pub mod completion;
 pub mod controller;
-pub mod describe;
-pub mod diff;
-pub use crate::admission::documents;
+pub(crate) mod describe;
+pub(crate) mod diff;
+pub(crate) use crate::admission::documents;
 mod driver;
-pub mod events;
+pub(crate) mod events;
 mod examples;
-pub mod get;
-pub mod logs;
-pub mod metadata;
-pub mod output;
-pub mod progress;
+pub(crate) mod get;
+pub(crate) mod logs;
+pub(crate) mod metadata;
+pub(crate) mod output;
+pub(crate) mod progress;
 pub mod run;
 mod signal;
 #[cfg(test)]
 mod test_objects;
-pub mod tree;
-pub mod wait;
+pub(crate) mod tree;
+pub(crate) mod wait;
 mod waiting;
 
 use std::path::PathBuf;

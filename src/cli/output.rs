@@ -2,12 +2,12 @@
 
 use serde_json::{json, Value};
 
-pub use crate::api::redact::redact;
+pub(crate) use crate::api::redact::redact;
 use crate::api::{KindInfo, Object};
 
 use crate::api::columns::{resource_name, table_columns, Column};
 
-pub fn list_json(kind: &KindInfo, objs: &[Object]) -> Value {
+pub(crate) fn list_json(kind: &KindInfo, objs: &[Object]) -> Value {
     json!({
         "apiVersion": "v1",
         "kind": "List",
@@ -17,7 +17,7 @@ pub fn list_json(kind: &KindInfo, objs: &[Object]) -> Value {
 
 /// What a `get` table shows besides Kratix's printer columns.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct TableOptions {
+pub(crate) struct TableOptions {
     /// A NAMESPACE column first (`-A`).
     pub all_namespaces: bool,
     /// The wide columns, generation and observed generation, and labels (`-o wide`).
@@ -27,7 +27,7 @@ pub struct TableOptions {
 }
 
 /// A kubectl-like table of `objs`.
-pub fn table(kind: &KindInfo, objs: &[Object], options: TableOptions) -> String {
+pub(crate) fn table(kind: &KindInfo, objs: &[Object], options: TableOptions) -> String {
     let cols: Vec<Column> = table_columns(kind)
         .into_iter()
         .filter(|c| options.wide || !c.wide)
@@ -68,12 +68,12 @@ pub fn table(kind: &KindInfo, objs: &[Object], options: TableOptions) -> String 
 }
 
 /// `-o name`: one `kind.group/name` line per object.
-pub fn names(kind: &KindInfo, objs: &[Object]) -> String {
+pub(crate) fn names(kind: &KindInfo, objs: &[Object]) -> String {
     objs.iter().map(|o| resource_name(kind, o) + "\n").collect()
 }
 
 /// Rows as aligned columns, three spaces apart, trailing blanks trimmed.
-pub fn render(rows: &[Vec<String>]) -> String {
+pub(crate) fn render(rows: &[Vec<String>]) -> String {
     let width = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..width)
         .map(|i| {

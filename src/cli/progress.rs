@@ -3,7 +3,7 @@
 //! to the changes to report. [`printer`] shows them: one line per object updated in place on a
 //! terminal, append-only lines otherwise, or one JSON event per line.
 
-pub mod printer;
+pub(crate) mod printer;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -15,7 +15,7 @@ use super::wait::{observed_current_generation, settlement, Settlement};
 
 /// Where one object stands, as progress shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Status {
+pub(crate) struct Status {
     /// The pipelines of the current attempt, in order (empty until the controller has looked
     /// at the object's current generation).
     pub pipelines: Vec<PipelineState>,
@@ -25,7 +25,7 @@ pub struct Status {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PipelineState {
+pub(crate) struct PipelineState {
     pub name: String,
     /// `Pending`, `Running`, `Succeeded`, `Failed` or `Suspended`.
     pub phase: String,
@@ -33,7 +33,7 @@ pub struct PipelineState {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     Waiting(String),
     Settled,
     Failed(String),
@@ -50,7 +50,7 @@ impl Default for Outcome {
 /// One change to report.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "event", rename_all_fields = "camelCase")]
-pub enum Change {
+pub(crate) enum Change {
     PipelineRunning {
         pipeline: String,
         index: usize,
@@ -91,7 +91,7 @@ pub enum Change {
 
 impl Change {
     /// The change as a line of text.
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         match self {
             Change::PipelineRunning {
                 pipeline,
@@ -151,7 +151,7 @@ fn text(v: Option<&Value>) -> String {
 }
 
 /// What progress shows of `obj` (`None`: it is gone).
-pub fn status_of(kind: &KindInfo, obj: Option<&Object>) -> Status {
+pub(crate) fn status_of(kind: &KindInfo, obj: Option<&Object>) -> Status {
     let Some(obj) = obj else {
         return Status {
             outcome: Outcome::Gone,
@@ -214,7 +214,7 @@ pub fn status_of(kind: &KindInfo, obj: Option<&Object>) -> Status {
 
 /// The changes from `before` (`None`: not shown yet) to `now`, in the order they happened:
 /// pipelines in order, then writes, then the outcome.
-pub fn changes(before: Option<&Status>, now: &Status) -> Vec<Change> {
+pub(crate) fn changes(before: Option<&Status>, now: &Status) -> Vec<Change> {
     let empty = Status::default();
     let before_status = before.unwrap_or(&empty);
     let mut out = Vec::new();
@@ -283,7 +283,7 @@ pub fn changes(before: Option<&Status>, now: &Status) -> Vec<Change> {
 }
 
 /// The one line a terminal shows for an object: its outcome when final, else what runs.
-pub fn line(status: &Status) -> String {
+pub(crate) fn line(status: &Status) -> String {
     let total = status.pipelines.len();
     let at = |phase: &str| {
         status

@@ -372,8 +372,7 @@ async fn serve_metrics(
         "metrics on http://{}/metrics",
         listener
             .local_addr()
-            .map(|a| a.to_string())
-            .unwrap_or_else(|_| addr.to_string())
+            .map_or_else(|_| addr.to_string(), |a| a.to_string())
     );
     Ok(super::controller::AbortOnDrop(tokio::spawn(
         crate::metrics::serve(listener, answer),

@@ -1,7 +1,7 @@
 //! The signals that stop a long-running command.
 
 /// Completes on SIGTERM or SIGINT.
-pub async fn shutdown() {
+pub(super) async fn shutdown() {
     use tokio::signal::unix::{signal, SignalKind};
     match signal(SignalKind::terminate()) {
         Ok(mut term) => {

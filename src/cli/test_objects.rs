@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 use crate::api::{KindInfo, Object};
 
 /// `Redis` of `example.com/v1`, namespaced.
-pub fn redis_kind() -> KindInfo {
+pub(super) fn redis_kind() -> KindInfo {
     KindInfo {
         group: "example.com".into(),
         version: "v1".into(),
@@ -18,7 +18,7 @@ pub fn redis_kind() -> KindInfo {
 }
 
 /// The Redis `default/r` at `generation` with `status`.
-pub fn redis(generation: i64, status: Value) -> Object {
+pub(super) fn redis(generation: i64, status: Value) -> Object {
     serde_json::from_value(json!({
         "apiVersion": "example.com/v1", "kind": "Redis",
         "metadata": {"name": "r", "namespace": "default", "generation": generation},

@@ -14,7 +14,9 @@ pub(crate) fn now_ms() -> i64 {
 
 /// Milliseconds since the epoch of an RFC 3339 time.
 pub(crate) fn parse_ms(text: &str) -> Option<i64> {
-    text.parse::<Timestamp>().ok().map(|t| t.as_millisecond())
+    text.parse::<Timestamp>()
+        .ok()
+        .map(jiff::Timestamp::as_millisecond)
 }
 
 pub(crate) use crate::api::formats::rfc3339_secs;

@@ -267,8 +267,8 @@ mod tests {
         ];
         for (workers, max_parallel, want) in cases {
             let settings = Settings {
-                workers,
                 max_parallel,
+                workers,
                 ..Settings::from_env()
             };
             assert_eq!(settings.workers(), want, "{workers:?} {max_parallel}");

@@ -14,10 +14,11 @@ use crate::api::{KindInfo, Object, ObjectKey};
 use crate::store::{self, ControlPlane, Selector};
 use statestores::error_chain::ErrorChain;
 
-pub use model::{
-    event_name, expired, label_of, new_event, repeated, sweep_due, to_prune, EventType, Involved,
-    Reason, Stored, COMPONENT, INVOLVED_LABEL, MAX_AGE_MS, MAX_PER_OBJECT, SWEEP_EVERY_MS,
+pub(crate) use model::{
+    event_name, expired, label_of, repeated, sweep_due, to_prune, Stored, INVOLVED_LABEL,
+    MAX_PER_OBJECT,
 };
+pub use model::{new_event, Involved, Reason};
 
 /// The kind of the events: core/v1 `Event`.
 pub fn kind() -> KindInfo {
@@ -185,7 +186,7 @@ pub fn last_seen_ms(event: &Object) -> Option<i64> {
         .iter()
         .find_map(|f| event.data.get(*f).and_then(serde_json::Value::as_str))
         .and_then(|t| t.parse::<jiff::Timestamp>().ok())
-        .map(|t| t.as_millisecond())
+        .map(jiff::Timestamp::as_millisecond)
 }
 
 /// The events recorded about the object `key`, oldest first.

@@ -9,17 +9,17 @@ use crate::api::{Object, ObjectKey};
 
 /// The label that ties an event to the object it is about, so that one object's events are
 /// listed without reading every event of the namespace.
-pub const INVOLVED_LABEL: &str = "kratix.io/involved-object";
+pub(crate) const INVOLVED_LABEL: &str = "kratix.io/involved-object";
 
 /// Who records the events, as `source.component` and `reportingComponent` say.
-pub const COMPONENT: &str = "kratix-rs";
+pub(crate) const COMPONENT: &str = "kratix-rs";
 
 /// Events kept per object: the oldest beyond these go.
-pub const MAX_PER_OBJECT: usize = 20;
+pub(crate) const MAX_PER_OBJECT: usize = 20;
 
 /// Events not seen again for this long go (the API server's default `--event-ttl` is 1 hour;
 /// a home is looked at less often than a cluster, so events last a day there).
-pub const MAX_AGE_MS: i64 = 24 * 60 * 60 * 1000;
+pub(crate) const MAX_AGE_MS: i64 = 24 * 60 * 60 * 1000;
 
 /// `Normal` or `Warning`, as Kubernetes' events say.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -150,7 +150,7 @@ impl Involved {
 }
 
 /// [`INVOLVED_LABEL`]'s value for the object `key`.
-pub fn label_of(key: &ObjectKey) -> String {
+pub(crate) fn label_of(key: &ObjectKey) -> String {
     digest(&[
         &key.group,
         &key.kind,
@@ -171,7 +171,7 @@ fn digest(parts: &[&str]) -> String {
 
 /// The event's name: the object's name and a digest of (object, reason, message), so that a
 /// repeat is found by name and bumped instead of stored again.
-pub fn event_name(involved: &Involved, reason: Reason, message: &str) -> String {
+pub(crate) fn event_name(involved: &Involved, reason: Reason, message: &str) -> String {
     let hash = digest(&[&involved.label(), reason.as_str(), message]);
     let base: String = involved
         .key
@@ -219,7 +219,7 @@ pub fn new_event(involved: &Involved, reason: Reason, message: &str, now: &str) 
 
 /// A repeat of a stored event: one more, last seen `now`, and about the object as it is now
 /// (a recreated object of the same name has a new uid).
-pub fn repeated(stored: &Object, involved: &Involved, now: &str) -> Object {
+pub(crate) fn repeated(stored: &Object, involved: &Involved, now: &str) -> Object {
     let mut event = stored.clone();
     let count = event.data.get("count").and_then(Value::as_i64).unwrap_or(1);
     if let Some(map) = event.data.as_object_mut() {
@@ -237,29 +237,29 @@ pub fn repeated(stored: &Object, involved: &Involved, now: &str) -> Object {
 
 /// What pruning needs of one stored event.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Stored {
+pub(crate) struct Stored {
     pub name: String,
     /// `lastTimestamp` in milliseconds since the epoch; `None` when unreadable.
     pub last_seen_ms: Option<i64>,
 }
 
 /// Whether an event last seen at `last_seen_ms` (`None`: unreadable) is too old to keep.
-pub fn expired(last_seen_ms: Option<i64>, now_ms: i64) -> bool {
+pub(crate) fn expired(last_seen_ms: Option<i64>, now_ms: i64) -> bool {
     last_seen_ms.is_none_or(|ms| now_ms.saturating_sub(ms) > MAX_AGE_MS)
 }
 
 /// How often a process looks through every event for those too old to keep: events of objects
 /// that get no new events (deleted ones, say) are otherwise never pruned.
-pub const SWEEP_EVERY_MS: i64 = 60 * 60 * 1000;
+pub(crate) const SWEEP_EVERY_MS: i64 = 60 * 60 * 1000;
 
 /// Whether a sweep is due, the last having been at `last_ms` (`None`: never in this process).
-pub fn sweep_due(last_ms: Option<i64>, now_ms: i64) -> bool {
+pub(crate) fn sweep_due(last_ms: Option<i64>, now_ms: i64) -> bool {
     last_ms.is_none_or(|last| now_ms.saturating_sub(last) >= SWEEP_EVERY_MS)
 }
 
 /// The names of one object's events that go: those last seen more than [`MAX_AGE_MS`] before
 /// `now_ms` (or when, unreadably), then the oldest beyond [`MAX_PER_OBJECT`].
-pub fn to_prune(events: &[Stored], now_ms: i64) -> Vec<String> {
+pub(crate) fn to_prune(events: &[Stored], now_ms: i64) -> Vec<String> {
     let mut kept: Vec<&Stored> = Vec::new();
     let mut gone = Vec::new();
     for event in events {
@@ -407,7 +407,12 @@ mod tests {
             last_seen_ms: ms,
         };
         let many: Vec<Stored> = (0..MAX_PER_OBJECT + 2)
-            .map(|i| at(&format!("e{i:02}"), Some(now - i as i64)))
+            .map(|i| {
+                at(
+                    &format!("e{i:02}"),
+                    Some(now - i64::try_from(i).expect("a small count")),
+                )
+            })
             .collect();
         let cases: Vec<(&str, Vec<Stored>, Vec<&str>)> = vec![
             ("nothing stored", vec![], vec![]),

@@ -125,7 +125,7 @@ impl Pod {
     }
 }
 
-pub async fn run(step: Step) -> Result<(), Error> {
+pub(crate) async fn run(step: Step) -> Result<(), Error> {
     let input = dir("KRATIX_INPUT_DIR", INPUT_DIR);
     let output_dir = dir("KRATIX_OUTPUT_DIR", OUTPUT_DIR);
     let metadata_dir = dir("KRATIX_METADATA_DIR", METADATA_DIR);

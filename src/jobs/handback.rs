@@ -21,9 +21,9 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 /// Bytes of payload per ConfigMap: even base64-encoded in JSON, a chunk stays under 1 MiB.
-pub const CHUNK_BYTES: usize = 512 * 1024;
+pub(crate) const CHUNK_BYTES: usize = 512 * 1024;
 /// The key holding the input object in the input ConfigMap.
-pub const OBJECT_KEY: &str = "object.yaml";
+pub(crate) const OBJECT_KEY: &str = "object.yaml";
 const DATA_KEY: &str = "data";
 const CHUNKS_ANNOTATION: &str = "kratix.io/chunks";
 const SHA256_ANNOTATION: &str = "kratix.io/sha256";
@@ -49,7 +49,7 @@ pub enum Error {
 
 /// Which folder a hand-back carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Part {
+pub(crate) enum Part {
     /// By the work-writer: the checked output folder.
     Output,
     /// By the status-writer: the metadata files.
@@ -57,7 +57,7 @@ pub enum Part {
 }
 
 impl Part {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Part::Output => "output",
             Part::Metadata => "metadata",
@@ -67,13 +67,13 @@ impl Part {
 
 /// A folder's files (relative `/`-separated paths and bytes) and sub-folders.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Bundle {
+pub(crate) struct Bundle {
     pub files: Vec<(String, String)>,
     pub dirs: Vec<String>,
 }
 
 impl Bundle {
-    pub fn new(files: &[(String, Vec<u8>)], dirs: &[String]) -> Self {
+    pub(crate) fn new(files: &[(String, Vec<u8>)], dirs: &[String]) -> Self {
         let b64 = base64::engine::general_purpose::STANDARD;
         Bundle {
             files: files
@@ -85,7 +85,7 @@ impl Bundle {
     }
 
     /// The files with their bytes; a name whose content is not base64 is damage.
-    pub fn files(&self, part: Part) -> Result<Vec<(String, Vec<u8>)>, Error> {
+    pub(crate) fn files(&self, part: Part) -> Result<Vec<(String, Vec<u8>)>, Error> {
         let b64 = base64::engine::general_purpose::STANDARD;
         self.files
             .iter()
@@ -101,16 +101,16 @@ impl Bundle {
     }
 }
 
-pub fn input_name(job: &str) -> String {
+pub(crate) fn input_name(job: &str) -> String {
     format!("{job}-input")
 }
 
-pub fn chunk_name(job: &str, part: Part, index: usize) -> String {
+pub(crate) fn chunk_name(job: &str, part: Part, index: usize) -> String {
     format!("{job}-{}-{index}", part.as_str())
 }
 
 /// The ConfigMap the reader copies `object.yaml` from.
-pub fn input_config_map(
+pub(crate) fn input_config_map(
     job: &str,
     namespace: &str,
     labels: &BTreeMap<String, String>,
@@ -132,7 +132,7 @@ pub fn input_config_map(
 }
 
 /// The owner reference that lets the garbage collector remove hand-backs with their Job.
-pub fn job_owner(job: &str, uid: &str) -> OwnerReference {
+pub(crate) fn job_owner(job: &str, uid: &str) -> OwnerReference {
     OwnerReference {
         api_version: "batch/v1".into(),
         kind: "Job".into(),
@@ -144,7 +144,7 @@ pub fn job_owner(job: &str, uid: &str) -> OwnerReference {
 }
 
 /// The ConfigMaps carrying `bundle`, chunk 0 first.
-pub fn encode(
+pub(crate) fn encode(
     bundle: &Bundle,
     part: Part,
     job: &str,
@@ -201,7 +201,7 @@ pub fn encode(
 }
 
 /// How many chunks chunk 0 announces.
-pub fn chunk_count(first: &ConfigMap, part: Part) -> Result<usize, Error> {
+pub(crate) fn chunk_count(first: &ConfigMap, part: Part) -> Result<usize, Error> {
     first
         .metadata
         .annotations
@@ -217,7 +217,7 @@ pub fn chunk_count(first: &ConfigMap, part: Part) -> Result<usize, Error> {
 
 /// The bundle the chunks carry, refusing it unless the count and checksum of chunk 0 match and
 /// it unpacks within `max_bytes`.
-pub fn decode(chunks: &[ConfigMap], part: Part, max_bytes: u64) -> Result<Bundle, Error> {
+pub(crate) fn decode(chunks: &[ConfigMap], part: Part, max_bytes: u64) -> Result<Bundle, Error> {
     let damaged = |detail: String| Error::Damaged {
         part: part.as_str(),
         detail,
@@ -276,7 +276,7 @@ mod tests {
         let bytes: Vec<u8> = (0..size)
             .map(|_| {
                 state = state.wrapping_mul(1_103_515_245).wrapping_add(12345);
-                (state >> 16) as u8
+                (state >> 16).to_le_bytes()[0]
             })
             .collect();
         Bundle::new(

@@ -11,7 +11,7 @@ use crate::api::Action;
 use crate::pipeline::Owner;
 
 /// The label selector of every Job of one pipeline of one object's workflow.
-pub fn pipeline_selector(identity: &Identity) -> String {
+pub(crate) fn pipeline_selector(identity: &Identity) -> String {
     let mut labels: BTreeMap<String, String> = identity.workflow_labels();
     if let Some(r) = &identity.resource {
         labels.insert(identity::RESOURCE_NAME_LABEL.into(), r.name.clone());
@@ -25,7 +25,7 @@ pub fn pipeline_selector(identity: &Identity) -> String {
 
 /// The names of the Jobs to delete so that only the `keep` newest remain, oldest first.
 /// Creation times tie at the second; the name then orders them, so the choice is stable.
-pub fn to_prune(jobs: &[Job], keep: usize) -> Vec<String> {
+pub(crate) fn to_prune(jobs: &[Job], keep: usize) -> Vec<String> {
     let mut by_age: Vec<(Option<jiff::Timestamp>, String)> = jobs
         .iter()
         .map(|j| {
@@ -46,7 +46,11 @@ pub fn to_prune(jobs: &[Job], keep: usize) -> Vec<String> {
 
 /// Where the Jobs of `owner`'s `action` workflow run, and the label selector of all of them,
 /// whatever their pipeline.
-pub fn workflow_jobs(owner: &Owner, action: Action, system_namespace: &str) -> (String, String) {
+pub(crate) fn workflow_jobs(
+    owner: &Owner,
+    action: Action,
+    system_namespace: &str,
+) -> (String, String) {
     let (namespace, mut labels) = match owner {
         Owner::Promise { name } => (
             system_namespace.to_string(),
@@ -80,7 +84,7 @@ pub fn workflow_jobs(owner: &Owner, action: Action, system_namespace: &str) -> (
 /// The names of the finished Jobs of one workflow to delete: every one of a pipeline not in
 /// `pipelines` (by their `kratix.io/pipeline-name`), and of each current pipeline all but the
 /// newest `keep` (as [`to_prune`]). Jobs still running are never chosen.
-pub fn to_prune_in_workflow(jobs: &[Job], pipelines: &[String], keep: usize) -> Vec<String> {
+pub(crate) fn to_prune_in_workflow(jobs: &[Job], pipelines: &[String], keep: usize) -> Vec<String> {
     let mut by_pipeline: BTreeMap<&str, Vec<Job>> = BTreeMap::new();
     for job in jobs.iter().filter(|j| super::status::finished(j).is_some()) {
         let pipeline = job
@@ -173,7 +177,11 @@ mod tests {
             job("b2", "b", "2026-01-01T00:00:04Z", false),
             job("c1", "c", "2026-01-01T00:00:02Z", true),
         ];
-        let names = |list: &[&str]| list.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+        let names = |list: &[&str]| {
+            list.iter()
+                .map(std::string::ToString::to_string)
+                .collect::<Vec<_>>()
+        };
         let cases = [
             (
                 "all current, keep two",

@@ -19,7 +19,7 @@ const GONE_WITHIN: Duration = Duration::from_secs(120);
 const LOOK_EVERY: Duration = Duration::from_millis(500);
 
 /// The label selector of every Job of the object `identity` runs for, of both workflows.
-pub fn object_selector(identity: &Identity) -> String {
+pub(crate) fn object_selector(identity: &Identity) -> String {
     let mut labels = identity.promise_labels();
     labels.insert(
         identity::WORKFLOW_TYPE_LABEL.into(),

@@ -5,22 +5,22 @@
 //! creates them, waits for the Job, and reads back what the adapters handed back, so that a run
 //! ends in the same [`RunOutcome`] as with the local executor and the controllers stay the same.
 
-pub mod adapter;
+pub(crate) mod adapter;
 mod granted;
-pub mod handback;
-pub mod history;
+pub(crate) mod handback;
+pub(crate) mod history;
 pub mod identity;
 pub mod job;
-pub mod leftovers;
+pub(crate) mod leftovers;
 mod prune;
 pub mod rbac;
-pub mod rights;
+pub(crate) mod rights;
 mod rights_api;
 mod rundir;
-pub mod settings;
+pub(crate) mod settings;
 pub mod spec;
-pub mod status;
-pub mod sweep;
+pub(crate) mod status;
+pub(crate) mod sweep;
 mod wait;
 
 use std::path::{Path, PathBuf};
@@ -106,7 +106,7 @@ impl std::fmt::Debug for KubeJobs {
         f.debug_struct("KubeJobs")
             .field("cluster", &self.config.cluster_url.to_string())
             .field("settings", &self.settings)
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
@@ -458,11 +458,11 @@ impl Executor for KubeJobs {
         let jobs: Api<Job> = Api::namespaced(self.client.clone(), &job.namespace);
         match delete_job(&jobs, &job.name).await {
             Ok(()) => {
-                tracing::warn!(namespace = %job.namespace, job = %job.name, "deleted the Job of an interrupted run")
+                tracing::warn!(namespace = %job.namespace, job = %job.name, "deleted the Job of an interrupted run");
             }
             Err(e) => {
                 let error = ErrorChain(&e).to_string();
-                tracing::warn!(namespace = %job.namespace, job = %job.name, %error, "cannot delete the Job of an interrupted run")
+                tracing::warn!(namespace = %job.namespace, job = %job.name, %error, "cannot delete the Job of an interrupted run");
             }
         }
         Vec::new()

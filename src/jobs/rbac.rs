@@ -85,9 +85,14 @@ pub fn deterministic_name(name: &str) -> String {
 
 fn rule(groups: &[&str], resources: &[String], verbs: &[&str]) -> PolicyRule {
     PolicyRule {
-        api_groups: Some(groups.iter().map(|s| s.to_string()).collect()),
+        api_groups: Some(
+            groups
+                .iter()
+                .map(std::string::ToString::to_string)
+                .collect(),
+        ),
         resources: Some(resources.to_vec()),
-        verbs: verbs.iter().map(|s| s.to_string()).collect(),
+        verbs: verbs.iter().map(std::string::ToString::to_string).collect(),
         ..PolicyRule::default()
     }
 }

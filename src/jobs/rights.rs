@@ -24,7 +24,7 @@ const RIGHTS: [Swept; 5] = [
 ];
 
 /// A label selector of `labels`, in order.
-pub fn selector(labels: &BTreeMap<String, String>) -> String {
+pub(crate) fn selector(labels: &BTreeMap<String, String>) -> String {
     labels
         .iter()
         .map(|(k, v)| format!("{k}={v}"))
@@ -33,7 +33,7 @@ pub fn selector(labels: &BTreeMap<String, String>) -> String {
 }
 
 /// The selector of the pipeline's rights in `namespace` of every version but the run's.
-pub fn other_versions_selector(identity: &Identity, namespace: &str) -> String {
+pub(crate) fn other_versions_selector(identity: &Identity, namespace: &str) -> String {
     format!(
         "{},{PROMISE_VERSION_LABEL}!={}",
         selector(&identity.rights_labels(namespace)),
@@ -42,12 +42,12 @@ pub fn other_versions_selector(identity: &Identity, namespace: &str) -> String {
 }
 
 /// The selector of the pipeline's Jobs in their namespace, of every request and version.
-pub fn jobs_selector(identity: &Identity) -> String {
+pub(crate) fn jobs_selector(identity: &Identity) -> String {
     selector(&identity.workflow_labels())
 }
 
 /// The versions among `present` to clean: every one but `current` that no run uses.
-pub fn stale_versions(
+pub(crate) fn stale_versions(
     present: &BTreeSet<String>,
     in_use: &BTreeSet<String>,
     current: &str,
@@ -62,7 +62,7 @@ pub fn stale_versions(
 /// What deleting the pipeline's rights of `version` in `namespace` deletes: every kind, found
 /// by the pipeline's labels and the version (bindings and roles may be in other namespaces, for
 /// permissions there).
-pub fn plan(identity: &Identity, namespace: &str, version: &str) -> Vec<Sweep> {
+pub(crate) fn plan(identity: &Identity, namespace: &str, version: &str) -> Vec<Sweep> {
     let mut labels = identity.rights_labels(namespace);
     labels.insert(PROMISE_VERSION_LABEL.into(), version.into());
     let selector = selector(&labels);
@@ -86,13 +86,13 @@ fn key(identity: &Identity, namespace: &str) -> (String, String) {
 
 /// The runs of this controller that hold their version's rights, by pipeline and version.
 #[derive(Debug, Clone, Default)]
-pub struct InFlight {
+pub(crate) struct InFlight {
     runs: Arc<Mutex<HashMap<(String, String), usize>>>,
 }
 
 impl InFlight {
     /// Counts a run from before it applies its rights until the returned guard drops.
-    pub fn enter(&self, identity: &Identity, namespace: &str) -> Guard {
+    pub(crate) fn enter(&self, identity: &Identity, namespace: &str) -> Guard {
         let key = key(identity, namespace);
         *self.lock().entry(key.clone()).or_default() += 1;
         Guard {
@@ -102,7 +102,7 @@ impl InFlight {
     }
 
     /// The versions of the pipeline in `namespace` that runs of this controller hold.
-    pub fn versions(&self, identity: &Identity, namespace: &str) -> BTreeSet<String> {
+    pub(crate) fn versions(&self, identity: &Identity, namespace: &str) -> BTreeSet<String> {
         let pipeline = selector(&identity.rights_labels(namespace));
         self.lock()
             .iter()
@@ -121,7 +121,7 @@ impl InFlight {
 
 /// One run counted by [`InFlight::enter`].
 #[derive(Debug)]
-pub struct Guard {
+pub(crate) struct Guard {
     runs: InFlight,
     key: (String, String),
 }
@@ -154,7 +154,7 @@ mod tests {
     }
 
     fn set(items: &[&str]) -> BTreeSet<String> {
-        items.iter().map(|s| s.to_string()).collect()
+        items.iter().map(std::string::ToString::to_string).collect()
     }
 
     #[test]
@@ -186,7 +186,9 @@ mod tests {
         for (case, present, in_use, current, want) in cases {
             assert_eq!(
                 stale_versions(&present, &in_use, current),
-                want.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+                want.iter()
+                    .map(std::string::ToString::to_string)
+                    .collect::<Vec<_>>(),
                 "{case}"
             );
         }

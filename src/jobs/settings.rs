@@ -45,7 +45,7 @@ impl PodShape {
 
 /// Finished Jobs kept per pipeline of an object when [`JOBS_TO_KEEP_ENV`] is unset: Kratix's
 /// default.
-pub const DEFAULT_JOBS_TO_KEEP: usize = 5;
+pub(crate) const DEFAULT_JOBS_TO_KEEP: usize = 5;
 
 /// The variable naming the adapter image (the controller's own image, normally).
 pub const ADAPTER_IMAGE_ENV: &str = "KRATIX_PIPELINE_ADAPTER_IMAGE";

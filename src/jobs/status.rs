@@ -8,7 +8,7 @@ use crate::pipeline::{RunResult, STATUS_WRITER, WORK_WRITER};
 
 /// How a Job ended, once it has.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Finished {
+pub(crate) enum Finished {
     Complete,
     /// `reason` of the Job's `Failed` condition (`BackoffLimitExceeded`, `DeadlineExceeded`).
     Failed {
@@ -17,7 +17,7 @@ pub enum Finished {
 }
 
 /// `None` while the Job runs.
-pub fn finished(job: &Job) -> Option<Finished> {
+pub(crate) fn finished(job: &Job) -> Option<Finished> {
     let conditions = job.status.as_ref()?.conditions.as_ref()?;
     conditions
         .iter()
@@ -59,7 +59,7 @@ fn latest(pods: &[Pod]) -> Option<&Pod> {
 }
 
 /// The container that was running (or about to) when the run was stopped.
-pub fn current_container(pods: &[Pod], order: &[String]) -> String {
+pub(crate) fn current_container(pods: &[Pod], order: &[String]) -> String {
     let done: Vec<&str> = latest(pods)
         .map(|pod| {
             statuses(pod)
@@ -78,7 +78,7 @@ pub fn current_container(pods: &[Pod], order: &[String]) -> String {
 
 /// How a failed Job ends the run: the first container of the latest pod that failed, with the
 /// same reasons the local executor gives. The adapters' message is their check's refusal.
-pub fn failure(pods: &[Pod], order: &[String], job_reason: &str) -> RunResult {
+pub(crate) fn failure(pods: &[Pod], order: &[String], job_reason: &str) -> RunResult {
     if job_reason == "DeadlineExceeded" {
         return RunResult::TimedOut {
             container: current_container(pods, order),
@@ -158,7 +158,7 @@ fn adapter_reason(message: &str) -> String {
 }
 
 /// The termination message of each container that left one, for the logs.
-pub fn messages(pods: &[Pod]) -> Vec<(String, String)> {
+pub(crate) fn messages(pods: &[Pod]) -> Vec<(String, String)> {
     latest(pods)
         .map(|pod| {
             statuses(pod)

@@ -19,7 +19,7 @@ use crate::pipeline::Owner;
 
 /// A kind the executor creates objects of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Swept {
+pub(crate) enum Swept {
     Job,
     ConfigMap,
     ServiceAccount,
@@ -31,7 +31,7 @@ pub enum Swept {
 
 impl Swept {
     /// Every kind, namespaced first.
-    pub const ALL: [Swept; 7] = [
+    pub(crate) const ALL: [Swept; 7] = [
         Swept::Job,
         Swept::ConfigMap,
         Swept::ServiceAccount,
@@ -41,7 +41,7 @@ impl Swept {
         Swept::ClusterRoleBinding,
     ];
 
-    pub fn namespaced(self) -> bool {
+    pub(crate) fn namespaced(self) -> bool {
         !matches!(self, Swept::ClusterRole | Swept::ClusterRoleBinding)
     }
 
@@ -60,7 +60,7 @@ impl Swept {
 
 /// One kind to sweep: where, and the label selector.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Sweep {
+pub(crate) struct Sweep {
     pub kind: Swept,
     /// `None`: every namespace (or the cluster, for cluster-scoped kinds).
     pub namespace: Option<String>,
@@ -69,7 +69,7 @@ pub struct Sweep {
 
 /// What to sweep for `owner`; a request's runs used its namespace, or `system_namespace` when it
 /// is cluster-scoped.
-pub fn plan(owner: &Owner, system_namespace: &str) -> Vec<Sweep> {
+pub(crate) fn plan(owner: &Owner, system_namespace: &str) -> Vec<Sweep> {
     match owner {
         Owner::Promise { name } => Swept::ALL
             .iter()
@@ -100,7 +100,7 @@ pub fn plan(owner: &Owner, system_namespace: &str) -> Vec<Sweep> {
 }
 
 /// Where a request's runs run: its namespace, or `system_namespace` when it is cluster-scoped.
-pub fn request_namespace<'a>(namespace: &'a str, system_namespace: &'a str) -> &'a str {
+pub(crate) fn request_namespace<'a>(namespace: &'a str, system_namespace: &'a str) -> &'a str {
     if namespace.is_empty() {
         system_namespace
     } else {
@@ -109,7 +109,7 @@ pub fn request_namespace<'a>(namespace: &'a str, system_namespace: &'a str) -> &
 }
 
 /// Deletes what one sweep finds (in the background: a Job's pods follow it); how many.
-pub async fn run(client: &Client, sweep: &Sweep) -> Result<usize, Error> {
+pub(crate) async fn run(client: &Client, sweep: &Sweep) -> Result<usize, Error> {
     let resource = sweep.kind.resource();
     let listing: Api<DynamicObject> = match &sweep.namespace {
         Some(ns) if sweep.kind.namespaced() => Api::namespaced_with(client.clone(), ns, &resource),

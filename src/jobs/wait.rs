@@ -95,20 +95,16 @@ pub(super) async fn collect_logs(pods: &Api<Pod>, pod_list: &[Pod], order: &[Str
     let mut logs = String::new();
     for container in order {
         let ran = messages.iter().any(|(n, _)| n == container)
-            || pod
-                .status
-                .as_ref()
-                .map(|s| {
-                    s.init_container_statuses
-                        .iter()
-                        .flatten()
-                        .chain(s.container_statuses.iter().flatten())
-                        .any(|c| {
-                            &c.name == container
-                                && c.state.as_ref().is_some_and(|st| st.waiting.is_none())
-                        })
-                })
-                .unwrap_or(false);
+            || pod.status.as_ref().is_some_and(|s| {
+                s.init_container_statuses
+                    .iter()
+                    .flatten()
+                    .chain(s.container_statuses.iter().flatten())
+                    .any(|c| {
+                        &c.name == container
+                            && c.state.as_ref().is_some_and(|st| st.waiting.is_none())
+                    })
+            });
         if !ran {
             continue;
         }

@@ -12,7 +12,7 @@ use crate::metrics::{self, Metrics};
 
 /// What readiness depends on besides the role, each part set by the task that knows it.
 #[derive(Debug, Default)]
-pub struct Probes {
+pub(crate) struct Probes {
     /// The API server answered the last look.
     pub api_reachable: AtomicBool,
     /// The system namespace exists (looked at once at start, created only when missing).
@@ -24,7 +24,7 @@ pub struct Probes {
 
 /// What the endpoints report on.
 #[derive(Debug, Clone)]
-pub struct State {
+pub(crate) struct State {
     pub role: watch::Receiver<Role>,
     pub metrics: Arc<Metrics>,
     pub probes: Arc<Probes>,
@@ -34,7 +34,7 @@ pub struct State {
 
 /// A moment's view of everything readiness depends on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Checks {
+pub(crate) struct Checks {
     pub role: Role,
     pub api_reachable: bool,
     pub system_namespace: bool,
@@ -47,7 +47,7 @@ pub struct Checks {
 
 /// Why this replica is not ready.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum NotReady {
+pub(crate) enum NotReady {
     #[error("the API server does not answer")]
     ApiServer,
     #[error("the system namespace is missing or cannot be read (see the log)")]
@@ -75,7 +75,7 @@ impl Checks {
 
 /// Which endpoints a listener serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Endpoints {
+pub(crate) struct Endpoints {
     pub health: bool,
     pub metrics: bool,
 }
@@ -83,7 +83,7 @@ pub struct Endpoints {
 /// Ready when this replica can do its part: the API server answers, the system namespace is
 /// there and the Lease can be looked at; a standby is then ready to take over, the leader once
 /// its controllers have listed everything and every watch of their change feed is open.
-pub fn ready(c: &Checks) -> Result<(), NotReady> {
+pub(crate) fn ready(c: &Checks) -> Result<(), NotReady> {
     if !c.api_reachable {
         return Err(NotReady::ApiServer);
     }
@@ -114,7 +114,7 @@ fn scrape(state: &State) -> (StatusCode, String) {
 }
 
 /// The answer to a GET of `path`.
-pub fn answer(path: &str, endpoints: Endpoints, state: &State) -> (StatusCode, String) {
+pub(crate) fn answer(path: &str, endpoints: Endpoints, state: &State) -> (StatusCode, String) {
     match path {
         "/healthz" if endpoints.health => (StatusCode::OK, "ok\n".into()),
         "/readyz" if endpoints.health => match ready(&Checks::of(state)) {
@@ -130,14 +130,14 @@ pub fn answer(path: &str, endpoints: Endpoints, state: &State) -> (StatusCode, S
 }
 
 /// Binds `addr` (before returning, so that a bad address fails the start).
-pub async fn bind(addr: &str) -> Result<TcpListener, super::Error> {
+pub(crate) async fn bind(addr: &str) -> Result<TcpListener, super::Error> {
     Ok(metrics::bind(addr).await?)
 }
 
 /// Serves `endpoints` on `listener` until the task is dropped.
-pub async fn serve(listener: TcpListener, endpoints: Endpoints, state: State) {
+pub(crate) async fn serve(listener: TcpListener, endpoints: Endpoints, state: State) {
     let answer: metrics::Answer = Arc::new(move |path: &str| answer(path, endpoints, &state));
-    metrics::serve(listener, answer).await
+    metrics::serve(listener, answer).await;
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 /// How long a Lease holds, how soon its holder must renew it, how often replicas look.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Timing {
+pub(crate) struct Timing {
     /// A Lease not renewed for this long may be taken by another replica.
     pub lease_duration: Duration,
     /// The holder stops acting when it could not renew for this long (less than the duration,
@@ -30,7 +30,7 @@ impl Default for Timing {
 impl Timing {
     /// Refuses timings under which two replicas could act at once (a leader renewing no more
     /// often than its Lease lasts) or a leader could not renew in time.
-    pub fn check(&self) -> Result<(), String> {
+    pub(crate) fn check(&self) -> Result<(), String> {
         if self.renew_deadline >= self.lease_duration {
             return Err(format!(
                 "--renew-deadline ({}s) must be shorter than --lease-duration ({}s)",
@@ -51,7 +51,7 @@ impl Timing {
 
 /// The parts of a Lease that matter to the election.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Record {
+pub(crate) struct Record {
     /// `None` (or empty) when released.
     pub holder: Option<String>,
     /// `renewTime` as written; only compared for change.
@@ -62,7 +62,7 @@ pub struct Record {
 
 /// What to do with the Lease now.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Action {
+pub(crate) enum Action {
     /// Write the Lease naming this replica, a new term (`transitions` + 1).
     Acquire,
     /// Write a fresh `renewTime` (this replica holds the Lease).
@@ -73,14 +73,14 @@ pub enum Action {
 
 /// Whether this replica acts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
+pub(crate) enum Role {
     Standby,
     Leader,
 }
 
 /// One replica's view of the election; `now` is time on its monotonic clock.
 #[derive(Debug, Clone)]
-pub struct Elector {
+pub(crate) struct Elector {
     identity: String,
     timing: Timing,
     /// The last record seen and when it was first seen like that.
@@ -90,7 +90,7 @@ pub struct Elector {
 }
 
 impl Elector {
-    pub fn new(identity: impl Into<String>, timing: Timing) -> Self {
+    pub(crate) fn new(identity: impl Into<String>, timing: Timing) -> Self {
         Self {
             identity: identity.into(),
             timing,
@@ -99,16 +99,16 @@ impl Elector {
         }
     }
 
-    pub fn identity(&self) -> &str {
+    pub(crate) fn identity(&self) -> &str {
         &self.identity
     }
 
-    pub fn timing(&self) -> Timing {
+    pub(crate) fn timing(&self) -> Timing {
         self.timing
     }
 
     /// Decides from the Lease as just read (`None` when it does not exist).
-    pub fn decide(&mut self, lease: Option<&Record>, now: Duration) -> Action {
+    pub(crate) fn decide(&mut self, lease: Option<&Record>, now: Duration) -> Action {
         let Some(lease) = lease else {
             return Action::Acquire;
         };
@@ -132,19 +132,19 @@ impl Elector {
     }
 
     /// Records the outcome of writing the Lease as its holder (`Acquire` or `Renew`).
-    pub fn written(&mut self, ok: bool, now: Duration) {
+    pub(crate) fn written(&mut self, ok: bool, now: Duration) {
         if ok {
             self.renewed_at = Some(now);
         }
     }
 
     /// Records that another replica holds the Lease (a write lost the race, or we wait).
-    pub fn lost_race(&mut self) {
+    pub(crate) fn lost_race(&mut self) {
         self.renewed_at = None;
     }
 
     /// Leader while the last successful write is younger than the renew deadline.
-    pub fn role(&self, now: Duration) -> Role {
+    pub(crate) fn role(&self, now: Duration) -> Role {
         match self.renewed_at {
             Some(at) if now.saturating_sub(at) < self.timing.renew_deadline => Role::Leader,
             _ => Role::Standby,

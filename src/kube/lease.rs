@@ -17,7 +17,7 @@ use statestores::error_chain::ErrorChain;
 
 /// Where the Lease is.
 #[derive(Debug, Clone)]
-pub struct LeaseRef {
+pub(crate) struct LeaseRef {
     pub namespace: String,
     pub name: String,
 }
@@ -71,7 +71,7 @@ fn written(
 /// Takes part in the election until `stop` turns true; then gives the Lease up if held, so
 /// that a standby takes over at once. `role` tells who acts; `probes.election` whether the last
 /// look at the Lease (its read, and its write when one was due) succeeded.
-pub async fn elect(
+pub(crate) async fn elect(
     client: Client,
     at: LeaseRef,
     mut elector: Elector,
@@ -120,7 +120,7 @@ pub async fn elect(
             let _ = role.send(now_role);
         }
         tokio::select! {
-            _ = tokio::time::sleep(retry) => {}
+            () = tokio::time::sleep(retry) => {}
             _ = stop.wait_for(|s| *s) => break,
         }
     }

@@ -6,11 +6,11 @@
 
 pub mod crd;
 mod errors;
-pub mod health;
-pub mod leader;
-pub mod lease;
-pub mod namespace;
-pub mod request_access;
+pub(crate) mod health;
+pub(crate) mod leader;
+pub(crate) mod lease;
+pub(crate) mod namespace;
+pub(crate) mod request_access;
 mod sequence;
 mod watch;
 
@@ -22,7 +22,7 @@ use kube::Client;
 use crate::api::{KindInfo, Object, ObjectKey, SYSTEM_NAMESPACE};
 use crate::store::{self, Change, ControlPlane, Selector};
 use errors::{backend, to_store};
-pub use watch::Health as WatchHealth;
+pub(crate) use watch::Health as WatchHealth;
 
 /// Errors of the Kubernetes edge: connecting, serving probes, holding the Lease.
 #[derive(Debug, thiserror::Error)]
@@ -99,6 +99,7 @@ impl KubeControlPlane {
 
     /// Grants `account` (the controller's, in a pod) `delete` on each request kind it installs
     /// (see [`request_access`]).
+    #[must_use]
     pub fn with_request_access(mut self, account: request_access::Account) -> Self {
         self.account = Some(account);
         self

@@ -53,7 +53,7 @@ fn created_anyway(err: &kube::Error) -> bool {
 }
 
 /// Makes sure Namespace `name` exists and is not being deleted, creating it only when missing.
-pub async fn ensure(client: Client, name: &str) -> Result<(), Error> {
+pub(crate) async fn ensure(client: Client, name: &str) -> Result<(), Error> {
     let api: Api<Namespace> = Api::all(client);
     let current = api.get_opt(name).await.map_err(|source| Error::Read {
         namespace: name.to_string(),

@@ -46,7 +46,7 @@ impl std::str::FromStr for Account {
 const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "kratix-rs");
 
 /// The name of the ClusterRole and ClusterRoleBinding for `kind`'s requests.
-pub fn grant_name(kind: &KindInfo) -> String {
+pub(crate) fn grant_name(kind: &KindInfo) -> String {
     format!("kratix-rs-requests-{}.{}", kind.plural, kind.group)
 }
 
@@ -59,7 +59,7 @@ fn meta(name: &str) -> kube::core::ObjectMeta {
 }
 
 /// The role and binding that let `account` delete `kind`'s requests, and nothing else.
-pub fn grant(kind: &KindInfo, account: &Account) -> (ClusterRole, ClusterRoleBinding) {
+pub(crate) fn grant(kind: &KindInfo, account: &Account) -> (ClusterRole, ClusterRoleBinding) {
     let name = grant_name(kind);
     let role = ClusterRole {
         metadata: meta(&name),

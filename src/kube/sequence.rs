@@ -247,17 +247,14 @@ mod tests {
         // after the value the previous one stored.
         let (mut stored, mut held, mut got, mut writes) = (None::<String>, None, vec![], 0);
         while got.len() < 200 {
-            match take(held) {
-                Some((value, rest)) => {
-                    got.push(value);
-                    held = rest;
-                }
-                None => {
-                    let block = reserve(stored.as_deref(), BLOCK_SIZE).expect("reserve");
-                    stored = Some(block.last.to_string());
-                    held = Some(block);
-                    writes += 1;
-                }
+            if let Some((value, rest)) = take(held) {
+                got.push(value);
+                held = rest;
+            } else {
+                let block = reserve(stored.as_deref(), BLOCK_SIZE).expect("reserve");
+                stored = Some(block.last.to_string());
+                held = Some(block);
+                writes += 1;
             }
         }
         assert_eq!(got, (1..=200).collect::<Vec<i64>>());

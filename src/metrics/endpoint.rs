@@ -13,10 +13,10 @@ use tracing::debug;
 use super::{Error, Metrics, CONTENT_TYPE};
 
 /// The status and body answering a GET of a path.
-pub type Answer = Arc<dyn Fn(&str) -> (StatusCode, String) + Send + Sync>;
+pub(crate) type Answer = Arc<dyn Fn(&str) -> (StatusCode, String) + Send + Sync>;
 
 /// The answer to a GET of `/metrics`: the text, or why it could not be written.
-pub fn scrape(metrics: &Metrics) -> (StatusCode, String) {
+pub(crate) fn scrape(metrics: &Metrics) -> (StatusCode, String) {
     match metrics.render() {
         Ok(text) => (StatusCode::OK, text),
         Err(err) => (
@@ -27,7 +27,7 @@ pub fn scrape(metrics: &Metrics) -> (StatusCode, String) {
 }
 
 /// Binds `addr` (before returning, so that a bad address fails the start).
-pub async fn bind(addr: &str) -> Result<TcpListener, Error> {
+pub(crate) async fn bind(addr: &str) -> Result<TcpListener, Error> {
     let parsed: SocketAddr = addr.parse().map_err(|e| Error::Listen {
         addr: addr.to_string(),
         source: std::io::Error::new(std::io::ErrorKind::InvalidInput, e),
@@ -41,7 +41,7 @@ pub async fn bind(addr: &str) -> Result<TcpListener, Error> {
 }
 
 /// Answers requests on `listener` with `answer` until the task is dropped.
-pub async fn serve(listener: TcpListener, answer: Answer) {
+pub(crate) async fn serve(listener: TcpListener, answer: Answer) {
     loop {
         let Ok((stream, _)) = listener.accept().await else {
             continue;

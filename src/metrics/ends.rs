@@ -14,7 +14,7 @@ const STALE_END: Duration = Duration::from_secs(15 * 60);
 
 /// The Work a pipeline makes, as both its run and its placements name it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct WorkRef {
+pub(crate) struct WorkRef {
     pub namespace: String,
     pub promise: String,
     /// Empty for a promise workflow.
@@ -34,7 +34,7 @@ pub(super) struct Ends(HashMap<WorkRef, End>);
 
 impl Ends {
     /// The pipeline that makes `work` stored it at `at`.
-    pub fn ended(&mut self, work: WorkRef, at: Instant) {
+    pub(super) fn ended(&mut self, work: WorkRef, at: Instant) {
         if self.0.len() >= MAX_WAITING_ENDS {
             self.0
                 .retain(|_, end| at.saturating_duration_since(end.at) < STALE_END);
@@ -52,7 +52,12 @@ impl Ends {
 
     /// `work` was written to `destination` at `now`: how long after its pipeline ended, the
     /// first time only, and only when that end is recent.
-    pub fn written(&mut self, work: &WorkRef, destination: &str, now: Instant) -> Option<Duration> {
+    pub(super) fn written(
+        &mut self,
+        work: &WorkRef,
+        destination: &str,
+        now: Instant,
+    ) -> Option<Duration> {
         let end = self.0.get_mut(work)?;
         let took = now.saturating_duration_since(end.at);
         if took >= STALE_END {

@@ -11,7 +11,7 @@ use crate::api::GROUP;
 /// The controller that reconciles objects of a kind: one per built-in kind, and one for every
 /// request kind together.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Controller {
+pub(crate) enum Controller {
     Promise,
     Request,
     PipelineRun,
@@ -26,7 +26,7 @@ pub enum Controller {
 
 impl Controller {
     /// The controller of objects of `kind` in `group`.
-    pub fn of(group: &str, kind: &str) -> Self {
+    pub(crate) fn of(group: &str, kind: &str) -> Self {
         if group != GROUP {
             return Controller::Request;
         }
@@ -43,7 +43,7 @@ impl Controller {
         }
     }
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Controller::Promise => "promise",
             Controller::Request => "request",
@@ -61,14 +61,14 @@ impl Controller {
 
 /// A pipeline run's workflow type, as its `workflowType` says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum WorkflowType {
+pub(crate) enum WorkflowType {
     Resource,
     Promise,
     Other,
 }
 
 impl WorkflowType {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             WorkflowType::Resource => "resource",
             WorkflowType::Promise => "promise",
@@ -79,14 +79,14 @@ impl WorkflowType {
 
 /// A pipeline run's workflow action, as its `workflowAction` says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Action {
+pub(crate) enum Action {
     Configure,
     Delete,
     Other,
 }
 
 impl Action {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Action::Configure => "configure",
             Action::Delete => "delete",
@@ -98,7 +98,7 @@ impl Action {
 /// What a failed reconcile failed on: a closed set, so that failures can be told apart
 /// without an object's name or an error's text becoming a label value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum ErrorCategory {
+pub(crate) enum ErrorCategory {
     /// Reading or writing the control plane.
     ControlPlane,
     /// A stored object that the controllers cannot use as it is (fixed by changing it).
@@ -117,7 +117,7 @@ pub enum ErrorCategory {
 }
 
 impl ErrorCategory {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             ErrorCategory::ControlPlane => "control_plane",
             ErrorCategory::InvalidObject => "invalid_object",
@@ -132,13 +132,13 @@ impl ErrorCategory {
 
 /// How a pipeline run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum RunResult {
+pub(crate) enum RunResult {
     Succeeded,
     Failed,
 }
 
 impl RunResult {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             RunResult::Succeeded => "succeeded",
             RunResult::Failed => "failed",
@@ -148,7 +148,7 @@ impl RunResult {
 
 /// How a write of a Work's placements to a state store went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum WriteResult {
+pub(crate) enum WriteResult {
     /// Something changed: a commit, or objects uploaded or deleted.
     Changed,
     /// The store already held exactly that.
@@ -158,7 +158,7 @@ pub enum WriteResult {
 
 impl WriteResult {
     /// How a store's answer to a write counts.
-    pub fn of<E>(written: &Result<statestores::WriteOutcome, E>) -> Self {
+    pub(crate) fn of<E>(written: &Result<statestores::WriteOutcome, E>) -> Self {
         match written {
             Err(_) => WriteResult::Failed,
             Ok(o) if o.version.is_some() || o.changed() => WriteResult::Changed,
@@ -166,7 +166,7 @@ impl WriteResult {
         }
     }
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             WriteResult::Changed => "changed",
             WriteResult::Unchanged => "unchanged",
@@ -189,7 +189,7 @@ macro_rules! label_value {
 
 /// What the platform Destination's sync did with one document or inventory entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum SyncOutcome {
+pub(crate) enum SyncOutcome {
     /// Created or changed in the control plane.
     Applied,
     /// Already as the document says.
@@ -203,7 +203,7 @@ pub enum SyncOutcome {
 }
 
 impl SyncOutcome {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             SyncOutcome::Applied => "applied",
             SyncOutcome::Unchanged => "unchanged",
@@ -245,7 +245,7 @@ pub(super) struct FailureLabels {
 
 /// The labels of a pipeline run: its workflow's type and action, and how it ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, EncodeLabelSet)]
-pub struct RunLabels {
+pub(crate) struct RunLabels {
     pub workflow_type: WorkflowType,
     pub action: Action,
     pub result: RunResult,
@@ -254,7 +254,7 @@ pub struct RunLabels {
 impl RunLabels {
     /// From a run's `workflowType` and `workflowAction` as stored; anything unexpected is
     /// counted as `other` rather than becoming a label value of its own.
-    pub fn of(workflow_type: &str, action: &str, succeeded: bool) -> Self {
+    pub(crate) fn of(workflow_type: &str, action: &str, succeeded: bool) -> Self {
         Self {
             workflow_type: match workflow_type {
                 "resource" => WorkflowType::Resource,

@@ -19,12 +19,10 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::{Registry, Unit};
 
-pub use endpoint::{bind, scrape, serve, Answer};
+pub(crate) use endpoint::{bind, scrape, serve, Answer};
 use ends::Ends;
-pub use ends::WorkRef;
-pub use labels::{
-    Action, Controller, ErrorCategory, RunLabels, RunResult, SyncOutcome, WorkflowType, WriteResult,
-};
+pub(crate) use ends::WorkRef;
+pub(crate) use labels::{Controller, ErrorCategory, RunLabels, SyncOutcome, WriteResult};
 use labels::{ControllerLabels, FailureLabels, SyncLabels, WriteLabels};
 use ordered::Ordered;
 
@@ -43,7 +41,7 @@ pub enum Error {
 }
 
 /// The `Content-Type` of [`Metrics::render`]'s text: Prometheus' text format, version 0.0.4.
-pub const CONTENT_TYPE: &str = prometheus_text::CONTENT_TYPE;
+pub(crate) const CONTENT_TYPE: &str = prometheus_text::CONTENT_TYPE;
 
 /// Buckets in seconds, for pipeline runs and the latency from a pipeline's end to its commit.
 const SECONDS: [f64; 13] = [
@@ -59,7 +57,7 @@ fn seconds() -> Histogram {
 
 /// Everything one process counts, since it started.
 #[derive(Debug)]
-pub struct Metrics {
+pub(crate) struct Metrics {
     /// Holds a clone of each metric below (they share their values), in the order they are
     /// written out.
     registry: Registry,
@@ -91,7 +89,7 @@ impl Default for Metrics {
 
 impl Metrics {
     /// The metrics of `controller`: those of the controllers and `kratix_leader`.
-    pub fn with_leader() -> Self {
+    pub(crate) fn with_leader() -> Self {
         Self::new(Some(Gauge::default()))
     }
 
@@ -193,14 +191,14 @@ impl Metrics {
     }
 
     /// The platform sync handled `n` documents or entries with `outcome`.
-    pub fn synced(&self, outcome: SyncOutcome, n: usize) {
+    pub(crate) fn synced(&self, outcome: SyncOutcome, n: usize) {
         self.platform_sync
             .get(&SyncLabels { outcome })
             .inc_by(n as u64);
     }
 
     /// A reconcile of an object of `kind` in `group` ended: well, or failing on `failed`.
-    pub fn record(&self, group: &str, kind: &str, failed: Option<ErrorCategory>) {
+    pub(crate) fn record(&self, group: &str, kind: &str, failed: Option<ErrorCategory>) {
         let controller = Controller::of(group, kind);
         let labels = ControllerLabels { controller };
         self.reconciles.get(&labels).inc();
@@ -219,35 +217,35 @@ impl Metrics {
 
     /// Records that the controllers have started: everything was listed and the change feed
     /// is open.
-    pub fn set_started(&self, started: bool) {
+    pub(crate) fn set_started(&self, started: bool) {
         self.started.store(started, Ordering::SeqCst);
     }
 
-    pub fn started(&self) -> bool {
+    pub(crate) fn started(&self) -> bool {
         self.started.load(Ordering::SeqCst)
     }
 
     /// A pipeline run ended after `took`.
-    pub fn run_finished(&self, labels: RunLabels, took: Duration) {
+    pub(crate) fn run_finished(&self, labels: RunLabels, took: Duration) {
         self.runs.get(&labels).inc();
         self.run_durations.get(&labels).observe(took.as_secs_f64());
     }
 
     /// How many objects wait in the controllers' queue.
-    pub fn set_queue_depth(&self, depth: usize) {
+    pub(crate) fn set_queue_depth(&self, depth: usize) {
         self.queue_depth
             .set(i64::try_from(depth).unwrap_or(i64::MAX));
     }
 
     /// Whether this replica leads; nothing for metrics made without `kratix_leader`.
-    pub fn set_leader(&self, leads: bool) {
+    pub(crate) fn set_leader(&self, leads: bool) {
         if let Some(leader) = &self.leader {
             leader.set(i64::from(leads));
         }
     }
 
     /// A pipeline stored its Work now: its writes to state stores are timed from here.
-    pub fn pipeline_ended(&self, work: WorkRef) {
+    pub(crate) fn pipeline_ended(&self, work: WorkRef) {
         self.pipeline_ended_at(work, Instant::now());
     }
 
@@ -257,7 +255,7 @@ impl Metrics {
 
     /// A write of `work`'s placements on `destination` to a store of kind `store` (`git`,
     /// `bucket`, ...) went as `result`.
-    pub fn placement_written(
+    pub(crate) fn placement_written(
         &self,
         store: &'static str,
         work: &WorkRef,
@@ -289,7 +287,7 @@ impl Metrics {
     }
 
     /// The metrics in Prometheus' text format (served as [`CONTENT_TYPE`]).
-    pub fn render(&self) -> Result<String, Error> {
+    pub(crate) fn render(&self) -> Result<String, Error> {
         let mut text = String::new();
         prometheus_text::encode(&mut text, &self.registry).map_err(Error::Encode)?;
         Ok(text)

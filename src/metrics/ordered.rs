@@ -28,7 +28,7 @@ impl<S, M> Clone for Ordered<S, M> {
 }
 
 impl<S: Ord + Clone, M: Clone> Ordered<S, M> {
-    pub fn new(new: fn() -> M) -> Self {
+    pub(super) fn new(new: fn() -> M) -> Self {
         Self {
             series: Arc::default(),
             new,
@@ -37,7 +37,7 @@ impl<S: Ord + Clone, M: Clone> Ordered<S, M> {
 
     /// The series of `labels`, made now if it has not been used yet. Metrics share their
     /// value between clones, so the one returned records into the family.
-    pub fn get(&self, labels: &S) -> M {
+    pub(super) fn get(&self, labels: &S) -> M {
         if let Some(m) = self
             .series
             .read()

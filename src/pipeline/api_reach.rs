@@ -37,13 +37,14 @@ pub(super) async fn admit(
     };
     let access = api.admit(req).map_err(backend)?;
     let engine_at = match engine {
-        Some(docker) => match super::container::engine::host_address(docker).await {
-            Some(host) => api.reachable_at(host),
-            None => {
+        Some(docker) => {
+            if let Some(host) = super::container::engine::host_address(docker).await {
+                api.reachable_at(host)
+            } else {
                 tracing::warn!(run = %req.run_name, "the container engine's network names no host address: its containers get no platform API");
                 None
             }
-        },
+        }
         None => None,
     };
     let dir = req.work_dir.join(API_DIR);

@@ -37,14 +37,14 @@ pub(super) async fn check_results(
 /// Why [`check_folders`] refused a run: the Kratix container that makes the failing check, and
 /// the check's message.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refused {
+pub(crate) struct Refused {
     pub container: &'static str,
     pub reason: String,
 }
 
 /// The checks of every executor once the containers have succeeded: the output folder, then the
 /// metadata folder.
-pub fn check_folders(
+pub(crate) fn check_folders(
     output_dir: &Path,
     metadata_dir: &Path,
     limits: output::Limits,
@@ -66,7 +66,7 @@ pub fn check_folders(
 
 /// [`check_folders`] on a thread for blocking work: it reads every file of the output, which
 /// must not hold up a worker of the async runtime.
-pub async fn check_folders_off_workers(
+pub(crate) async fn check_folders_off_workers(
     output_dir: &Path,
     metadata_dir: &Path,
     limits: output::Limits,

@@ -37,7 +37,7 @@ pub enum Error {
 
 /// One process to run.
 #[derive(Debug, Clone)]
-pub struct Invocation {
+pub(super) struct Invocation {
     pub program: OsString,
     pub args: Vec<OsString>,
     /// The whole environment: nothing is inherited.
@@ -46,7 +46,7 @@ pub struct Invocation {
 }
 
 #[derive(Debug)]
-pub enum Exit {
+pub(super) enum Exit {
     Code(i32),
     Signal(i32),
     /// The program could not be started (not found, not executable).
@@ -57,7 +57,7 @@ pub enum Exit {
 /// Runs `invocation` in its own process group, appending its output to `log`. On exit or at the
 /// deadline the whole group is killed, so background children die with it. `started` hears of
 /// the group as soon as it exists, before the process can do anything that outlives us.
-pub async fn run(
+pub(super) async fn run(
     invocation: Invocation,
     deadline: Instant,
     log: &mut Vec<u8>,
@@ -132,7 +132,11 @@ pub async fn run(
     {
         collector.abort();
     }
-    let captured = std::mem::take(&mut *captured.lock().unwrap_or_else(|p| p.into_inner()));
+    let captured = std::mem::take(
+        &mut *captured
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    );
     log.extend_from_slice(&captured);
     Ok(exit)
 }
@@ -144,7 +148,9 @@ async fn collect(mut receiver: tokio::net::unix::pipe::Receiver, into: Arc<Mutex
         match receiver.read(&mut chunk).await {
             Ok(0) | Err(_) => break,
             Ok(n) => {
-                let mut buf = into.lock().unwrap_or_else(|p| p.into_inner());
+                let mut buf = into
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
                 let room = LOG_LIMIT.saturating_sub(buf.len());
                 buf.extend_from_slice(&chunk[..n.min(room)]);
                 if n > room && !truncated {

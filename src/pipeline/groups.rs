@@ -12,7 +12,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// The record inside a run's folder.
-pub const RECORD_FILE: &str = "process-groups";
+pub(crate) const RECORD_FILE: &str = "process-groups";
 
 const BOOT_ID: &str = "/proc/sys/kernel/random/boot_id";
 
@@ -28,14 +28,14 @@ pub enum Error {
 }
 
 /// This boot's id; empty where `/proc` does not say (the record then matches only itself).
-pub fn boot_id() -> String {
+pub(crate) fn boot_id() -> String {
     std::fs::read_to_string(BOOT_ID)
         .map(|s| s.trim().to_string())
         .unwrap_or_default()
 }
 
 /// Appends `group` to the record of the run whose folder is `work_dir`.
-pub fn record(work_dir: &Path, group: i32) -> Result<(), Error> {
+pub(crate) fn record(work_dir: &Path, group: i32) -> Result<(), Error> {
     let path = work_dir.join(RECORD_FILE);
     let line = format!("{} {group}\n", boot_id());
     std::fs::OpenOptions::new()
@@ -51,7 +51,7 @@ pub fn record(work_dir: &Path, group: i32) -> Result<(), Error> {
 }
 
 /// The groups of `record` that belong to the boot `boot`; malformed lines are skipped.
-pub fn groups_of_boot(record: &str, boot: &str) -> Vec<i32> {
+pub(crate) fn groups_of_boot(record: &str, boot: &str) -> Vec<i32> {
     record
         .lines()
         .filter_map(|line| {
@@ -65,7 +65,7 @@ pub fn groups_of_boot(record: &str, boot: &str) -> Vec<i32> {
 
 /// Kills every recorded group of the run whose folder is `work_dir` that is still alive, and
 /// returns those it signalled.
-pub fn kill_recorded(work_dir: &Path) -> Vec<i32> {
+pub(crate) fn kill_recorded(work_dir: &Path) -> Vec<i32> {
     let Ok(text) = std::fs::read_to_string(work_dir.join(RECORD_FILE)) else {
         return Vec::new();
     };

@@ -56,15 +56,14 @@ impl ImageMap {
     /// `<home>/images.yaml` when it exists, else an empty map (every container then needs a
     /// `command`).
     pub fn load_for_home(home: &Path) -> Result<Self, Error> {
-        match std::env::var_os(IMAGE_MAP_ENV).filter(|v| !v.is_empty()) {
-            Some(path) => Self::load(Path::new(&path)),
-            None => {
-                let path = home.join(HOME_IMAGE_MAP);
-                if path.exists() {
-                    Self::load(&path)
-                } else {
-                    Ok(Self::default())
-                }
+        if let Some(path) = std::env::var_os(IMAGE_MAP_ENV).filter(|v| !v.is_empty()) {
+            Self::load(Path::new(&path))
+        } else {
+            let path = home.join(HOME_IMAGE_MAP);
+            if path.exists() {
+                Self::load(&path)
+            } else {
+                Ok(Self::default())
             }
         }
     }
@@ -190,7 +189,11 @@ mod tests {
     use crate::api::pipeline::EnvVar;
 
     fn container(image: &str, command: Option<&[&str]>, args: Option<&[&str]>) -> Container {
-        let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let strings = |v: &[&str]| {
+            v.iter()
+                .map(std::string::ToString::to_string)
+                .collect::<Vec<_>>()
+        };
         Container {
             name: "render".into(),
             image: image.into(),

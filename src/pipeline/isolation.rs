@@ -6,17 +6,17 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 /// Environment variable choosing the isolation: `sandbox`, `process` or `auto`.
-pub const ISOLATION_ENV: &str = "KRATIX_ISOLATION";
+pub(crate) const ISOLATION_ENV: &str = "KRATIX_ISOLATION";
 
 /// The bubblewrap program.
-pub const BWRAP: &str = "bwrap";
+pub(crate) const BWRAP: &str = "bwrap";
 
 /// Where containers see their folders inside the sandbox.
-pub const SANDBOX_INPUT: &str = "/kratix/input";
-pub const SANDBOX_OUTPUT: &str = "/kratix/output";
-pub const SANDBOX_METADATA: &str = "/kratix/metadata";
+pub(crate) const SANDBOX_INPUT: &str = "/kratix/input";
+pub(crate) const SANDBOX_OUTPUT: &str = "/kratix/output";
+pub(crate) const SANDBOX_METADATA: &str = "/kratix/metadata";
 /// The run's platform API credentials (its kubeconfig), when it has them.
-pub const SANDBOX_API: &str = "/kratix/api";
+pub(crate) const SANDBOX_API: &str = "/kratix/api";
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -66,14 +66,14 @@ impl Isolation {
 
 /// An entry of the host's `/`, as the sandbox re-creates it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RootEntry {
+pub(crate) struct RootEntry {
     pub name: OsString,
     /// Where it points, for symbolic links such as `/bin -> usr/bin`.
     pub symlink_target: Option<OsString>,
 }
 
 /// Lists the host's `/` (skipping what cannot be read: it just won't be in the sandbox).
-pub fn host_root_entries() -> std::io::Result<Vec<RootEntry>> {
+pub(crate) fn host_root_entries() -> std::io::Result<Vec<RootEntry>> {
     let mut entries = Vec::new();
     for entry in std::fs::read_dir("/")? {
         let Ok(entry) = entry else { continue };
@@ -91,7 +91,7 @@ pub fn host_root_entries() -> std::io::Result<Vec<RootEntry>> {
 
 /// Host folders a sandboxed container gets, and host folders it must not see.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SandboxMounts<'a> {
+pub(crate) struct SandboxMounts<'a> {
     pub input: &'a Path,
     pub output: &'a Path,
     pub metadata: &'a Path,
@@ -109,7 +109,7 @@ pub struct SandboxMounts<'a> {
 /// NB: `--ro-bind / /` would be simpler, but then bwrap must create `/kratix` on the read-only
 /// host root and fails. Instead the root is bwrap's own tmpfs, each host entry is bound into it
 /// read-only, and the root itself is remounted read-only once `/kratix/*` exist.
-pub fn sandbox_args(
+pub(crate) fn sandbox_args(
     root: &[RootEntry],
     mounts: &SandboxMounts<'_>,
     command: &[String],

@@ -7,20 +7,20 @@
 
 mod api_reach;
 mod checks;
-pub mod container;
-pub mod contract;
+pub(crate) mod container;
+pub(crate) mod contract;
 mod exec;
 mod executor;
-pub mod groups;
+pub(crate) mod groups;
 mod host;
 pub mod images;
 mod invocation;
-pub mod isolation;
-pub mod metadata;
+pub(crate) mod isolation;
+pub(crate) mod metadata;
 pub mod output;
-pub mod platform_api;
+pub(crate) mod platform_api;
 mod program_path;
-pub mod progress;
+pub(crate) mod progress;
 mod steps;
 
 use std::path::{Path, PathBuf};
@@ -32,18 +32,19 @@ use tokio::time::Instant;
 
 use crate::api::pipeline::Pipeline;
 
-pub use checks::{check_folders, check_folders_off_workers, Refused};
 pub use contract::{kratix_env, ResourceObject, Subject, WorkflowEnv};
 pub use executor::{Executor, Local, Owner};
 pub use images::ImageMap;
 pub use isolation::Isolation;
-pub use metadata::{DestinationSelectorEntry, Metadata, WorkflowControl};
 pub use output::Output;
-pub use platform_api::{Access, PlatformApi};
-pub use progress::Progress;
 
-pub use container::auth::DockerConfig;
-pub use container::setting::{ExecutorSetting, Mode};
+pub(crate) use checks::{check_folders, check_folders_off_workers, Refused};
+pub(crate) use metadata::{DestinationSelectorEntry, Metadata};
+pub(crate) use platform_api::PlatformApi;
+pub(crate) use progress::Progress;
+
+pub(crate) use container::auth::DockerConfig;
+pub(crate) use container::setting::{ExecutorSetting, Mode};
 
 use host::HostRun;
 use steps::{steps, Step};

@@ -8,10 +8,10 @@ use std::net::SocketAddr;
 use std::path::Path;
 
 /// Where pods find their service account's files, and engine containers theirs.
-pub const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
+pub(crate) const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
 
 /// Errors of the API while admitting a run.
-pub type AdmitError = Box<dyn std::error::Error + Send + Sync>;
+pub(crate) type AdmitError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The platform's API as the executor sees it.
 pub trait PlatformApi: std::fmt::Debug + Send + Sync + 'static {
@@ -49,7 +49,7 @@ impl std::fmt::Debug for Access {
 
 /// A kubeconfig naming `server` with the run's token and CA inline, as a host container's
 /// `KUBECONFIG` points at.
-pub fn kubeconfig(access: &Access, server: SocketAddr, user: &str) -> String {
+pub(crate) fn kubeconfig(access: &Access, server: SocketAddr, user: &str) -> String {
     use base64::Engine as _;
     let ca = base64::engine::general_purpose::STANDARD.encode(&access.ca_pem);
     let doc = serde_json::json!({
@@ -105,7 +105,7 @@ pub(super) fn write_service_account(dir: &Path, access: &Access) -> std::io::Res
 
 /// The variables an engine container gets to find the API, as a pod's in-cluster
 /// configuration reads them.
-pub fn service_env(at: SocketAddr) -> Vec<(String, String)> {
+pub(crate) fn service_env(at: SocketAddr) -> Vec<(String, String)> {
     vec![
         ("KUBERNETES_SERVICE_HOST".into(), at.ip().to_string()),
         ("KUBERNETES_SERVICE_PORT".into(), at.port().to_string()),

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 /// The absolute path `execvp` would run for `program` with `path` as `PATH`, or `None` to leave
 /// the look-up to the child: the program names a path already, or an entry that comes first is
 /// relative (it would be looked up from the child's own working folder), or nothing matches.
-pub fn resolve(
+pub(super) fn resolve(
     program: &OsStr,
     path: Option<&OsStr>,
     is_executable: impl Fn(&Path) -> bool,
@@ -33,12 +33,12 @@ pub fn resolve(
 }
 
 /// A regular file someone may execute.
-pub fn executable_file(path: &Path) -> bool {
+pub(super) fn executable_file(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 /// The value of `PATH` among `env`.
-pub fn path_of(env: &[(OsString, OsString)]) -> Option<&OsStr> {
+pub(super) fn path_of(env: &[(OsString, OsString)]) -> Option<&OsStr> {
     env.iter()
         .rev()
         .find(|(k, _)| k == "PATH")

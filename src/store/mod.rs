@@ -4,7 +4,7 @@
 //! objects, status written on its own, and a watch-like change feed.
 
 pub mod embedded;
-pub mod selector;
+pub(crate) mod selector;
 
 use std::fmt::Debug;
 

@@ -320,7 +320,7 @@ mod tests {
             |key: &str, operator: &str, values: Option<&[&str]>| LabelSelectorRequirement {
                 key: key.to_string(),
                 operator: operator.to_string(),
-                values: values.map(|vs| vs.iter().map(|v| v.to_string()).collect()),
+                values: values.map(|vs| vs.iter().map(std::string::ToString::to_string).collect()),
             };
         let selector = Selector::parse("env=dev, tier in (b,a), zone notin (x), team, !gone, k!=v")
             .expect("valid");

@@ -90,14 +90,13 @@ impl Garage {
     /// Runs `garage -c <config> <args>`, panicking with its stderr when it fails.
     pub fn cli(&self, args: &[&str]) -> String {
         let out = self.try_cli(args);
-        if !out.status.success() {
-            panic!(
-                "garage {} failed ({}): {}",
-                args.join(" "),
-                out.status,
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
+        assert!(
+            out.status.success(),
+            "garage {} failed ({}): {}",
+            args.join(" "),
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
@@ -116,19 +115,17 @@ impl Garage {
             if out.status.success() {
                 return;
             }
-            if self.watchdog.server_ended() {
-                panic!(
-                    "garage server exited during startup; its log:\n{}",
-                    self.log()
-                );
-            }
-            if Instant::now() > deadline {
-                panic!(
-                    "garage did not answer `status` within {STARTUP:?}: {}\nlog:\n{}",
-                    String::from_utf8_lossy(&out.stderr),
-                    self.log()
-                );
-            }
+            assert!(
+                !self.watchdog.server_ended(),
+                "garage server exited during startup; its log:\n{}",
+                self.log()
+            );
+            assert!(
+                Instant::now() <= deadline,
+                "garage did not answer `status` within {STARTUP:?}: {}\nlog:\n{}",
+                String::from_utf8_lossy(&out.stderr),
+                self.log()
+            );
             std::thread::sleep(Duration::from_millis(100));
         }
     }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 
-pub struct ProcessGroup {
+pub(crate) struct ProcessGroup {
     child: Child,
     /// How long drop lets the leader finish on its own before killing the group. Letting it
     /// finish lets it reap its own children; killed, they would linger as zombies.
@@ -16,13 +16,13 @@ pub struct ProcessGroup {
 }
 
 impl ProcessGroup {
-    pub fn spawn(command: &mut Command, grace: Duration) -> std::io::Result<Self> {
+    pub(crate) fn spawn(command: &mut Command, grace: Duration) -> std::io::Result<Self> {
         let child = command.process_group(0).spawn()?;
         Ok(Self { child, grace })
     }
 
     /// True once the leader has exited (and is reaped).
-    pub fn has_exited(&mut self) -> bool {
+    pub(crate) fn has_exited(&mut self) -> bool {
         !matches!(self.child.try_wait(), Ok(None))
     }
 }

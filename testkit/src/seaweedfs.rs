@@ -97,15 +97,16 @@ impl SeaweedFs {
             if matches!(answer, Ok((200, _))) {
                 return;
             }
-            if self.watchdog.server_ended() {
-                panic!("weed exited during startup; its log:\n{}", self.log());
-            }
-            if Instant::now() > deadline {
-                panic!(
-                    "seaweedfs did not answer ListBuckets within {STARTUP:?} ({answer:?}); log:\n{}",
-                    self.log()
-                );
-            }
+            assert!(
+                !self.watchdog.server_ended(),
+                "weed exited during startup; its log:\n{}",
+                self.log()
+            );
+            assert!(
+                Instant::now() <= deadline,
+                "seaweedfs did not answer ListBuckets within {STARTUP:?} ({answer:?}); log:\n{}",
+                self.log()
+            );
             std::thread::sleep(Duration::from_millis(100));
         }
     }

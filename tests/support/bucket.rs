@@ -7,13 +7,13 @@ use object_store::path::Path as ObjectPath;
 use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt, PutPayload};
 use testkit::s3::{self, S3Server};
 
-pub struct BucketInspector {
+pub(crate) struct BucketInspector {
     client: AmazonS3,
     runtime: tokio::runtime::Runtime,
 }
 
 impl BucketInspector {
-    pub fn new(server: &S3Server, bucket: &str) -> Self {
+    pub(crate) fn new(server: &S3Server, bucket: &str) -> Self {
         let client = AmazonS3Builder::new()
             .with_endpoint(format!("http://{}", server.s3_endpoint))
             .with_allow_http(true)
@@ -31,7 +31,7 @@ impl BucketInspector {
     }
 
     /// Every key in the bucket (LIST), sorted.
-    pub fn keys(&self) -> BTreeSet<String> {
+    pub(crate) fn keys(&self) -> BTreeSet<String> {
         use futures::TryStreamExt;
         self.runtime.block_on(async {
             self.client
@@ -44,14 +44,14 @@ impl BucketInspector {
     }
 
     /// What a HEAD of `key` says.
-    pub fn head(&self, key: &str) -> ObjectMeta {
+    pub(crate) fn head(&self, key: &str) -> ObjectMeta {
         self.runtime
             .block_on(self.client.head(&ObjectPath::from(key)))
             .unwrap_or_else(|e| panic!("HEAD {key}: {e}"))
     }
 
     /// The object's content, as text.
-    pub fn get(&self, key: &str) -> String {
+    pub(crate) fn get(&self, key: &str) -> String {
         self.runtime.block_on(async {
             let got = self
                 .client
@@ -64,7 +64,7 @@ impl BucketInspector {
     }
 
     /// Puts an object that kratix-rs did not write.
-    pub fn put(&self, key: &str, content: String) {
+    pub(crate) fn put(&self, key: &str, content: String) {
         self.runtime
             .block_on(
                 self.client
@@ -74,14 +74,14 @@ impl BucketInspector {
     }
 
     /// Deletes an object behind kratix-rs's back.
-    pub fn delete(&self, key: &str) {
+    pub(crate) fn delete(&self, key: &str) {
         self.runtime
             .block_on(self.client.delete(&ObjectPath::from(key)))
             .unwrap_or_else(|e| panic!("DELETE {key}: {e}"));
     }
 
     /// Every object, each headed `== <key>`, for searching.
-    pub fn content(&self) -> String {
+    pub(crate) fn content(&self) -> String {
         self.keys()
             .into_iter()
             .map(|key| format!("== {key}\n{}\n", self.get(&key)))

@@ -15,10 +15,10 @@ use serde_json::json;
 /// Generous bound for a change to arrive; never a timing assertion.
 const PATIENCE: Duration = Duration::from_secs(30);
 
-pub type Case = for<'a> fn(&'a dyn ControlPlane, &'a str) -> BoxFuture<'a, ()>;
+pub(crate) type Case = for<'a> fn(&'a dyn ControlPlane, &'a str) -> BoxFuture<'a, ()>;
 
 /// Every case, by name.
-pub const CASES: &[(&str, Case)] = &[
+pub(crate) const CASES: &[(&str, Case)] = &[
     ("create assigns identity", |cp, ns| {
         Box::pin(create_assigns_identity(cp, ns))
     }),
@@ -49,7 +49,7 @@ pub const CASES: &[(&str, Case)] = &[
 ];
 
 /// Runs every case, each in the namespace `make_namespace` returns for its index.
-pub async fn run_all(cp: &dyn ControlPlane, make_namespace: impl Fn(usize) -> String) {
+pub(crate) async fn run_all(cp: &dyn ControlPlane, make_namespace: impl Fn(usize) -> String) {
     for (i, (name, case)) in CASES.iter().enumerate() {
         let ns = make_namespace(i);
         eprintln!("contract: {name}");

@@ -6,14 +6,14 @@
 use std::path::Path;
 use std::process::Command;
 
-pub struct Engine {
+pub(crate) struct Engine {
     pub docker_host: String,
     pub host_ip: String,
 }
 
 impl Engine {
     /// The engine, or `None` (with a NOTE) when none is configured.
-    pub fn get() -> Option<Self> {
+    pub(crate) fn get() -> Option<Self> {
         let Some(dir) = std::env::var_os("KRATIX_TEST_ENGINE_DIR") else {
             assert!(
                 std::env::var("KRATIX_REQUIRE_REAL").as_deref() != Ok("1"),
@@ -39,12 +39,16 @@ impl Engine {
         }
     }
 
-    pub fn docker(&self, args: &[&str]) -> (bool, String, String) {
+    pub(crate) fn docker(&self, args: &[&str]) -> (bool, String, String) {
         self.docker_with(&[], args)
     }
 
     /// The docker CLI with more variables (`DOCKER_CONFIG` for logins of its own).
-    pub fn docker_with(&self, env: &[(&str, &str)], args: &[&str]) -> (bool, String, String) {
+    pub(crate) fn docker_with(
+        &self,
+        env: &[(&str, &str)],
+        args: &[&str],
+    ) -> (bool, String, String) {
         let out = Command::new("docker")
             .args(args)
             .envs(env.iter().copied())
@@ -59,13 +63,13 @@ impl Engine {
     }
 
     /// Builds `context` (a folder with a Dockerfile) as `tag`.
-    pub fn build(&self, tag: &str, context: &Path) {
+    pub(crate) fn build(&self, tag: &str, context: &Path) {
         let (ok, _, err) = self.docker(&["build", "-q", "-t", tag, &context.display().to_string()]);
         assert!(ok, "docker build {tag}: {err}");
     }
 
     /// Builds a test image from a Dockerfile text and files beside it.
-    pub fn build_from(&self, tag: &str, dockerfile: &str, files: &[(&str, &str)]) {
+    pub(crate) fn build_from(&self, tag: &str, dockerfile: &str, files: &[(&str, &str)]) {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().expect("build context");
         std::fs::write(dir.path().join("Dockerfile"), dockerfile).expect("Dockerfile");
@@ -79,14 +83,14 @@ impl Engine {
     }
 
     /// Ids of the containers, running or not, that carry `label=value`.
-    pub fn containers_labelled(&self, label: &str, value: &str) -> Vec<String> {
+    pub(crate) fn containers_labelled(&self, label: &str, value: &str) -> Vec<String> {
         let filter = format!("label={label}={value}");
         let (ok, out, err) = self.docker(&["ps", "-aq", "--filter", &filter]);
         assert!(ok, "docker ps: {err}");
         out.split_whitespace().map(str::to_string).collect()
     }
 
-    pub fn remove_image(&self, tag: &str) {
+    pub(crate) fn remove_image(&self, tag: &str) {
         let _ = self.docker(&["rmi", "-f", tag]);
     }
 }

@@ -13,19 +13,19 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 /// A commit of a bare repository.
 #[derive(Debug, Clone)]
-pub struct Commit {
+pub(crate) struct Commit {
     pub sha: String,
     pub author: String,
     pub message: String,
 }
 
 impl Commit {
-    pub fn subject(&self) -> &str {
+    pub(crate) fn subject(&self) -> &str {
         self.message.lines().next().unwrap_or_default()
     }
 
     /// The value of trailer `Kratix-<name>`, if the message has one.
-    pub fn trailer(&self, name: &str) -> Option<&str> {
+    pub(crate) fn trailer(&self, name: &str) -> Option<&str> {
         let prefix = format!("Kratix-{name}: ");
         self.message
             .lines()
@@ -34,13 +34,13 @@ impl Commit {
 }
 
 /// A bare repository on this machine, read with the git CLI (branch `main`).
-pub struct BareRepo {
+pub(crate) struct BareRepo {
     pub git_dir: PathBuf,
 }
 
 impl BareRepo {
     /// Creates an empty bare repository whose unborn branch is `main`.
-    pub fn init(git_dir: &Path) -> Self {
+    pub(crate) fn init(git_dir: &Path) -> Self {
         std::fs::create_dir_all(git_dir).expect("repository folder");
         let repo = Self {
             git_dir: git_dir.to_path_buf(),
@@ -49,7 +49,7 @@ impl BareRepo {
         repo
     }
 
-    pub fn try_git(&self, args: &[&str]) -> Option<String> {
+    pub(crate) fn try_git(&self, args: &[&str]) -> Option<String> {
         let out = testkit::hermetic_git_command(&self.git_dir)
             .args(args)
             .output()
@@ -60,7 +60,7 @@ impl BareRepo {
     }
 
     #[track_caller]
-    pub fn git(&self, args: &[&str]) -> String {
+    pub(crate) fn git(&self, args: &[&str]) -> String {
         let out = testkit::hermetic_git_command(&self.git_dir)
             .args(args)
             .output()
@@ -74,13 +74,13 @@ impl BareRepo {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
-    pub fn head(&self) -> Option<String> {
+    pub(crate) fn head(&self) -> Option<String> {
         self.try_git(&["rev-parse", "--verify", "-q", "refs/heads/main"])
             .map(|s| s.trim().to_string())
     }
 
     /// Every commit reachable from `main`, newest first.
-    pub fn commits(&self) -> Vec<Commit> {
+    pub(crate) fn commits(&self) -> Vec<Commit> {
         if self.head().is_none() {
             return Vec::new();
         }
@@ -100,7 +100,7 @@ impl BareRepo {
     }
 
     /// Every file path in `main`'s tree.
-    pub fn files(&self) -> BTreeSet<String> {
+    pub(crate) fn files(&self) -> BTreeSet<String> {
         if self.head().is_none() {
             return BTreeSet::new();
         }
@@ -110,18 +110,18 @@ impl BareRepo {
             .collect()
     }
 
-    pub fn read(&self, path: &str) -> Option<String> {
+    pub(crate) fn read(&self, path: &str) -> Option<String> {
         self.try_git(&["cat-file", "-p", &format!("main:{path}")])
     }
 
-    pub fn is_ancestor(&self, ancestor: &str, of: &str) -> bool {
+    pub(crate) fn is_ancestor(&self, ancestor: &str, of: &str) -> bool {
         self.try_git(&["merge-base", "--is-ancestor", ancestor, of])
             .is_some()
     }
 
     /// `git fsck --full --strict`: every object reachable and well formed.
     #[track_caller]
-    pub fn assert_fsck(&self) {
+    pub(crate) fn assert_fsck(&self) {
         let out = testkit::hermetic_git_command(&self.git_dir)
             .args(["fsck", "--full", "--strict", "--no-dangling"])
             .output()
@@ -141,7 +141,7 @@ impl BareRepo {
 
 /// What the proxy does with one request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fault {
+pub(crate) enum Fault {
     Forward,
     /// Answers `500 InternalError` without forwarding.
     InternalError,
@@ -154,13 +154,13 @@ pub enum Fault {
 /// A seeded stream of decisions: `share` of requests get a fault, spread over the three kinds.
 /// splitmix64, so a seed gives the same sequence on every machine.
 #[derive(Debug)]
-pub struct FaultPlan {
+pub(crate) struct FaultPlan {
     state: u64,
     share: f64,
 }
 
 impl FaultPlan {
-    pub fn new(seed: u64, share: f64) -> Self {
+    pub(crate) fn new(seed: u64, share: f64) -> Self {
         Self {
             state: seed,
             share: share.clamp(0.0, 1.0),
@@ -175,7 +175,7 @@ impl FaultPlan {
         z ^ (z >> 31)
     }
 
-    pub fn next_fault(&mut self) -> Fault {
+    pub(crate) fn next_fault(&mut self) -> Fault {
         let roll = (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
         if roll >= self.share {
             return Fault::Forward;
@@ -190,7 +190,7 @@ impl FaultPlan {
 
 /// One request the proxy forwarded, and the status the server answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Forwarded {
+pub(crate) struct Forwarded {
     pub method: String,
     /// Path and query, as sent (`/bucket/key?…`).
     pub target: String,
@@ -199,7 +199,7 @@ pub struct Forwarded {
 
 /// What the proxy saw.
 #[derive(Debug, Default, Clone)]
-pub struct ProxyLog {
+pub(crate) struct ProxyLog {
     pub forwarded: Vec<Forwarded>,
     pub injected: Vec<(String, String, Fault)>,
     /// Requests that could not be forwarded because the server did not answer.
@@ -208,7 +208,7 @@ pub struct ProxyLog {
 
 impl ProxyLog {
     /// How many times each object was stored (a PUT the server accepted), by path.
-    pub fn successful_puts(&self) -> std::collections::BTreeMap<String, usize> {
+    pub(crate) fn successful_puts(&self) -> std::collections::BTreeMap<String, usize> {
         let mut out = std::collections::BTreeMap::new();
         for f in &self.forwarded {
             if f.method == "PUT" && (200..300).contains(&f.status) {
@@ -224,7 +224,7 @@ impl ProxyLog {
 /// server unchanged (`Host` included, so signatures still verify) or gets the plan's fault.
 /// When the server does not answer, the client's connection is closed, as a server that is
 /// down would do. Stops on drop.
-pub struct FaultProxy {
+pub(crate) struct FaultProxy {
     pub addr: SocketAddr,
     log: Arc<Mutex<ProxyLog>>,
     plan: Arc<Mutex<FaultPlan>>,
@@ -232,7 +232,7 @@ pub struct FaultProxy {
 }
 
 impl FaultProxy {
-    pub fn start(upstream: SocketAddr, plan: FaultPlan) -> Self {
+    pub(crate) fn start(upstream: SocketAddr, plan: FaultPlan) -> Self {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -259,11 +259,11 @@ impl FaultProxy {
     }
 
     /// `127.0.0.1:<port>`, as a store's `endpoint`.
-    pub fn endpoint(&self) -> String {
+    pub(crate) fn endpoint(&self) -> String {
         self.addr.to_string()
     }
 
-    pub fn log(&self) -> ProxyLog {
+    pub(crate) fn log(&self) -> ProxyLog {
         self.log
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -271,7 +271,7 @@ impl FaultProxy {
     }
 
     /// Replaces the plan, e.g. with a share of 0 to let everything through.
-    pub fn set_plan(&self, plan: FaultPlan) {
+    pub(crate) fn set_plan(&self, plan: FaultPlan) {
         *self.plan.lock().unwrap_or_else(PoisonError::into_inner) = plan;
     }
 }
@@ -331,7 +331,7 @@ async fn handle(
     let target = req
         .uri()
         .path_and_query()
-        .map(|p| p.to_string())
+        .map(std::string::ToString::to_string)
         .unwrap_or_default();
     let fault = plan
         .lock()
@@ -396,7 +396,7 @@ async fn forward(
 }
 
 /// The plan's share is what it injects, and a seed always gives the same faults.
-pub fn fault_plan_self_check() {
+pub(crate) fn fault_plan_self_check() {
     let mut a = FaultPlan::new(7, 0.3);
     let mut b = FaultPlan::new(7, 0.3);
     let faults: Vec<Fault> = (0..10_000).map(|_| a.next_fault()).collect();

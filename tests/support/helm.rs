@@ -7,11 +7,11 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 /// The chart, in the repository.
-pub fn chart_dir() -> PathBuf {
+pub(crate) fn chart_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("charts/kratix-rs")
 }
 
-pub fn helm() -> Option<&'static PathBuf> {
+pub(crate) fn helm() -> Option<&'static PathBuf> {
     static HELM: OnceLock<Option<PathBuf>> = OnceLock::new();
     HELM.get_or_init(|| {
         if let Some(path) = std::env::var_os("KRATIX_HELM") {
@@ -36,7 +36,7 @@ pub fn helm() -> Option<&'static PathBuf> {
 }
 
 /// Runs helm; its stdout, or its stderr as the error.
-pub fn run(args: &[&str]) -> Result<String, String> {
+pub(crate) fn run(args: &[&str]) -> Result<String, String> {
     let helm = helm().ok_or("no helm")?;
     let out = Command::new(helm)
         .args(args)

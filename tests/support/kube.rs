@@ -10,16 +10,16 @@ use serde_json::Value;
 
 /// The image of the pipeline Jobs' adapter containers: the test kubelet runs the built
 /// `kratix-rs` for it.
-pub const ADAPTER_IMAGE: &str = "kratix-rs:test";
+pub(crate) const ADAPTER_IMAGE: &str = "kratix-rs:test";
 
 /// The test kubelet on its own runtime, for tests that are not async; stopped on drop.
-pub struct TestKubelet {
+pub(crate) struct TestKubelet {
     pub kubelet: super::kubelet::Kubelet,
     _runtime: tokio::runtime::Runtime,
 }
 
 /// A control plane of the test world with Kratix's CRDs, stopped on drop.
-pub struct TestEnv {
+pub(crate) struct TestEnv {
     env: super::testworld::KubeWorld,
     pub kubeconfig: PathBuf,
 }
@@ -27,7 +27,7 @@ pub struct TestEnv {
 impl TestEnv {
     /// Starts one, or `None` when the test world is not installed (see
     /// [`super::testworld::installed`]).
-    pub fn start() -> Option<Self> {
+    pub(crate) fn start() -> Option<Self> {
         if !super::testworld::installed(None) {
             return None;
         }
@@ -58,13 +58,13 @@ impl TestEnv {
         Some(env)
     }
 
-    pub fn dir(&self) -> &Path {
+    pub(crate) fn dir(&self) -> &Path {
         self.env.dir.path()
     }
 
     /// Runs kubectl with `stdin`; its stdout, panicking with stderr on failure.
     #[track_caller]
-    pub fn kubectl(&self, args: &[&str], stdin: &str) -> String {
+    pub(crate) fn kubectl(&self, args: &[&str], stdin: &str) -> String {
         match self.try_kubectl(args, stdin) {
             Ok(stdout) => stdout,
             Err(stderr) => panic!("kubectl {args:?} failed: {stderr}"),
@@ -72,12 +72,17 @@ impl TestEnv {
     }
 
     /// Runs kubectl with `stdin`: its stdout, or its stderr when it fails.
-    pub fn try_kubectl(&self, args: &[&str], stdin: &str) -> Result<String, String> {
+    pub(crate) fn try_kubectl(&self, args: &[&str], stdin: &str) -> Result<String, String> {
         self.env.try_kubectl(args, stdin)
     }
 
     /// One object as JSON, `None` when it does not exist.
-    pub fn get_json(&self, kind: &str, name: &str, namespace: Option<&str>) -> Option<Value> {
+    pub(crate) fn get_json(
+        &self,
+        kind: &str,
+        name: &str,
+        namespace: Option<&str>,
+    ) -> Option<Value> {
         let mut args = vec!["get", kind, name, "-o", "json", "--ignore-not-found"];
         if let Some(ns) = namespace {
             args.extend(["-n", ns]);
@@ -90,7 +95,7 @@ impl TestEnv {
     }
 
     /// Objects of `kind` as JSON (`extra`: `-n`, `-A`, `-l`, …).
-    pub fn list_json(&self, kind: &str, extra: &[&str]) -> Vec<Value> {
+    pub(crate) fn list_json(&self, kind: &str, extra: &[&str]) -> Vec<Value> {
         let mut args = vec!["get", kind, "-o", "json"];
         args.extend_from_slice(extra);
         let Ok(out) = self.try_kubectl(&args, "") else {
@@ -100,17 +105,17 @@ impl TestEnv {
         list["items"].as_array().cloned().unwrap_or_default()
     }
 
-    pub fn apply(&self, yaml: &str) {
+    pub(crate) fn apply(&self, yaml: &str) {
         self.kubectl(&["apply", "-f", "-"], yaml);
     }
 
-    pub fn create_namespace(&self, name: &str) {
+    pub(crate) fn create_namespace(&self, name: &str) {
         self.kubectl(&["create", "namespace", name], "");
     }
 
     /// Starts playing the kubelet for the pipeline Jobs' pods: the adapter image runs the built
     /// `kratix-rs`; pipeline containers run their own commands.
-    pub fn kubelet(&self) -> TestKubelet {
+    pub(crate) fn kubelet(&self) -> TestKubelet {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
@@ -139,7 +144,7 @@ impl TestEnv {
     }
 
     /// The control plane backend on this API server.
-    pub async fn control_plane(&self) -> kratix::kube::KubeControlPlane {
+    pub(crate) async fn control_plane(&self) -> kratix::kube::KubeControlPlane {
         kratix::kube::KubeControlPlane::connect(Some(&self.kubeconfig))
             .await
             .expect("connect to the test API server")
@@ -147,7 +152,7 @@ impl TestEnv {
 }
 
 /// A free port on loopback (taken, then let go).
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
@@ -155,7 +160,7 @@ pub fn free_port() -> u16 {
 }
 
 /// One `kratix-rs controller` process; killed on drop.
-pub struct Controller {
+pub(crate) struct Controller {
     child: Option<Child>,
     pub name: String,
     pub log: PathBuf,
@@ -166,7 +171,7 @@ pub struct Controller {
 impl Controller {
     /// Starts a controller on `env` with its work folder under `work`; `extra` arguments
     /// (e.g. leader election) follow.
-    pub fn start(env: &TestEnv, name: &str, work: &Path, extra: &[&str]) -> Self {
+    pub(crate) fn start(env: &TestEnv, name: &str, work: &Path, extra: &[&str]) -> Self {
         let log = env.dir().join(format!("{name}.log"));
         let log_file = std::fs::File::create(&log).expect("controller log");
         let health_port = free_port();
@@ -198,12 +203,12 @@ impl Controller {
         }
     }
 
-    pub fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
     /// GET of `path` on the health or metrics address: status code and body.
-    pub fn http_get(&self, port: u16, path: &str) -> Option<(u16, String)> {
+    pub(crate) fn http_get(&self, port: u16, path: &str) -> Option<(u16, String)> {
         use std::io::{Read as _, Write as _};
         let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
         stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
@@ -220,14 +225,14 @@ impl Controller {
     }
 
     /// Whether the process is still running.
-    pub fn running(&mut self) -> bool {
+    pub(crate) fn running(&mut self) -> bool {
         self.child
             .as_mut()
             .is_some_and(|c| matches!(c.try_wait(), Ok(None)))
     }
 
     /// Its exit code once it has exited.
-    pub fn exit_code(&mut self) -> Option<i32> {
+    pub(crate) fn exit_code(&mut self) -> Option<i32> {
         self.child
             .as_mut()
             .and_then(|c| c.try_wait().ok().flatten())
@@ -235,7 +240,7 @@ impl Controller {
     }
 
     /// Kills it abruptly (SIGKILL), as a crashed node would.
-    pub fn kill(&mut self) {
+    pub(crate) fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();
@@ -243,7 +248,7 @@ impl Controller {
     }
 
     /// Stops it with SIGTERM; its exit code.
-    pub fn terminate(&mut self) -> Option<i32> {
+    pub(crate) fn terminate(&mut self) -> Option<i32> {
         let mut child = self.child.take()?;
         let _ = Command::new("kill")
             .arg("-TERM")

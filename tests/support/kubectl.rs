@@ -10,7 +10,7 @@ use std::process::Command;
 const STATIC_KUBECTL: &str = "/usr/lib/google-cloud-sdk/bin/kubectl";
 
 /// The kubectl binary, or `None` (with a NOTE).
-pub fn binary() -> Option<PathBuf> {
+pub(crate) fn binary() -> Option<PathBuf> {
     let on_path = || {
         std::env::var_os("PATH").and_then(|paths| {
             std::env::split_paths(&paths)
@@ -40,7 +40,7 @@ pub fn binary() -> Option<PathBuf> {
 }
 
 /// kubectl with `kubeconfig`; exit status, standard output and standard error.
-pub fn run(kubectl: &Path, kubeconfig: &Path, args: &[&str]) -> (bool, String, String) {
+pub(crate) fn run(kubectl: &Path, kubeconfig: &Path, args: &[&str]) -> (bool, String, String) {
     let out = Command::new(kubectl)
         .arg("--kubeconfig")
         .arg(kubeconfig)

@@ -33,7 +33,7 @@ const MESSAGE_BYTES: usize = 2048;
 const MESSAGE_LINES: usize = 80;
 
 /// Runs in the background until dropped.
-pub struct Kubelet {
+pub(crate) struct Kubelet {
     task: tokio::task::JoinHandle<()>,
     /// Names of the pods it ran, in order.
     pub ran: Arc<Mutex<Vec<String>>>,
@@ -47,7 +47,7 @@ impl Drop for Kubelet {
 
 /// How to run the pods' containers.
 #[derive(Clone)]
-pub struct Node {
+pub(crate) struct Node {
     pub client: Client,
     /// The cluster's kubeconfig: its server and CA go into each pod's own kubeconfig.
     pub kubeconfig: PathBuf,
@@ -58,7 +58,7 @@ pub struct Node {
 }
 
 impl Kubelet {
-    pub fn start(node: Node) -> Self {
+    pub(crate) fn start(node: Node) -> Self {
         let ran = Arc::new(Mutex::new(Vec::new()));
         let seen = ran.clone();
         let task = tokio::spawn(async move {

@@ -1,20 +1,20 @@
 //! Drives the `kratix-rs` binary through its command-line contract, each test in its own home.
 #![allow(dead_code)]
 
-pub mod bucket;
-pub mod contract;
-pub mod engine;
-pub mod faults;
-pub mod helm;
-pub mod kube;
-pub mod kubectl;
-pub mod kubelet;
-pub mod node;
-pub mod promise_server;
-pub mod registry;
-pub mod statuses;
-pub mod testworld;
-pub mod things;
+pub(crate) mod bucket;
+pub(crate) mod contract;
+pub(crate) mod engine;
+pub(crate) mod faults;
+pub(crate) mod helm;
+pub(crate) mod kube;
+pub(crate) mod kubectl;
+pub(crate) mod kubelet;
+pub(crate) mod node;
+pub(crate) mod promise_server;
+pub(crate) mod registry;
+pub(crate) mod statuses;
+pub(crate) mod testworld;
+pub(crate) mod things;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 /// One platform home and the binary to drive it.
-pub struct Kratix {
+pub(crate) struct Kratix {
     pub home: tempfile::TempDir,
     serve: Option<Child>,
     /// Extra environment for every command of this home (e.g. `KRATIX_ISOLATION`).
@@ -32,19 +32,19 @@ pub struct Kratix {
 
 /// What a command printed and how it ended.
 #[derive(Debug)]
-pub struct Run {
+pub(crate) struct Run {
     pub status: i32,
     pub stdout: String,
     pub stderr: String,
 }
 
 impl Run {
-    pub fn ok(&self) -> bool {
+    pub(crate) fn ok(&self) -> bool {
         self.status == 0
     }
 
     #[track_caller]
-    pub fn assert_ok(&self) -> &Self {
+    pub(crate) fn assert_ok(&self) -> &Self {
         assert!(
             self.ok(),
             "command failed ({}):\nstdout:\n{}\nstderr:\n{}",
@@ -56,7 +56,7 @@ impl Run {
     }
 
     #[track_caller]
-    pub fn assert_failed(&self) -> &Self {
+    pub(crate) fn assert_failed(&self) -> &Self {
         assert!(
             !self.ok(),
             "command succeeded but should have failed:\nstdout:\n{}\nstderr:\n{}",
@@ -77,16 +77,16 @@ impl From<Output> for Run {
     }
 }
 
-pub fn binary() -> PathBuf {
+pub(crate) fn binary() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_kratix-rs"))
 }
 
-pub fn fixtures() -> PathBuf {
+pub(crate) fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
 }
 
 impl Kratix {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             home: tempfile::tempdir().expect("temporary home"),
             serve: None,
@@ -95,16 +95,16 @@ impl Kratix {
     }
 
     /// Sets an environment variable for every later command of this home, `serve` included.
-    pub fn with_env(mut self, key: &str, value: &str) -> Self {
+    pub(crate) fn with_env(mut self, key: &str, value: &str) -> Self {
         self.env.push((key.to_string(), value.to_string()));
         self
     }
 
-    pub fn home(&self) -> &Path {
+    pub(crate) fn home(&self) -> &Path {
         self.home.path()
     }
 
-    pub fn command(&self, args: &[&str]) -> Command {
+    pub(crate) fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(binary());
         cmd.arg("--home").arg(self.home()).args(args);
         cmd.env_remove("KRATIX_HOME");
@@ -113,12 +113,12 @@ impl Kratix {
     }
 
     /// Runs a command to completion.
-    pub fn run(&self, args: &[&str]) -> Run {
+    pub(crate) fn run(&self, args: &[&str]) -> Run {
         self.command(args).output().expect("kratix-rs runs").into()
     }
 
     /// Runs a command with `input` on standard input.
-    pub fn run_with_stdin(&self, args: &[&str], input: &str) -> Run {
+    pub(crate) fn run_with_stdin(&self, args: &[&str], input: &str) -> Run {
         self.spawn_with_stdin(args, input)
             .wait_with_output()
             .expect("kratix-rs runs")
@@ -126,7 +126,7 @@ impl Kratix {
     }
 
     /// Starts a command with `input` on standard input and its output captured.
-    pub fn spawn_with_stdin(&self, args: &[&str], input: &str) -> Child {
+    pub(crate) fn spawn_with_stdin(&self, args: &[&str], input: &str) -> Child {
         use std::io::Write;
         let mut child = self
             .command(args)
@@ -145,14 +145,19 @@ impl Kratix {
     }
 
     /// `apply -f -` of a YAML text.
-    pub fn apply_yaml(&self, yaml: &str, extra: &[&str]) -> Run {
+    pub(crate) fn apply_yaml(&self, yaml: &str, extra: &[&str]) -> Run {
         let mut args = vec!["apply", "-f", "-"];
         args.extend_from_slice(extra);
         self.run_with_stdin(&args, yaml)
     }
 
     /// `get KIND NAME -o json` as JSON, `None` when absent.
-    pub fn get_json(&self, kind: &str, name: &str, namespace: Option<&str>) -> Option<Value> {
+    pub(crate) fn get_json(
+        &self,
+        kind: &str,
+        name: &str,
+        namespace: Option<&str>,
+    ) -> Option<Value> {
         let mut args = vec!["get", kind, name, "-o", "json"];
         if let Some(ns) = namespace {
             args.extend(["-n", ns]);
@@ -165,7 +170,7 @@ impl Kratix {
     }
 
     /// `get KIND -o json` items (all namespaces with `-A`).
-    pub fn list_json(&self, kind: &str, extra: &[&str]) -> Vec<Value> {
+    pub(crate) fn list_json(&self, kind: &str, extra: &[&str]) -> Vec<Value> {
         let mut args = vec!["get", kind, "-o", "json"];
         args.extend_from_slice(extra);
         let run = self.run(&args);
@@ -177,17 +182,17 @@ impl Kratix {
     /// Starts `serve` in the background and returns once it holds the home (it runs the
     /// controllers from then on); stopped when the `Kratix` is dropped. Its standard error goes
     /// to [`Kratix::serve_log`], appended across restarts.
-    pub fn start_serve(&mut self) {
+    pub(crate) fn start_serve(&mut self) {
         self.start_serve_with(&[]);
     }
 
     /// [`Kratix::start_serve`] with extra environment for this `serve` only.
-    pub fn start_serve_with(&mut self, env: &[(&str, &str)]) {
+    pub(crate) fn start_serve_with(&mut self, env: &[(&str, &str)]) {
         self.start_serve_args(&[], env);
     }
 
     /// [`Kratix::start_serve_with`], with flags for `serve`.
-    pub fn start_serve_args(&mut self, args: &[&str], env: &[(&str, &str)]) {
+    pub(crate) fn start_serve_args(&mut self, args: &[&str], env: &[(&str, &str)]) {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -223,17 +228,17 @@ impl Kratix {
     }
 
     /// Everything `serve` wrote to standard error so far.
-    pub fn serve_log(&self) -> String {
+    pub(crate) fn serve_log(&self) -> String {
         std::fs::read_to_string(self.serve_log_path()).unwrap_or_default()
     }
 
     /// The running `serve`, if any.
-    pub fn serve_child(&mut self) -> Option<&mut Child> {
+    pub(crate) fn serve_child(&mut self) -> Option<&mut Child> {
         self.serve.as_mut()
     }
 
     /// Stops `serve` with SIGTERM and waits for it.
-    pub fn stop_serve(&mut self) {
+    pub(crate) fn stop_serve(&mut self) {
         if let Some(mut child) = self.serve.take() {
             let _ = Command::new("kill")
                 .arg("-TERM")
@@ -252,7 +257,7 @@ impl Kratix {
     }
 
     /// Kills `serve` abruptly (SIGKILL), as a crash would.
-    pub fn kill_serve(&mut self) {
+    pub(crate) fn kill_serve(&mut self) {
         if let Some(mut child) = self.serve.take() {
             let _ = child.kill();
             let _ = child.wait();
@@ -268,7 +273,7 @@ impl Drop for Kratix {
 
 /// Polls `f` until it returns `Some`, panicking with `what` after `timeout`.
 #[track_caller]
-pub fn eventually<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+pub(crate) fn eventually<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
     let deadline = Instant::now() + timeout;
     loop {
         if let Some(v) = f() {
@@ -280,7 +285,7 @@ pub fn eventually<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Optio
 }
 
 /// A condition's field of an object in `get -o json` form.
-pub fn condition<'a>(obj: &'a Value, type_: &str) -> Option<&'a Value> {
+pub(crate) fn condition<'a>(obj: &'a Value, type_: &str) -> Option<&'a Value> {
     obj["status"]["conditions"]
         .as_array()?
         .iter()
@@ -288,12 +293,12 @@ pub fn condition<'a>(obj: &'a Value, type_: &str) -> Option<&'a Value> {
 }
 
 /// Whether the object's condition `type_` has status `status` (`"True"`, `"False"`, …).
-pub fn condition_is(obj: &Value, type_: &str, status: &str) -> bool {
+pub(crate) fn condition_is(obj: &Value, type_: &str, status: &str) -> bool {
     condition(obj, type_).is_some_and(|c| c["status"] == status)
 }
 
 /// The event of `reason` about an object, as `kratix-rs events KIND NAME -o json` lists it.
-pub fn event_of(k: &Kratix, kind: &str, name: &str, reason: &str) -> Value {
+pub(crate) fn event_of(k: &Kratix, kind: &str, name: &str, reason: &str) -> Value {
     let events = k.run(&["events", kind, name, "-o", "json"]);
     events.assert_ok();
     let list: Value = serde_json::from_str(&events.stdout).expect("a JSON list");
@@ -307,9 +312,9 @@ pub fn event_of(k: &Kratix, kind: &str, name: &str, reason: &str) -> Value {
 }
 
 /// A local Git state store and a Destination on it, as YAML, for `apply`.
-pub fn git_destination_yaml(store_url: &str, destination: &str, labels: &str) -> String {
+pub(crate) fn git_destination_yaml(store_url: &str, destination: &str, labels: &str) -> String {
     format!(
-        r#"apiVersion: platform.kratix.io/v1alpha1
+        r"apiVersion: platform.kratix.io/v1alpha1
 kind: GitStateStore
 metadata:
   name: default
@@ -327,7 +332,7 @@ spec:
   stateStoreRef:
     kind: GitStateStore
     name: default
-"#
+"
     )
 }
 
@@ -337,7 +342,7 @@ spec:
 const SANDBOX_VISIBLE_ROOT: &str = "/var/tmp";
 
 /// A fresh folder that sandboxed pipelines can see (read-only, like the rest of the host).
-pub fn sandbox_visible_dir() -> tempfile::TempDir {
+pub(crate) fn sandbox_visible_dir() -> tempfile::TempDir {
     tempfile::Builder::new()
         .prefix("kratix-rs-test-")
         .tempdir_in(SANDBOX_VISIBLE_ROOT)
@@ -347,7 +352,7 @@ pub fn sandbox_visible_dir() -> tempfile::TempDir {
 /// The fixture folder `subdir` (e.g. `workflows/scripts`), copied where sandboxed pipelines can
 /// read it. The copy's place depends only on the checkout, so runs reuse it instead of piling
 /// up copies; files are replaced atomically, so concurrent test binaries don't see half a file.
-pub fn sandbox_fixtures(subdir: &str) -> PathBuf {
+pub(crate) fn sandbox_fixtures(subdir: &str) -> PathBuf {
     use sha2::{Digest, Sha256};
     let source = fixtures().join(subdir);
     let checkout = hex::encode(&Sha256::digest(source.display().to_string().as_bytes())[..8]);

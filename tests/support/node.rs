@@ -21,19 +21,19 @@ use std::time::Duration;
 use serde_json::Value;
 
 /// The image deploy/ names; scripts/test-image.sh builds it.
-pub const IMAGE: &str = "kratix-rs:0.1.0";
+pub(crate) const IMAGE: &str = "kratix-rs:0.1.0";
 /// The pipelines' image: local/busybox:1 and the scripts of `fixtures/workflows/scripts`.
-pub const PIPELINE_IMAGE: &str = "kratix-rs-test/pipelines:1";
+pub(crate) const PIPELINE_IMAGE: &str = "kratix-rs-test/pipelines:1";
 /// Where deploy/ installs the controller.
-pub const SYSTEM_NAMESPACE: &str = "kratix-platform-system";
-pub const DEPLOYMENT: &str = "kratix-rs-controller";
+pub(crate) const SYSTEM_NAMESPACE: &str = "kratix-platform-system";
+pub(crate) const DEPLOYMENT: &str = "kratix-rs-controller";
 /// Generous bound for anything a test waits for; never a timing assertion.
-pub const PATIENCE: Duration = Duration::from_secs(180);
+pub(crate) const PATIENCE: Duration = Duration::from_secs(180);
 
 /// How the tests install kratix-rs on the node (`KRATIX_TEST_INSTALL`): the same scenarios run
 /// on either install.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Install {
+pub(crate) enum Install {
     /// `kubectl apply -k deploy` (the default).
     Kustomize,
     /// The Helm chart `charts/kratix-rs` (`helm`).
@@ -41,16 +41,16 @@ pub enum Install {
 }
 
 impl Install {
-    pub fn from_env() -> Self {
+    pub(crate) fn from_env() -> Self {
         match std::env::var("KRATIX_TEST_INSTALL").as_deref() {
             Ok("helm") => Install::Helm,
-            Ok("kustomize") | Ok("") | Err(_) => Install::Kustomize,
+            Ok("kustomize" | "") | Err(_) => Install::Kustomize,
             Ok(other) => panic!("KRATIX_TEST_INSTALL={other:?} is not one of kustomize, helm"),
         }
     }
 }
 
-pub struct Node {
+pub(crate) struct Node {
     pub dir: PathBuf,
     pub kubeconfig: PathBuf,
     pub docker_host: String,
@@ -60,7 +60,7 @@ pub struct Node {
 
 /// The shared node with kratix-rs installed, or `None` (with a NOTE) when no node is given;
 /// with `KRATIX_REQUIRE_REAL=1` a missing node fails the test instead.
-pub fn node() -> Option<&'static Node> {
+pub(crate) fn node() -> Option<&'static Node> {
     static NODE: OnceLock<Option<Node>> = OnceLock::new();
     NODE.get_or_init(|| {
         let Some(dir) = std::env::var_os("KRATIX_TEST_NODE_DIR") else {
@@ -83,15 +83,15 @@ impl Node {
     fn at(dir: &Path) -> Self {
         let env = super::testworld::env(dir);
         let var = |name: &str| {
-            env.iter()
-                .find(|(k, _)| k == name)
-                .map(|(_, v)| v.clone())
-                .unwrap_or_else(|| {
+            env.iter().find(|(k, _)| k == name).map_or_else(
+                || {
                     panic!(
                         "scripts/testworld env {} prints no {name}: is it a node?\n{env:?}",
                         dir.display()
                     )
-                })
+                },
+                |(_, v)| v.clone(),
+            )
         };
         Node {
             dir: dir.to_path_buf(),
@@ -102,7 +102,7 @@ impl Node {
     }
 
     /// Runs kubectl with `stdin`: its stdout, or its stderr when it fails.
-    pub fn try_kubectl(&self, args: &[&str], stdin: &str) -> Result<String, String> {
+    pub(crate) fn try_kubectl(&self, args: &[&str], stdin: &str) -> Result<String, String> {
         run(
             Command::new("kubectl")
                 .args(request_timeout(args))
@@ -114,20 +114,25 @@ impl Node {
 
     /// Runs kubectl; its stdout, panicking with its stderr when it fails.
     #[track_caller]
-    pub fn kubectl(&self, args: &[&str]) -> String {
+    pub(crate) fn kubectl(&self, args: &[&str]) -> String {
         self.try_kubectl(args, "")
             .unwrap_or_else(|e| panic!("kubectl {args:?}: {e}"))
     }
 
     #[track_caller]
-    pub fn apply(&self, yaml: &str) {
+    pub(crate) fn apply(&self, yaml: &str) {
         if let Err(e) = self.try_kubectl(&["apply", "-f", "-"], yaml) {
             panic!("kubectl apply: {e}\n{yaml}");
         }
     }
 
     /// One object as JSON, `None` when it does not exist.
-    pub fn get_json(&self, kind: &str, name: &str, namespace: Option<&str>) -> Option<Value> {
+    pub(crate) fn get_json(
+        &self,
+        kind: &str,
+        name: &str,
+        namespace: Option<&str>,
+    ) -> Option<Value> {
         let mut args = vec!["get", kind, name, "-o", "json", "--ignore-not-found"];
         if let Some(ns) = namespace {
             args.extend(["-n", ns]);
@@ -137,7 +142,7 @@ impl Node {
     }
 
     /// Objects of `kind` as JSON (`extra`: `-n`, `-A`, `-l`, …); none when the kind is unknown.
-    pub fn list_json(&self, kind: &str, extra: &[&str]) -> Vec<Value> {
+    pub(crate) fn list_json(&self, kind: &str, extra: &[&str]) -> Vec<Value> {
         let mut args = vec!["get", kind, "-o", "json"];
         args.extend_from_slice(extra);
         let Ok(out) = self.try_kubectl(&args, "") else {
@@ -148,7 +153,7 @@ impl Node {
     }
 
     /// Runs docker against the node's engine.
-    pub fn docker(&self, args: &[&str]) -> Result<String, String> {
+    pub(crate) fn docker(&self, args: &[&str]) -> Result<String, String> {
         run(
             Command::new("docker")
                 .args(args)
@@ -158,7 +163,7 @@ impl Node {
     }
 
     /// The node's lock: held shared by scenarios, exclusively by what changes the installation.
-    pub fn lock(&self, exclusive: bool) -> File {
+    pub(crate) fn lock(&self, exclusive: bool) -> File {
         let file = File::options()
             .create(true)
             .truncate(false)
@@ -174,7 +179,7 @@ impl Node {
     }
 
     /// The controller's log (every pod of the Deployment), for failure messages.
-    pub fn controller_log(&self) -> String {
+    pub(crate) fn controller_log(&self) -> String {
         self.try_kubectl(
             &[
                 "logs",
@@ -250,7 +255,7 @@ impl Node {
     }
 
     /// `helm upgrade --install` of the chart with these `--set` values, waiting for it.
-    pub fn helm_upgrade(&self, values: &[&str]) {
+    pub(crate) fn helm_upgrade(&self, values: &[&str]) {
         let chart = super::helm::chart_dir();
         let helm = super::helm::helm().expect("KRATIX_TEST_INSTALL=helm needs a helm");
         let mut args = vec![
@@ -282,7 +287,7 @@ impl Node {
     }
 
     /// Waits until the Deployment's pods are all updated and ready (their `/readyz` answers).
-    pub fn wait_for_rollout(&self) {
+    pub(crate) fn wait_for_rollout(&self) {
         if let Err(e) = self.try_kubectl(
             &[
                 "rollout",
@@ -319,7 +324,7 @@ impl Node {
     }
 
     /// The controller's pods.
-    pub fn controller_pods(&self) -> Vec<Value> {
+    pub(crate) fn controller_pods(&self) -> Vec<Value> {
         self.list_json(
             "pods",
             &[
@@ -363,7 +368,7 @@ impl Node {
 /// Commands that watch until their own `--timeout` keep their requests open.
 fn request_timeout(args: &[&str]) -> Option<&'static str> {
     match args.first() {
-        Some(&"rollout") | Some(&"wait") => None,
+        Some(&"rollout" | &"wait") => None,
         _ => Some("--request-timeout=60s"),
     }
 }

@@ -7,14 +7,14 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 
-pub struct PromiseServer {
+pub(crate) struct PromiseServer {
     port: u16,
     documents: Arc<Mutex<HashMap<String, String>>>,
 }
 
 impl PromiseServer {
     /// Starts serving; every request must carry `Authorization: <authorization>`.
-    pub fn start(authorization: &str) -> Self {
+    pub(crate) fn start(authorization: &str) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
         let port = listener.local_addr().expect("address").port();
         let documents: Arc<Mutex<HashMap<String, String>>> = Arc::default();
@@ -31,14 +31,14 @@ impl PromiseServer {
     }
 
     /// Publishes `body` at `path` (e.g. `/thing.yaml`).
-    pub fn publish(&self, path: &str, body: &str) {
+    pub(crate) fn publish(&self, path: &str, body: &str) {
         self.documents
             .lock()
             .expect("documents")
             .insert(path.to_string(), body.to_string());
     }
 
-    pub fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://127.0.0.1:{}{path}", self.port)
     }
 }

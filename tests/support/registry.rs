@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use super::kube::free_port;
 
-pub struct Registry {
+pub(crate) struct Registry {
     pub port: u16,
     child: Child,
     _dir: tempfile::TempDir,
@@ -20,7 +20,7 @@ pub struct Registry {
 
 impl Registry {
     /// Serves an empty registry that only `user`/`password` may use.
-    pub fn start(user: &str, password: &str) -> Self {
+    pub(crate) fn start(user: &str, password: &str) -> Self {
         let dir = tempfile::tempdir().expect("registry folder");
         let out = Command::new("htpasswd")
             .args(["-Bbn", user, password])
@@ -69,13 +69,13 @@ fn wait_for_port(port: u16) {
 
 /// Forwards loopback connections on its own port to `target`, but only once opened: until
 /// then every connection is accepted and held, as a slow registry would hold it.
-pub struct Gate {
+pub(crate) struct Gate {
     pub port: u16,
     open: Arc<AtomicBool>,
 }
 
 impl Gate {
-    pub fn closed_in_front_of(target: u16) -> Self {
+    pub(crate) fn closed_in_front_of(target: u16) -> Self {
         let listener = TcpListener::bind(("127.0.0.1", 0)).expect("a loopback port");
         let port = listener.local_addr().expect("bound").port();
         let open = Arc::new(AtomicBool::new(false));
@@ -96,7 +96,7 @@ impl Gate {
         Self { port, open }
     }
 
-    pub fn open(&self) {
+    pub(crate) fn open(&self) {
         self.open.store(true, Ordering::SeqCst);
     }
 }

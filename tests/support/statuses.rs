@@ -11,7 +11,7 @@ use super::things::KIND;
 use super::{condition, git_destination_yaml, Kratix};
 
 /// A pipeline of one container running a fixture script with extra environment.
-pub fn pipe(name: &str, script: &str, env: &[(&str, &str)]) -> Value {
+pub(crate) fn pipe(name: &str, script: &str, env: &[(&str, &str)]) -> Value {
     let script = super::sandbox_fixtures("workflows/scripts").join(script);
     let env: Vec<Value> = env
         .iter()
@@ -27,24 +27,24 @@ pub fn pipe(name: &str, script: &str, env: &[(&str, &str)]) -> Value {
 }
 
 /// A pipeline that renders one file (`step.sh`).
-pub fn step(name: &str) -> Value {
+pub(crate) fn step(name: &str) -> Value {
     pipe(name, "step.sh", &[])
 }
 
 /// A pipeline that suspends its workflow (a `retryAfter` of one second, again and again) until
 /// `gate.release()`, counting its runs.
-pub fn gated(name: &str, gate: &Gate) -> Value {
+pub(crate) fn gated(name: &str, gate: &Gate) -> Value {
     suspending(name, gate, "1s")
 }
 
 /// A pipeline that suspends its workflow (`suspend: true`, no `retryAfter`) until
 /// `gate.release()` and a manual reconciliation resumes it.
-pub fn held(name: &str, gate: &Gate) -> Value {
+pub(crate) fn held(name: &str, gate: &Gate) -> Value {
     suspending(name, gate, "")
 }
 
 /// `suspend-until.sh` behind `gate`, with `retry_after` (none when empty).
-pub fn suspending(name: &str, gate: &Gate, retry_after: &str) -> Value {
+pub(crate) fn suspending(name: &str, gate: &Gate, retry_after: &str) -> Value {
     pipe(
         name,
         "suspend-until.sh",
@@ -57,33 +57,31 @@ pub fn suspending(name: &str, gate: &Gate, retry_after: &str) -> Value {
 }
 
 /// What a gated pipeline waits for, and the record of its runs.
-pub struct Gate {
+pub(crate) struct Gate {
     pub release: PathBuf,
     pub counter: PathBuf,
 }
 
 impl Gate {
-    pub fn new(dir: &Path, name: &str) -> Self {
+    pub(crate) fn new(dir: &Path, name: &str) -> Self {
         Gate {
             release: dir.join(format!("release-{name}")),
             counter: dir.join(format!("runs-{name}")),
         }
     }
 
-    pub fn release(&self) {
+    pub(crate) fn release(&self) {
         std::fs::write(&self.release, "").expect("write the release file");
     }
 
-    pub fn runs(&self) -> usize {
-        std::fs::read_to_string(&self.counter)
-            .map(|t| t.lines().count())
-            .unwrap_or(0)
+    pub(crate) fn runs(&self) -> usize {
+        std::fs::read_to_string(&self.counter).map_or(0, |t| t.lines().count())
     }
 }
 
 /// A serving home, and the gates of a configure and a delete pipeline (in a folder the caller
 /// keeps while they are used).
-pub fn serving_with_gates() -> (tempfile::TempDir, Gate, Gate, Kratix) {
+pub(crate) fn serving_with_gates() -> (tempfile::TempDir, Gate, Gate, Kratix) {
     let gates = super::sandbox_visible_dir();
     let configure = Gate::new(gates.path(), "configure");
     let delete = Gate::new(gates.path(), "delete");
@@ -92,12 +90,12 @@ pub fn serving_with_gates() -> (tempfile::TempDir, Gate, Gate, Kratix) {
     (gates, configure, delete, k)
 }
 
-pub fn text(path: &Path) -> String {
+pub(crate) fn text(path: &Path) -> String {
     path.to_str().expect("UTF-8 path").to_string()
 }
 
 /// A home with a Git state store and Destination `worker-1`, its pipelines run as processes.
-pub fn platform() -> Kratix {
+pub(crate) fn platform() -> Kratix {
     let k = Kratix::new().with_env("KRATIX_ISOLATION", "process");
     k.apply_yaml(
         &git_destination_yaml("state-store.git", "worker-1", "{env: dev}"),
@@ -109,7 +107,7 @@ pub fn platform() -> Kratix {
 
 /// Asks for a manual reconciliation of the Promise `thing` and returns at once (the label; a
 /// Promise being deleted never settles for `reconcile` to wait for).
-pub fn reconcile_promise(k: &Kratix) {
+pub(crate) fn reconcile_promise(k: &Kratix) {
     k.run(&[
         "label",
         "promise",
@@ -119,16 +117,16 @@ pub fn reconcile_promise(k: &Kratix) {
     .assert_ok();
 }
 
-pub fn promise(k: &Kratix) -> Option<Value> {
+pub(crate) fn promise(k: &Kratix) -> Option<Value> {
     k.get_json("promise", "thing", None)
 }
 
-pub fn thing(k: &Kratix, name: &str) -> Option<Value> {
+pub(crate) fn thing(k: &Kratix, name: &str) -> Option<Value> {
     k.get_json(KIND, name, None)
 }
 
 /// `(status, reason, message)` of a condition, empty when it is missing.
-pub fn cond(obj: &Value, type_: &str) -> (String, String, String) {
+pub(crate) fn cond(obj: &Value, type_: &str) -> (String, String, String) {
     let c = condition(obj, type_);
     let f = |field: &str| {
         c.and_then(|c| c[field].as_str())
@@ -139,12 +137,12 @@ pub fn cond(obj: &Value, type_: &str) -> (String, String, String) {
 }
 
 /// A condition's `(status, reason, message)` as [`cond`] reads it.
-pub fn said(status: &str, reason: &str, message: &str) -> (String, String, String) {
+pub(crate) fn said(status: &str, reason: &str, message: &str) -> (String, String, String) {
     (status.into(), reason.into(), message.into())
 }
 
 /// `DeleteWorkflowCompleted` of a suspended delete workflow, as Kratix words it.
-pub fn delete_suspended() -> (String, String, String) {
+pub(crate) fn delete_suspended() -> (String, String, String) {
     said(
         "False",
         "DeleteWorkflowSuspended",
@@ -153,7 +151,7 @@ pub fn delete_suspended() -> (String, String, String) {
 }
 
 /// `(name, phase)` of each pipeline under `status.kratix.workflows.<action>`.
-pub fn keyed(obj: &Value, action: &str) -> Vec<(String, String)> {
+pub(crate) fn keyed(obj: &Value, action: &str) -> Vec<(String, String)> {
     obj["status"]["kratix"]["workflows"][action]["pipelines"]
         .as_array()
         .into_iter()
@@ -167,14 +165,14 @@ pub fn keyed(obj: &Value, action: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-pub fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+pub(crate) fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
     list.iter()
         .map(|(a, b)| (a.to_string(), b.to_string()))
         .collect()
 }
 
 /// The rows of `kratix-rs get …`, each split into its columns.
-pub fn table(k: &Kratix, args: &[&str]) -> Vec<Vec<String>> {
+pub(crate) fn table(k: &Kratix, args: &[&str]) -> Vec<Vec<String>> {
     let out = k.run(args);
     out.assert_ok();
     out.stdout

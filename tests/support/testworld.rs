@@ -6,12 +6,12 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-pub struct KubeWorld {
+pub(crate) struct KubeWorld {
     pub dir: tempfile::TempDir,
     pub kubeconfig: PathBuf,
 }
 
-pub fn script() -> PathBuf {
+pub(crate) fn script() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/testworld")
 }
 
@@ -31,7 +31,7 @@ fn run(args: &[&OsStr]) -> (bool, String, String) {
 /// Whether the world's programs are installed (`scripts/testworld check`, with `mode` `--node`,
 /// `--engine` or nothing for a control plane alone). When they are not, the test is skipped with
 /// a NOTE that says how to install them, or fails saying so under `KRATIX_REQUIRE_REAL=1`.
-pub fn installed(mode: Option<&str>) -> bool {
+pub(crate) fn installed(mode: Option<&str>) -> bool {
     let mut args = vec![OsStr::new("check")];
     args.extend(mode.map(OsStr::new));
     let (ok, _, why) = run(&args);
@@ -48,7 +48,7 @@ pub fn installed(mode: Option<&str>) -> bool {
 
 /// `scripts/testworld env DIR`: the world's variables (KUBECONFIG, DOCKER_HOST, HOST_IP,
 /// NODE_IP), as pairs.
-pub fn env(dir: &Path) -> Vec<(String, String)> {
+pub(crate) fn env(dir: &Path) -> Vec<(String, String)> {
     let (ok, out, err) = run(&[OsStr::new("env"), dir.as_os_str()]);
     assert!(ok, "scripts/testworld env {}: {err}", dir.display());
     out.lines()
@@ -60,7 +60,7 @@ pub fn env(dir: &Path) -> Vec<(String, String)> {
 impl KubeWorld {
     /// Starts a control plane alone (etcd, kube-apiserver, kube-controller-manager on loopback);
     /// panics saying how to install it when it is not installed.
-    pub fn start() -> Self {
+    pub(crate) fn start() -> Self {
         let (installed, _, why) = run(&[OsStr::new("check")]);
         assert!(installed, "the test world is not installed: {why}");
         let dir = tempfile::tempdir().expect("temp dir");
@@ -71,19 +71,19 @@ impl KubeWorld {
     }
 
     /// The client configuration, with the TLS crypto provider installed as the binary does.
-    pub async fn config(&self) -> kube::Config {
+    pub(crate) async fn config(&self) -> kube::Config {
         kratix::kube::client_config(Some(&self.kubeconfig))
             .await
             .expect("kubeconfig is usable")
     }
 
-    pub async fn client(&self) -> kube::Client {
+    pub(crate) async fn client(&self) -> kube::Client {
         kube::Client::try_from(self.config().await).expect("client")
     }
 
     /// Runs kubectl against this control plane; returns its status, stdout and stderr (a
     /// refusal such as `auth can-i`'s "no" is on stdout).
-    pub fn kubectl(&self, args: &[&str], stdin: &str) -> (bool, String, String) {
+    pub(crate) fn kubectl(&self, args: &[&str], stdin: &str) -> (bool, String, String) {
         use std::io::Write as _;
         let mut child = std::process::Command::new("kubectl")
             .args(args)
@@ -108,7 +108,7 @@ impl KubeWorld {
     }
 
     /// Runs kubectl with `stdin`: its stdout, or its stderr when it fails.
-    pub fn try_kubectl(&self, args: &[&str], stdin: &str) -> Result<String, String> {
+    pub(crate) fn try_kubectl(&self, args: &[&str], stdin: &str) -> Result<String, String> {
         match self.kubectl(args, stdin) {
             (true, stdout, _) => Ok(stdout),
             (false, _, stderr) => Err(stderr),

@@ -8,14 +8,14 @@ use serde_json::{json, Value};
 
 use super::{condition, Kratix};
 
-pub const KIND: &str = "things";
+pub(crate) const KIND: &str = "things";
 
 fn scripts_dir() -> PathBuf {
     super::sandbox_fixtures("workflows/scripts")
 }
 
 /// The command of a container that renders its pipeline's ConfigMap.
-pub fn step_command() -> Vec<String> {
+pub(crate) fn step_command() -> Vec<String> {
     vec![
         "sh".into(),
         scripts_dir().join("step.sh").display().to_string(),
@@ -23,7 +23,7 @@ pub fn step_command() -> Vec<String> {
 }
 
 /// The Promise with one `step.sh` pipeline per name, in order.
-pub fn promise(pipelines: &[&str]) -> String {
+pub(crate) fn promise(pipelines: &[&str]) -> String {
     let with_commands: Vec<(&str, Vec<String>)> = pipelines
         .iter()
         .map(|name| (*name, step_command()))
@@ -32,7 +32,7 @@ pub fn promise(pipelines: &[&str]) -> String {
 }
 
 /// The Promise with one pipeline per name, each of one container running the given command.
-pub fn promise_with(pipelines: &[(&str, Vec<String>)]) -> String {
+pub(crate) fn promise_with(pipelines: &[(&str, Vec<String>)]) -> String {
     let pipelines: Vec<Value> = pipelines
         .iter()
         .map(|(name, command)| pipeline(name, command))
@@ -41,7 +41,7 @@ pub fn promise_with(pipelines: &[(&str, Vec<String>)]) -> String {
 }
 
 /// A Pipeline of one container running `command`.
-pub fn pipeline(name: &str, command: &[String]) -> Value {
+pub(crate) fn pipeline(name: &str, command: &[String]) -> Value {
     json!({
         "apiVersion": "platform.kratix.io/v1alpha1",
         "kind": "Pipeline",
@@ -51,13 +51,13 @@ pub fn pipeline(name: &str, command: &[String]) -> Value {
 }
 
 /// A command that fails with exit code 3.
-pub fn failing_command() -> Vec<String> {
+pub(crate) fn failing_command() -> Vec<String> {
     vec!["sh".into(), "-c".into(), "exit 3".into()]
 }
 
 /// The Promise at `version` (its `kratix.io/promise-version` label), with one `step.sh` pipeline
 /// per name; a pipeline named `broken` fails.
-pub fn promise_at(version: &str, pipelines: &[&str]) -> String {
+pub(crate) fn promise_at(version: &str, pipelines: &[&str]) -> String {
     let with_commands: Vec<(&str, Vec<String>)> = pipelines
         .iter()
         .map(|name| match *name {
@@ -75,7 +75,7 @@ pub fn promise_at(version: &str, pipelines: &[&str]) -> String {
 /// object's `status.seenVersion` (and appends it to `record`, when given: process isolation).
 /// `spec_of` goes into the container's `env` (`SPEC_OF`), which the script ignores: Promises of
 /// different versions must differ in spec for their requests to run again, as in Kratix.
-pub fn version_pipeline(name: &str, spec_of: &str, record: Option<&str>) -> Value {
+pub(crate) fn version_pipeline(name: &str, spec_of: &str, record: Option<&str>) -> Value {
     let command = vec![
         "sh".to_string(),
         scripts_dir().join("version.sh").display().to_string(),
@@ -91,7 +91,7 @@ pub fn version_pipeline(name: &str, spec_of: &str, record: Option<&str>) -> Valu
 
 /// The Promise at `version` whose every workflow (promise and resource, configure and delete)
 /// is one `version.sh` pipeline.
-pub fn promise_reporting_versions(version: &str, record: Option<&str>) -> String {
+pub(crate) fn promise_reporting_versions(version: &str, record: Option<&str>) -> String {
     let one = |name: &str| json!([version_pipeline(name, version, record)]);
     let workflows = json!({
         "promise": {"configure": one("promise-version")},
@@ -105,7 +105,7 @@ pub fn promise_reporting_versions(version: &str, record: Option<&str>) -> String
 
 /// The Promise `thing` (kind `Thing`: `spec.size`, an integer, and `spec.mode`, a string) with
 /// the given `spec.workflows`, as JSON (which is YAML).
-pub fn promise_with_workflows(workflows: Value) -> String {
+pub(crate) fn promise_with_workflows(workflows: Value) -> String {
     json!({
         "apiVersion": "platform.kratix.io/v1alpha1",
         "kind": "Promise",
@@ -137,7 +137,7 @@ pub fn promise_with_workflows(workflows: Value) -> String {
 }
 
 /// A `Thing` in namespace `default`.
-pub fn request(name: &str, size: i64) -> String {
+pub(crate) fn request(name: &str, size: i64) -> String {
     json!({
         "apiVersion": "test.kratix.io/v1alpha1",
         "kind": "Thing",
@@ -149,7 +149,7 @@ pub fn request(name: &str, size: i64) -> String {
 
 /// One PipelineRun as the tests read it.
 #[derive(Debug, Clone)]
-pub struct RunInfo {
+pub(crate) struct RunInfo {
     pub name: String,
     pub pipeline: String,
     pub action: String,
@@ -163,7 +163,7 @@ pub struct RunInfo {
 }
 
 impl RunInfo {
-    pub fn from_json(run: &Value) -> Self {
+    pub(crate) fn from_json(run: &Value) -> Self {
         let s = |p: &str| {
             run.pointer(p)
                 .and_then(Value::as_str)
@@ -194,7 +194,7 @@ impl RunInfo {
 }
 
 /// Every PipelineRun of a request, by sequence.
-pub fn runs(k: &Kratix, request: &str) -> Vec<RunInfo> {
+pub(crate) fn runs(k: &Kratix, request: &str) -> Vec<RunInfo> {
     let selector = format!("kratix.io/resource-name={request}");
     let mut runs: Vec<RunInfo> = k
         .list_json("pipelineruns", &["-A", "-l", &selector])
@@ -208,7 +208,7 @@ pub fn runs(k: &Kratix, request: &str) -> Vec<RunInfo> {
 /// Runs of one object never overlapped: every run that started did so after the run before it
 /// (by sequence) had completed, and none is still running.
 #[track_caller]
-pub fn assert_never_overlapped(runs: &[RunInfo]) {
+pub(crate) fn assert_never_overlapped(runs: &[RunInfo]) {
     let started: Vec<&RunInfo> = runs.iter().filter(|r| r.start.is_some()).collect();
     for run in &started {
         assert!(
@@ -230,7 +230,7 @@ pub fn assert_never_overlapped(runs: &[RunInfo]) {
 
 /// The request once its configure workflow completed for its current generation and its Works
 /// are written.
-pub fn reconciled(k: &Kratix, name: &str) -> Option<Value> {
+pub(crate) fn reconciled(k: &Kratix, name: &str) -> Option<Value> {
     let obj = k.get_json(KIND, name, None)?;
     let current = obj["status"]["observedGeneration"] == obj["metadata"]["generation"];
     let done = condition(&obj, "Reconciled").and_then(|c| c["status"].as_str()) == Some("True");

@@ -12,11 +12,11 @@ use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visit
 use serde_json::{Map, Number, Value};
 
 /// The error when the budget runs out.
-pub const EXHAUSTED: &str = "aliases expand the document beyond its size limit";
+pub(super) const EXHAUSTED: &str = "aliases expand the document beyond its size limit";
 
 /// Reads one value with `budget` units to spend: one per value, plus the length of every string
 /// and key. Without aliases a document costs about its size in bytes at most.
-pub fn value<'de, D: Deserializer<'de>>(de: D, budget: usize) -> Result<Value, D::Error> {
+pub(super) fn value<'de, D: Deserializer<'de>>(de: D, budget: usize) -> Result<Value, D::Error> {
     Seed {
         left: &Cell::new(budget),
     }

@@ -8,7 +8,10 @@ use crate::controllers::promise::requirements;
 use super::Prepared;
 
 /// `(document, warning)` for every Promise of the batch that requires a missing Promise.
-pub fn requirement_warnings(prepared: &[Prepared], stored: &[Object]) -> Vec<(String, String)> {
+pub(crate) fn requirement_warnings(
+    prepared: &[Prepared],
+    stored: &[Object],
+) -> Vec<(String, String)> {
     let is_promise = |p: &&Prepared| p.kind.group == GROUP && p.kind.kind == "Promise";
     let promises: Vec<&Object> = prepared
         .iter()

@@ -13,7 +13,7 @@ use crate::api::columns::{duration, text};
 
 /// What `describe` shows of one object.
 #[derive(Debug, Clone)]
-pub struct Described {
+pub(crate) struct Described {
     pub kind: KindInfo,
     pub object: Object,
     /// Its pipeline runs, oldest first (a PipelineRun: itself).
@@ -27,7 +27,7 @@ pub struct Described {
 }
 
 /// The description, at `now` (RFC 3339; ages are counted to it).
-pub fn render(d: &Described, now: &str) -> String {
+pub(crate) fn render(d: &Described, now: &str) -> String {
     // Credentials never show, whatever the section.
     let shown: Object =
         serde_json::from_value(redact(&d.kind, &d.object)).unwrap_or_else(|_| d.object.clone());
@@ -158,12 +158,7 @@ fn summary(kind: &KindInfo, o: &Object) -> Vec<(&'static str, String)> {
                 .data
                 .get("data")
                 .and_then(Value::as_object)
-                .map(|m| {
-                    m.keys()
-                        .map(|k| k.to_string())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                })
+                .map(|m| m.keys().cloned().collect::<Vec<_>>().join(", "))
                 .unwrap_or_default();
             return vec![("Type", at(o, "/type")), ("Data keys", keys)];
         }
@@ -425,16 +420,17 @@ fn destinations(placements: &[Object], by_destination: bool) -> String {
             .pointer("/status/files")
             .and_then(Value::as_array)
             .map_or(0, Vec::len);
-        let ready = crate::api::condition::get(p, types::READY)
-            .map(|c| {
+        let ready = crate::api::condition::get(p, types::READY).map_or_else(
+            || "not written yet".into(),
+            |c| {
                 let status = c.status.as_str();
                 if c.is_true() || c.message.is_empty() {
                     format!("Ready={status}")
                 } else {
                     format!("Ready={status} ({})", one_line(&c.message))
                 }
-            })
-            .unwrap_or_else(|| "not written yet".into());
+            },
+        );
         let pipeline = crate::api::object::label(p, labels::PIPELINE_NAME).unwrap_or_default();
         let commit = if version.is_empty() {
             "no commit yet".to_string()

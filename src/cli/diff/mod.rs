@@ -23,7 +23,7 @@ use crate::store::Selector;
 
 use super::driver::Driver;
 use super::{apply, documents, wait};
-pub use report::{render, Section, StoreRef};
+pub(crate) use report::{render, Section, StoreRef};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -76,7 +76,11 @@ impl Overlays {
 
 /// Applies `files` to a scratch copy of `home`'s platform, waits (at most `timeout`) until
 /// everything has settled, and returns what would change in the state stores.
-pub async fn run(home: &Path, files: &[PathBuf], timeout: Duration) -> Result<Vec<Section>, Error> {
+pub(crate) async fn run(
+    home: &Path,
+    files: &[PathBuf],
+    timeout: Duration,
+) -> Result<Vec<Section>, Error> {
     let docs = documents::load(files)?;
     let scratch = scratch::Scratch::of(home).await?;
     let copy = scratch.platform.clone();

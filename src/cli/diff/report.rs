@@ -7,14 +7,14 @@ use statestores::{Key, Pending};
 
 /// A state store, by kind and name.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct StoreRef {
+pub(crate) struct StoreRef {
     pub kind: String,
     pub name: String,
 }
 
 /// Where a Destination's files lie: under `root` in `store`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DestinationRoot {
+pub(super) struct DestinationRoot {
     pub destination: String,
     pub store: StoreRef,
     pub root: Key,
@@ -22,7 +22,7 @@ pub struct DestinationRoot {
 
 /// The changes one Destination (`None`: keys of the store under no Destination) would get.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Section {
+pub(crate) struct Section {
     pub destination: Option<String>,
     pub store: StoreRef,
     pub files: Vec<Pending>,
@@ -30,7 +30,10 @@ pub struct Section {
 
 /// Per store, its pending changes; each key goes to the Destination of that store with the
 /// longest root holding it. Sections are sorted by Destination, then store; keys stay sorted.
-pub fn sections(pending: Vec<(StoreRef, Vec<Pending>)>, roots: &[DestinationRoot]) -> Vec<Section> {
+pub(super) fn sections(
+    pending: Vec<(StoreRef, Vec<Pending>)>,
+    roots: &[DestinationRoot],
+) -> Vec<Section> {
     let mut out: Vec<Section> = Vec::new();
     for (store, files) in pending {
         for file in files {
@@ -78,7 +81,7 @@ fn counts(files: &[Pending]) -> (usize, usize, usize) {
 
 /// Every section: a `#` line naming the Destination, its store and the counts, then one
 /// unified diff per file (`--- a/KEY` `+++ b/KEY`, `/dev/null` for an added or deleted side).
-pub fn render(sections: &[Section]) -> String {
+pub(crate) fn render(sections: &[Section]) -> String {
     let mut out = String::new();
     for section in sections {
         let (added, changed, deleted) = counts(&section.files);
@@ -104,7 +107,7 @@ pub fn render(sections: &[Section]) -> String {
 
 /// One file's unified diff, with three lines of context; `Binary files … differ` when either
 /// side is not UTF-8.
-pub fn unified(path: &str, before: Option<&[u8]>, after: Option<&[u8]>) -> String {
+pub(super) fn unified(path: &str, before: Option<&[u8]>, after: Option<&[u8]>) -> String {
     let name = |side: Option<&[u8]>, prefix: &str| match side {
         Some(_) => format!("{prefix}/{path}"),
         None => "/dev/null".to_string(),

@@ -30,7 +30,7 @@ pub enum Error {
 
 /// A scratch home, removed when dropped.
 #[derive(Debug)]
-pub struct Scratch {
+pub(super) struct Scratch {
     pub platform: Platform,
     _folder: tempfile::TempDir,
 }
@@ -38,7 +38,7 @@ pub struct Scratch {
 impl Scratch {
     /// Copies `home` into a new scratch home. The copy is read in one transaction, so a `serve`
     /// writing the home meanwhile is neither blocked nor seen half-way.
-    pub async fn of(home: &Path) -> Result<Self, Error> {
+    pub(super) async fn of(home: &Path) -> Result<Self, Error> {
         let folder = tempfile::Builder::new()
             .prefix("kratix-diff-")
             .tempdir()

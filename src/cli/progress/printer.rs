@@ -16,7 +16,7 @@ use super::{changes, line, status_of, Outcome, Status};
 
 /// How progress is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
+pub(crate) enum Mode {
     /// Nothing but the commands' own lines (`--quiet`).
     Quiet,
     /// One appended line per change on standard error.
@@ -28,7 +28,7 @@ pub enum Mode {
 }
 
 impl Mode {
-    pub fn choose(quiet: bool, json: bool, stderr_is_terminal: bool) -> Mode {
+    pub(crate) fn choose(quiet: bool, json: bool, stderr_is_terminal: bool) -> Mode {
         match (json, quiet, stderr_is_terminal) {
             (true, _, _) => Mode::Json,
             (false, true, _) => Mode::Quiet,
@@ -64,14 +64,14 @@ struct Inner {
 
 /// The progress of one command.
 #[derive(Debug)]
-pub struct Progress {
+pub(crate) struct Progress {
     cp: Arc<dyn ControlPlane>,
     mode: Mode,
     inner: Mutex<Inner>,
 }
 
 impl Progress {
-    pub fn new(cp: Arc<dyn ControlPlane>, mode: Mode) -> Self {
+    pub(crate) fn new(cp: Arc<dyn ControlPlane>, mode: Mode) -> Self {
         Progress {
             cp,
             mode,
@@ -79,7 +79,7 @@ impl Progress {
         }
     }
 
-    pub fn mode(&self) -> Mode {
+    pub(crate) fn mode(&self) -> Mode {
         self.mode
     }
 
@@ -88,7 +88,7 @@ impl Progress {
     }
 
     /// Follows these objects from now on (besides those followed already).
-    pub fn follow(&self, objects: &[(KindInfo, ObjectKey)]) {
+    pub(crate) fn follow(&self, objects: &[(KindInfo, ObjectKey)]) {
         let mut inner = self.lock();
         for (kind, key) in objects {
             if inner.targets.iter().any(|t| &t.key == key) {
@@ -104,7 +104,7 @@ impl Progress {
     }
 
     /// One of the command's own lines: as it is on standard output, or as a JSON event.
-    pub fn say(&self, text: &str, event: Value) {
+    pub(crate) fn say(&self, text: &str, event: Value) {
         let mut out = std::io::stdout().lock();
         let _ = match self.mode {
             Mode::Json => writeln!(out, "{event}"),
@@ -113,7 +113,7 @@ impl Progress {
     }
 
     /// Looks a last time, whenever the previous look was.
-    pub async fn finish(&self) {
+    pub(crate) async fn finish(&self) {
         self.look_now(true).await;
     }
 
@@ -155,7 +155,7 @@ impl Progress {
                 match self.mode {
                     Mode::Plain => lines.push(format!("{}: {}", target.label, change.text())),
                     Mode::Json => {
-                        lines.push(json_event(&target.key, &target.kind, change).to_string())
+                        lines.push(json_event(&target.key, &target.kind, change).to_string());
                     }
                     Mode::Terminal | Mode::Quiet => {}
                 }
@@ -193,7 +193,7 @@ fn write_lines(out: &mut dyn Write, lines: &[String]) {
 }
 
 /// One change as a JSON event: the object, then the change's fields.
-pub fn json_event(key: &ObjectKey, kind: &KindInfo, change: &super::Change) -> Value {
+pub(crate) fn json_event(key: &ObjectKey, kind: &KindInfo, change: &super::Change) -> Value {
     object_event(
         key,
         kind,
@@ -202,7 +202,7 @@ pub fn json_event(key: &ObjectKey, kind: &KindInfo, change: &super::Change) -> V
 }
 
 /// A JSON event about an object: its kind, apiVersion, name and namespace, then `fields`.
-pub fn object_event(key: &ObjectKey, kind: &KindInfo, fields: Value) -> Value {
+pub(crate) fn object_event(key: &ObjectKey, kind: &KindInfo, fields: Value) -> Value {
     let mut event = json!({
         "kind": kind.kind,
         "apiVersion": kind.api_version(),
@@ -253,7 +253,7 @@ fn redraw(targets: &[Target], drawn: usize, width: usize) -> (String, usize) {
 fn block(targets: &[Target]) -> Vec<String> {
     let label_width = targets.iter().map(|t| t.label.len()).max().unwrap_or(0);
     let show = |t: &Target| {
-        let text = t.shown.as_ref().map(line).unwrap_or_else(|| "…".into());
+        let text = t.shown.as_ref().map_or_else(|| "…".into(), line);
         format!("{:<label_width$}  {text}", t.label)
     };
     if targets.len() <= MAX_LINES {

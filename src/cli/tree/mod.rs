@@ -7,8 +7,8 @@ use crate::api::{labels, Builtin, KindInfo, ObjectKey};
 use crate::platform::{builtin, Platform};
 use crate::store::Selector;
 
-pub use model::{Node, Objects};
-pub use render::{text, Charset};
+pub(crate) use model::{Node, Objects};
+pub(crate) use render::{text, Charset};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -40,7 +40,7 @@ pub enum TreeFormat {
 
 /// The tree of `kind`/`name` (namespace `namespace`, default `default`, for requests), printed
 /// as `format`; `terminal` picks the text tree's branches.
-pub async fn run(
+pub(crate) async fn run(
     platform: &Platform,
     kind: &str,
     name: &str,
@@ -154,7 +154,7 @@ async fn build(
 /// The trees of the sub-requests of request `ns`/`name` of `promise` (see
 /// [`model::is_sub_request_of`]), each down to its own runs, Works, commits and sub-requests;
 /// `depth` levels are shown above them already.
-pub async fn sub_request_trees(
+pub(crate) async fn sub_request_trees(
     platform: &Platform,
     promise: &str,
     ns: &str,

@@ -10,7 +10,7 @@ use crate::api::{condition, labels, Object, SYSTEM_NAMESPACE};
 
 /// One object (or a file in a state store) and what it led to.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Node {
+pub(crate) struct Node {
     /// The object's kind; empty for a file.
     pub kind: String,
     /// `name`, or `namespace/name` for a request; a file's path.
@@ -31,7 +31,7 @@ impl Node {
     }
 
     /// `Kind/name`, or the bare name of a file.
-    pub fn title(&self) -> String {
+    pub(crate) fn title(&self) -> String {
         if self.kind.is_empty() {
             self.name.clone()
         } else {
@@ -42,7 +42,7 @@ impl Node {
 
 /// The stored objects a tree is built from (any superset of the relevant ones).
 #[derive(Debug, Clone, Default)]
-pub struct Objects {
+pub(crate) struct Objects {
     pub requests: Vec<Object>,
     pub runs: Vec<Object>,
     pub works: Vec<Object>,
@@ -78,7 +78,7 @@ fn condition_word(obj: &Object, type_: &str) -> String {
 }
 
 /// The Promise, its own workflows' runs and Works, then each of its requests.
-pub fn promise_tree(promise: &Object, objects: &Objects) -> Node {
+pub(super) fn promise_tree(promise: &Object, objects: &Objects) -> Node {
     let promise_name = name(promise);
     let mut children = workflow_children(&promise_name, None, objects);
     let mut requests: Vec<&Object> = objects
@@ -95,7 +95,7 @@ pub fn promise_tree(promise: &Object, objects: &Objects) -> Node {
 }
 
 /// A request: the latest run of each of its pipelines, each with its Works.
-pub fn request_tree(request: &Object, objects: &Objects) -> Node {
+pub(super) fn request_tree(request: &Object, objects: &Objects) -> Node {
     let promise = label(request, labels::PROMISE_NAME).unwrap_or_default();
     let ns = namespace(request);
     let children = workflow_children(promise, Some((ns, &name(request))), objects);
@@ -129,7 +129,7 @@ const PARENT_LABELS: [[&str; 3]; 2] = [
 
 /// Whether `child` is a sub-request of request `name` in `ns` of Promise `promise`: one family
 /// of [`PARENT_LABELS`] names it (a missing namespace label means the child's own namespace).
-pub fn is_sub_request_of(child: &Object, promise: &str, ns: &str, name: &str) -> bool {
+pub(super) fn is_sub_request_of(child: &Object, promise: &str, ns: &str, name: &str) -> bool {
     PARENT_LABELS.iter().any(|[p, n, namespace_label]| {
         label(child, p) == Some(promise)
             && label(child, n) == Some(name)
@@ -138,7 +138,7 @@ pub fn is_sub_request_of(child: &Object, promise: &str, ns: &str, name: &str) ->
 }
 
 /// A Destination: every placement on it.
-pub fn destination_tree(destination: &Object, objects: &Objects) -> Node {
+pub(super) fn destination_tree(destination: &Object, objects: &Objects) -> Node {
     let dest_name = name(destination);
     let mut placements: Vec<&Object> = objects
         .placements
@@ -288,9 +288,10 @@ fn placement_node(placement: &Object, objects: &Objects) -> Node {
                 "version"
             };
             // Twelve characters, as `get` shows versions: enough for `git show`.
-            let detail = version
-                .map(|v| format!("{word} {}", v.get(..12).unwrap_or(v)))
-                .unwrap_or_else(|| "not written".to_string());
+            let detail = version.map_or_else(
+                || "not written".to_string(),
+                |v| format!("{word} {}", v.get(..12).unwrap_or(v)),
+            );
             vec![Node::new(&kind, store_name, detail, files)]
         }
         // The Destination is gone or names no store: the paths are all there is to show.

@@ -6,7 +6,7 @@ use super::model::Node;
 
 /// The branches of the text tree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Charset {
+pub(crate) enum Charset {
     /// `├──`, `└──`, `│`: for a terminal.
     Unicode,
     /// `|--`, `` `-- ``, `|`: for files, pipes and old terminals.
@@ -32,7 +32,7 @@ fn line(node: &Node) -> String {
 }
 
 /// One line per node, children indented under their parent.
-pub fn text(root: &Node, charset: Charset) -> String {
+pub(crate) fn text(root: &Node, charset: Charset) -> String {
     let mut out = line(root) + "\n";
     children_text(root, "", charset, &mut out);
     out
@@ -72,7 +72,7 @@ fn numbered(root: &Node) -> Vec<(usize, Option<usize>, &Node)> {
 }
 
 /// A Graphviz digraph: one box per node labelled with its title and detail, parent → child.
-pub fn dot(root: &Node) -> String {
+pub(super) fn dot(root: &Node) -> String {
     let escape = |s: &str| s.replace('\\', "\\\\").replace('"', "\\\"");
     let mut out = String::from(
         "digraph kratix {\n  rankdir=LR;\n  node [shape=box, fontname=\"monospace\"];\n",
@@ -89,7 +89,7 @@ pub fn dot(root: &Node) -> String {
 }
 
 /// A Mermaid flowchart, left to right, with the same nodes and edges as [`dot`].
-pub fn mermaid(root: &Node) -> String {
+pub(super) fn mermaid(root: &Node) -> String {
     // Inside a quoted Mermaid label only `"` needs its entity; `<`, `>` and `&` are entities
     // too so that no name is read as markup.
     let escape = |s: &str| {

@@ -16,7 +16,7 @@ use super::driver::Driver;
 
 mod settlement;
 
-pub use settlement::{condition_met, observed_current_generation, settlement, Settlement};
+pub(crate) use settlement::{condition_met, observed_current_generation, settlement, Settlement};
 use settlement::{for_promise_generation, labelled_paused, says_paused};
 
 #[derive(Debug, thiserror::Error)]
@@ -50,7 +50,7 @@ const GATHER: Duration = Duration::from_millis(5);
 /// made in this process are told at once, other processes' within the store's poll interval),
 /// and every [`CHECK_INTERVAL`] anyway. Meanwhile the controllers run in this process whenever
 /// no other process runs them (see [`Driver`]). Cheap: [`settle`] reads only what is pending.
-pub async fn drive_until<T, F, Fut>(
+pub(crate) async fn drive_until<T, F, Fut>(
     driver: &Driver,
     timeout: Duration,
     what: &str,
@@ -75,7 +75,7 @@ where
             });
         }
         tokio::select! {
-            _ = tokio::time::sleep(CHECK_INTERVAL) => {}
+            () = tokio::time::sleep(CHECK_INTERVAL) => {}
             change = changes.next() => match change {
                 Some(Ok(_)) => {
                     tokio::time::sleep(GATHER).await;
@@ -104,7 +104,7 @@ type ChangeFeed =
 /// Waits until every object has settled; fails as soon as one has failed. A Promise has settled
 /// once its requests have too (a Promise change re-runs their workflows). An object seen settled
 /// is not read again, so each look reads only what is still pending, not everything applied.
-pub async fn settle(
+pub(crate) async fn settle(
     driver: &Driver,
     platform: &Platform,
     objects: &[(KindInfo, ObjectKey)],
@@ -245,7 +245,7 @@ async fn settlement_now(
     ))
 }
 
-pub async fn get(
+pub(crate) async fn get(
     cp: &dyn ControlPlane,
     kind: &KindInfo,
     key: &ObjectKey,

@@ -8,7 +8,7 @@ use crate::api::{condition, Condition, ConditionStatus, KindInfo, Object, GROUP}
 
 /// Where an object stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Settlement {
+pub(crate) enum Settlement {
     Settled,
     Pending(String),
     Failed(String),
@@ -25,7 +25,7 @@ fn said(c: Option<&Condition>) -> (&str, &str) {
 }
 
 /// Has the controller looked at the object's current generation?
-pub fn observed_current_generation(obj: &Object) -> bool {
+pub(crate) fn observed_current_generation(obj: &Object) -> bool {
     let observed = obj
         .data
         .pointer("/status/observedGeneration")
@@ -35,7 +35,7 @@ pub fn observed_current_generation(obj: &Object) -> bool {
 
 /// Whether an applied object has settled: workflows finished and works written for Promises and
 /// requests; Ready for Destinations and state stores; at once for everything else.
-pub fn settlement(kind: &KindInfo, obj: &Object) -> Settlement {
+pub(crate) fn settlement(kind: &KindInfo, obj: &Object) -> Settlement {
     if obj.metadata.deletion_timestamp.is_some() {
         return Settlement::Pending("being deleted".into());
     }
@@ -48,12 +48,11 @@ pub fn settlement(kind: &KindInfo, obj: &Object) -> Settlement {
             if !observed_current_generation(obj) {
                 return Settlement::Pending("not reconciled yet".into());
             }
-            match status_of(ready.as_ref()) {
-                Some(ConditionStatus::True) => Settlement::Settled,
-                _ => {
-                    let (reason, message) = said(ready.as_ref());
-                    Settlement::Pending(format!("Ready: {reason} {message}"))
-                }
+            if let Some(ConditionStatus::True) = status_of(ready.as_ref()) {
+                Settlement::Settled
+            } else {
+                let (reason, message) = said(ready.as_ref());
+                Settlement::Pending(format!("Ready: {reason} {message}"))
             }
         }
         "PromiseRelease" if kratix_kind => {
@@ -122,16 +121,15 @@ fn workflow_settlement(obj: &Object) -> Settlement {
     if says_paused(obj) {
         return Settlement::Settled;
     }
-    match status_of(reconciled) {
-        Some(ConditionStatus::True) => Settlement::Settled,
-        _ => {
-            let works = find(types::WORKS_SUCCEEDED);
-            let mut reason = format!("{}: {}", types::RECONCILED, said(reconciled).1);
-            if status_of(works) == Some(ConditionStatus::False) {
-                reason = format!("{}: {}", types::WORKS_SUCCEEDED, said(works).1);
-            }
-            Settlement::Pending(reason)
+    if let Some(ConditionStatus::True) = status_of(reconciled) {
+        Settlement::Settled
+    } else {
+        let works = find(types::WORKS_SUCCEEDED);
+        let mut reason = format!("{}: {}", types::RECONCILED, said(reconciled).1);
+        if status_of(works) == Some(ConditionStatus::False) {
+            reason = format!("{}: {}", types::WORKS_SUCCEEDED, said(works).1);
         }
+        Settlement::Pending(reason)
     }
 }
 
@@ -152,7 +150,7 @@ pub(super) fn for_promise_generation(
     }
 }
 /// `--for condition=TYPE[=STATUS]`: has the condition that status for the current generation?
-pub fn condition_met(obj: &Object, type_: &str, status: &str) -> bool {
+pub(crate) fn condition_met(obj: &Object, type_: &str, status: &str) -> bool {
     observed_current_generation(obj)
         && condition::get(obj, type_)
             .is_some_and(|c| c.status.as_str().eq_ignore_ascii_case(status))

@@ -32,19 +32,21 @@ pub(super) fn decide(work: Option<&Object>, placements: &[Object]) -> Batch {
     }
     if work.metadata.deletion_timestamp.is_some() {
         // The Work controller deletes every placement of a Work being deleted.
-        return match placements
+        return if placements
             .iter()
             .all(|p| p.metadata.deletion_timestamp.is_some())
         {
-            true => Batch::Write,
-            false => Batch::Wait,
+            Batch::Write
+        } else {
+            Batch::Wait
         };
     }
     // The Work controller records the generation it scheduled after its last placement change.
     let observed = status::status_or_default::<WorkStatus>(work).observed_generation;
-    match observed == work.metadata.generation {
-        true => Batch::Write,
-        false => Batch::Wait,
+    if observed == work.metadata.generation {
+        Batch::Write
+    } else {
+        Batch::Wait
     }
 }
 

@@ -86,7 +86,7 @@ mod tests {
     }
 
     fn strings(paths: &[&str]) -> Vec<String> {
-        paths.iter().map(|p| p.to_string()).collect()
+        paths.iter().map(std::string::ToString::to_string).collect()
     }
 
     #[test]

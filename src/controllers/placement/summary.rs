@@ -31,15 +31,15 @@ impl LastWrite {
         let (mut added, mut changed) = (Vec::new(), Vec::new());
         for path in desired_set.iter().filter(|p| written.contains(p.as_str())) {
             if before.contains(path) {
-                changed.push(path.to_string());
+                changed.push((*path).clone());
             } else {
-                added.push(path.to_string());
+                added.push((*path).clone());
             }
         }
         let deleted = before
             .iter()
             .filter(|p| !desired_set.contains(*p) && deleted.contains(p.as_str()))
-            .map(|p| p.to_string())
+            .map(|p| (*p).clone())
             .collect();
         LastWrite {
             version,
@@ -83,11 +83,11 @@ mod tests {
     use super::*;
 
     fn set(items: &[&str]) -> BTreeSet<String> {
-        items.iter().map(|s| s.to_string()).collect()
+        items.iter().map(std::string::ToString::to_string).collect()
     }
 
     fn list(items: &[&str]) -> Vec<String> {
-        items.iter().map(|s| s.to_string()).collect()
+        items.iter().map(std::string::ToString::to_string).collect()
     }
 
     #[test]

@@ -98,7 +98,7 @@ async fn act(
     decision: &gate::Decision<decide::StatusChange<'_>>,
 ) -> Result<Next, Error> {
     let kind = rt.kind(crate::api::Builtin::Promise);
-    workflow::write(rt, &kind, obj, decision, |change, s| change.apply(s)).await?;
+    workflow::write(rt, &kind, obj, decision, decide::StatusChange::apply).await?;
     Ok(decision.next)
 }
 
@@ -344,7 +344,7 @@ async fn teardown(rt: &Runtime, subject: &Subject, promise: &Promise) -> Result<
         now_ms(),
     );
     let stored = workflow::write(rt, &kind, &subject.object, &decision, |change, s| {
-        change.apply(s)
+        change.apply(s);
     })
     .await?;
     if !look.finished() {

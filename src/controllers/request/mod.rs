@@ -103,7 +103,7 @@ async fn act(
     obj: &Object,
     decision: &Decision<'_>,
 ) -> Result<Next, Error> {
-    workflow::write(rt, kind, obj, decision, |change, s| change.apply(s)).await?;
+    workflow::write(rt, kind, obj, decision, decide::StatusChange::apply).await?;
     Ok(decision.next)
 }
 
@@ -242,7 +242,7 @@ async fn teardown(rt: &Runtime, subject: &Subject, promise: &Promise) -> Result<
         &subject.kind,
         &subject.object,
         &decision,
-        |change, s| change.apply(s),
+        super::workflow::decide::gate::ExitStatus::apply,
     )
     .await?;
     if !look.finished() {

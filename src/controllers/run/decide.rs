@@ -68,9 +68,9 @@ pub(super) fn after_run(e: &Ended<'_>) -> AfterRun {
         succeeded && e.action == Action::Configure && !e.control.suspends() && e.has_output;
     let event = outcome_event(e.what, &finished);
     AfterRun {
+        finished,
         write_work,
         event,
-        finished,
     }
 }
 

@@ -86,11 +86,11 @@ impl Runtime {
             let _ = task.await;
             match run::release(self, &run).await {
                 Ok(true) => {
-                    warn!(run = %run, "stopped before the run finished; it runs again later")
+                    warn!(run = %run, "stopped before the run finished; it runs again later");
                 }
                 Ok(false) => {}
                 Err(err) => {
-                    warn!(run = %run, error = %ErrorChain(&err), "could not give the run back; the next controllers take it over")
+                    warn!(run = %run, error = %ErrorChain(&err), "could not give the run back; the next controllers take it over");
                 }
             }
         }

@@ -104,10 +104,10 @@ async fn settle_running(rt: &Runtime, run: &Object) -> Result<Next, Error> {
             }) {
                 return Ok(Next::Done);
             }
-            let claimant = claim
-                .as_ref()
-                .map(|c| format!("process {}", c.pid))
-                .unwrap_or_else(|| "an unknown executor".into());
+            let claimant = claim.as_ref().map_or_else(
+                || "an unknown executor".into(),
+                |c| format!("process {}", c.pid),
+            );
             warn!(run = %key, "run was interrupted ({claimant} is gone); running it again");
             kill_leftovers(rt, run).await;
             update_run_status(rt, &key, |s| {

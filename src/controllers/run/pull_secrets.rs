@@ -58,13 +58,13 @@ pub(crate) async fn registries(
             .map(|s| secret::values(&s));
         match values.as_ref().map(config_of) {
             None => {
-                warn!(pipeline = pipeline.name(), secret = %name, %namespace, "imagePullSecret not found; pulling without it")
+                warn!(pipeline = pipeline.name(), secret = %name, %namespace, "imagePullSecret not found; pulling without it");
             }
             Some(None) => {
-                warn!(pipeline = pipeline.name(), secret = %name, "imagePullSecret has no .dockerconfigjson; pulling without it")
+                warn!(pipeline = pipeline.name(), secret = %name, "imagePullSecret has no .dockerconfigjson; pulling without it");
             }
             Some(Some(Err(why))) => {
-                warn!(pipeline = pipeline.name(), secret = %name, %why, "imagePullSecret .dockerconfigjson cannot be read; pulling without it")
+                warn!(pipeline = pipeline.name(), secret = %name, %why, "imagePullSecret .dockerconfigjson cannot be read; pulling without it");
             }
             Some(Some(Ok(config))) => configs.push(config),
         }
@@ -89,7 +89,7 @@ mod tests {
         let modern =
             BTreeMap::from([(".dockerconfigjson".to_string(), br#"{"auths":{}}"#.to_vec())]);
         assert!(matches!(config_of(&modern), Some(Ok(_))));
-        let legacy = BTreeMap::from([(".dockercfg".to_string(), br#"{}"#.to_vec())]);
+        let legacy = BTreeMap::from([(".dockercfg".to_string(), br"{}".to_vec())]);
         assert!(matches!(config_of(&legacy), Some(Ok(_))));
         let bad = BTreeMap::from([(".dockerconfigjson".to_string(), b"hunter2".to_vec())]);
         match config_of(&bad) {

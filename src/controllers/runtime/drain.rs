@@ -46,8 +46,8 @@ impl Runtime {
                 }
                 change = changes.next() => change,
                 // Nothing running and nothing changed for a while: done.
-                _ = tokio::time::sleep(quiet), if workers.is_empty() => break,
-                _ = tokio::time::sleep_until(deadline) => break,
+                () = tokio::time::sleep(quiet), if workers.is_empty() => break,
+                () = tokio::time::sleep_until(deadline) => break,
             };
             let batch = ChangeBatch::take(change, changes);
             if batch.feed_lost {

@@ -35,8 +35,8 @@ impl Runtime {
                     let delay = backoff.next();
                     warn!(error = %ErrorChain(&err), "starting the controllers failed; retrying in {delay:?}");
                     tokio::select! {
-                        _ = &mut stop => return self.stop_executing().await,
-                        _ = tokio::time::sleep(delay) => continue,
+                        () = &mut stop => return self.stop_executing().await,
+                        () = tokio::time::sleep(delay) => continue,
                     }
                 }
             }
@@ -70,15 +70,16 @@ impl Runtime {
             }
             self.metrics.set_queue_depth(queue.len());
             // With every worker busy, only one finishing lets another key be taken.
-            let mut sleep = match workers.is_full() {
-                true => Duration::from_secs(1),
-                false => queue.time_to_next().unwrap_or(Duration::from_secs(1)),
+            let mut sleep = if workers.is_full() {
+                Duration::from_secs(1)
+            } else {
+                queue.time_to_next().unwrap_or(Duration::from_secs(1))
             };
             if let Some(due) = resync_due {
                 sleep = sleep.min(due.saturating_duration_since(tokio::time::Instant::now()));
             }
             tokio::select! {
-                _ = &mut stop => break,
+                () = &mut stop => break,
                 Some(finished) = workers.next(), if !workers.is_empty() => {
                     self.settle(&mut queue, finished);
                 }
@@ -99,7 +100,7 @@ impl Runtime {
                     }
                 }
                 _ = resync.tick() => resync_due = Some(tokio::time::Instant::now()),
-                _ = tokio::time::sleep(sleep) => {}
+                () = tokio::time::sleep(sleep) => {}
             }
         }
         // Reconciles under way end as they would have: stopping never cuts one short.

@@ -150,12 +150,9 @@ impl Template {
     /// Whether the template uses the object's generation or annotations, which the writer
     /// must then read.
     pub(crate) fn needs_object(&self) -> bool {
-        self.parts.iter().any(|p| {
-            matches!(
-                p,
-                Part::Var(Var::Generation) | Part::Var(Var::Annotation(_))
-            )
-        })
+        self.parts
+            .iter()
+            .any(|p| matches!(p, Part::Var(Var::Generation | Var::Annotation(_))))
     }
 
     /// The text; a missing value (an annotation the object lacks) renders empty.

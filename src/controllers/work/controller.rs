@@ -154,9 +154,10 @@ pub(crate) async fn reconcile(rt: &Runtime, work: Object) -> Result<Next, Error>
         wrote = true;
     }
     // Report: Ready only once every placement is written for its current generation.
-    let placements = match wrote {
-        true => placements_of(rt, Some(&namespace), &name).await?,
-        false => placements,
+    let placements = if wrote {
+        placements_of(rt, Some(&namespace), &name).await?
+    } else {
+        placements
     };
     let unscheduled = decision.unscheduled_group_ids();
     let placed = Placed {

@@ -58,7 +58,7 @@ pub(crate) async fn write<S: Sync>(
         // After a labels write the object as read is stale: the write reads it again.
         stored = if decision.labels_first && labels.change_anything() {
             status::update_status(rt.cp.as_ref(), kind, &ObjectKey::of(obj), |_, s| {
-                status(change, s)
+                status(change, s);
             })
             .await?
         } else {

@@ -11,7 +11,7 @@ use super::reference::DOCKER_HUB;
 
 /// One registry's credentials.
 #[derive(Clone, Default, PartialEq, Eq, Deserialize)]
-pub struct Credentials {
+pub(crate) struct Credentials {
     #[serde(default)]
     pub username: Option<String>,
     #[serde(default)]
@@ -34,7 +34,7 @@ impl std::fmt::Debug for Credentials {
 
 impl Credentials {
     /// Every secret value, to scrub from what the engine says back.
-    pub fn secret_values(&self) -> Vec<&str> {
+    pub(crate) fn secret_values(&self) -> Vec<&str> {
         [&self.password, &self.auth, &self.identity_token]
             .into_iter()
             .flatten()
@@ -108,7 +108,7 @@ fn key_host(key: &str) -> &str {
 }
 
 /// The credentials for `host` from the first config (in the Pipeline's order) that has them.
-pub fn credentials_for(host: &str, configs: &[DockerConfig]) -> Option<Credentials> {
+pub(crate) fn credentials_for(host: &str, configs: &[DockerConfig]) -> Option<Credentials> {
     configs
         .iter()
         .find_map(|config| {
@@ -125,7 +125,7 @@ pub fn credentials_for(host: &str, configs: &[DockerConfig]) -> Option<Credentia
 }
 
 /// `text` with every secret value replaced by `***`.
-pub fn scrub(text: &str, credentials: Option<&Credentials>) -> String {
+pub(crate) fn scrub(text: &str, credentials: Option<&Credentials>) -> String {
     let mut out = text.to_string();
     for value in credentials
         .map(Credentials::secret_values)

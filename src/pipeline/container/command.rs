@@ -5,12 +5,12 @@ use crate::api::pipeline::Container;
 
 /// What to give the engine; `None` keeps the image's own.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EngineCommand {
+pub(crate) struct EngineCommand {
     pub entrypoint: Option<Vec<String>>,
     pub cmd: Option<Vec<String>>,
 }
 
-pub fn engine_command(container: &Container) -> EngineCommand {
+pub(crate) fn engine_command(container: &Container) -> EngineCommand {
     match (&container.command, &container.args) {
         (Some(command), args) => EngineCommand {
             entrypoint: Some(command.clone()),
@@ -34,7 +34,11 @@ mod tests {
 
     #[test]
     fn follows_kubernetes() {
-        let v = |s: &[&str]| s.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let v = |s: &[&str]| {
+            s.iter()
+                .map(std::string::ToString::to_string)
+                .collect::<Vec<_>>()
+        };
         let cases = [
             ("neither", None, None, None, None),
             ("args only", None, Some(v(&["a"])), None, Some(v(&["a"]))),

@@ -13,7 +13,7 @@ const PING_TIMEOUT: Duration = Duration::from_secs(5);
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
 
 #[derive(Debug, thiserror::Error)]
-pub enum Error {
+pub(crate) enum Error {
     #[error("no container engine socket found (looked at {looked})")]
     NoSocket { looked: String },
     #[error("cannot reach the container engine at {address}")]
@@ -25,7 +25,7 @@ pub enum Error {
 }
 
 /// Where to look, in order: `DOCKER_HOST` alone when set, else the usual sockets.
-pub fn candidates(
+pub(crate) fn candidates(
     docker_host: Option<&str>,
     runtime_dir: Option<&Path>,
     home: Option<&Path>,
@@ -68,7 +68,7 @@ fn first_present(candidates: &[String]) -> Option<&String> {
 }
 
 /// Connects to the engine and agrees on an API version.
-pub async fn connect() -> Result<(Docker, String), Error> {
+pub(crate) async fn connect() -> Result<(Docker, String), Error> {
     let all = candidates_here();
     let Some(address) = first_present(&all).cloned() else {
         return Err(Error::NoSocket {
@@ -99,7 +99,7 @@ const HOST_NETWORKS: [&str; 2] = ["bridge", "podman"];
 
 /// This machine's address on the engine's default network (its IPAM gateway), where a server
 /// the containers must reach listens; `None` when the engine names none.
-pub async fn host_address(docker: &Docker) -> Option<std::net::IpAddr> {
+pub(crate) async fn host_address(docker: &Docker) -> Option<std::net::IpAddr> {
     for name in HOST_NETWORKS {
         let Ok(network) = docker
             .inspect_network(
@@ -125,7 +125,7 @@ pub async fn host_address(docker: &Docker) -> Option<std::net::IpAddr> {
 
 /// Whether an engine may be there at all, without asking it (for the leftover sweep, which must
 /// not wait on a machine without one).
-pub fn maybe_present() -> bool {
+pub(crate) fn maybe_present() -> bool {
     first_present(&candidates_here()).is_some()
 }
 

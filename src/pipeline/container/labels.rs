@@ -7,11 +7,11 @@ use std::path::Path;
 use bollard::query_parameters::ListContainersOptions;
 
 /// The run's folder: unique per run and home, and what the recovery of a run knows.
-pub const RUN_DIR: &str = "io.kratix-rs.run-dir";
-pub const RUN: &str = "io.kratix-rs.run";
-pub const CONTAINER: &str = "io.kratix-rs.container";
+pub(crate) const RUN_DIR: &str = "io.kratix-rs.run-dir";
+pub(crate) const RUN: &str = "io.kratix-rs.run";
+pub(crate) const CONTAINER: &str = "io.kratix-rs.container";
 
-pub fn of_run(work_dir: &Path, run: &str, container: &str) -> HashMap<String, String> {
+pub(crate) fn of_run(work_dir: &Path, run: &str, container: &str) -> HashMap<String, String> {
     HashMap::from([
         (RUN_DIR.to_string(), work_dir.display().to_string()),
         (RUN.to_string(), run.to_string()),
@@ -20,7 +20,7 @@ pub fn of_run(work_dir: &Path, run: &str, container: &str) -> HashMap<String, St
 }
 
 /// The engine filter for the containers of the run in `work_dir`.
-pub fn filter(work_dir: &Path) -> HashMap<String, Vec<String>> {
+pub(crate) fn filter(work_dir: &Path) -> HashMap<String, Vec<String>> {
     HashMap::from([(
         "label".to_string(),
         vec![format!("{RUN_DIR}={}", work_dir.display())],
@@ -29,7 +29,7 @@ pub fn filter(work_dir: &Path) -> HashMap<String, Vec<String>> {
 
 /// Removes every container of the run in `work_dir`, running or not, and returns their ids.
 /// Without a reachable engine there is nothing of it to remove.
-pub async fn remove_leftovers(work_dir: &Path) -> Vec<String> {
+pub(crate) async fn remove_leftovers(work_dir: &Path) -> Vec<String> {
     let Ok((docker, _)) = super::engine::connect().await else {
         return Vec::new();
     };

@@ -4,16 +4,16 @@
 //! context. Which containers go there is [`setting`]'s decision; the rest of this module turns a
 //! container into engine settings (pure) and runs it ([`run`]).
 
-pub mod auth;
-pub mod command;
-pub mod engine;
-pub mod labels;
-pub mod pull;
-pub mod reference;
+pub(crate) mod auth;
+pub(crate) mod command;
+pub(crate) mod engine;
+pub(crate) mod labels;
+pub(crate) mod pull;
+pub(crate) mod reference;
 mod removal;
-pub mod run;
-pub mod security;
-pub mod setting;
+pub(crate) mod run;
+pub(crate) mod security;
+pub(crate) mod setting;
 
 use std::path::Path;
 
@@ -23,7 +23,7 @@ use super::images;
 
 /// An engine container, checked before anything of the pipeline runs.
 #[derive(Debug, Clone)]
-pub struct Planned {
+pub(crate) struct Planned {
     pub container: Container,
     pub env: Vec<(String, String)>,
     pub pull_policy: pull::PullPolicy,
@@ -33,7 +33,7 @@ pub struct Planned {
 
 /// Why a container cannot run in the engine; the run fails with this before any container runs.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Refusal {
+pub(crate) enum Refusal {
     #[error("pipeline {pipeline:?}, container {container:?}: {field} {why}")]
     Field {
         pipeline: String,
@@ -57,7 +57,7 @@ pub enum Refusal {
 }
 
 /// Checks and translates what the engine needs of `container`.
-pub fn plan(pipeline: &str, container: &Container) -> Result<Planned, Refusal> {
+pub(crate) fn plan(pipeline: &str, container: &Container) -> Result<Planned, Refusal> {
     let field = |field: &str, why: String| Refusal::Field {
         pipeline: pipeline.to_string(),
         container: container.name.clone(),
@@ -99,7 +99,7 @@ pub fn plan(pipeline: &str, container: &Container) -> Result<Planned, Refusal> {
 /// Lets any user write the run's folders, so that a container running as another user (a
 /// non-root image, `runAsUser`, or rootless Podman's mapped users) can write its output. The
 /// folders sit inside the home, which only its owner can enter.
-pub fn open_folders(folders: &[&Path]) -> std::io::Result<()> {
+pub(crate) fn open_folders(folders: &[&Path]) -> std::io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     for folder in folders {
         std::fs::set_permissions(folder, std::fs::Permissions::from_mode(0o777))?;
@@ -108,7 +108,7 @@ pub fn open_folders(folders: &[&Path]) -> std::io::Result<()> {
 }
 
 /// Removes what an executor that is gone left in the engine for the run in `work_dir`.
-pub async fn remove_leftovers(work_dir: &Path) -> Vec<String> {
+pub(crate) async fn remove_leftovers(work_dir: &Path) -> Vec<String> {
     if !engine::maybe_present() {
         return Vec::new();
     }

@@ -4,7 +4,7 @@
 use super::reference;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PullPolicy {
+pub(crate) enum PullPolicy {
     Always,
     IfNotPresent,
     Never,
@@ -12,7 +12,7 @@ pub enum PullPolicy {
 
 /// What to do before creating the container.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PullDecision {
+pub(crate) enum PullDecision {
     Pull,
     UseLocal,
     /// `Never`, and the image is not in the engine.
@@ -20,7 +20,7 @@ pub enum PullDecision {
 }
 
 /// The policy of a container; `Err` holds a value that is none of the three.
-pub fn policy(given: Option<&str>, image: &str) -> Result<PullPolicy, String> {
+pub(crate) fn policy(given: Option<&str>, image: &str) -> Result<PullPolicy, String> {
     match given {
         Some("Always") => Ok(PullPolicy::Always),
         Some("IfNotPresent") => Ok(PullPolicy::IfNotPresent),
@@ -33,7 +33,7 @@ pub fn policy(given: Option<&str>, image: &str) -> Result<PullPolicy, String> {
     }
 }
 
-pub fn decide(policy: PullPolicy, present: bool) -> PullDecision {
+pub(crate) fn decide(policy: PullPolicy, present: bool) -> PullDecision {
     match (policy, present) {
         (PullPolicy::Always, _) | (PullPolicy::IfNotPresent, false) => PullDecision::Pull,
         (_, true) => PullDecision::UseLocal,

@@ -2,11 +2,11 @@
 //! whether a tag (or digest) is given.
 
 /// Docker Hub's registry, the host of references that name none.
-pub const DOCKER_HUB: &str = "docker.io";
+pub(crate) const DOCKER_HUB: &str = "docker.io";
 
 /// The registry host of `image`: the first path component when it looks like a host (has a `.`
 /// or `:`, or is `localhost`), else Docker Hub.
-pub fn registry_host(image: &str) -> &str {
+pub(crate) fn registry_host(image: &str) -> &str {
     match image.split_once('/') {
         Some((first, _)) if first.contains('.') || first.contains(':') || first == "localhost" => {
             first
@@ -16,7 +16,7 @@ pub fn registry_host(image: &str) -> &str {
 }
 
 /// The tag of `image`, `None` when it has none; a digest counts as a tag (it is just as fixed).
-pub fn tag(image: &str) -> Option<&str> {
+pub(crate) fn tag(image: &str) -> Option<&str> {
     if let Some((_, digest)) = image.split_once('@') {
         return Some(digest);
     }

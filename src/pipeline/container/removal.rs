@@ -3,7 +3,7 @@
 use bollard::query_parameters::RemoveContainerOptions;
 use bollard::Docker;
 
-pub async fn remove(docker: &Docker, id: &str) {
+pub(super) async fn remove(docker: &Docker, id: &str) {
     let options = RemoveContainerOptions {
         force: true,
         v: true,

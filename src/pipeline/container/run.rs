@@ -22,7 +22,7 @@ const LOG_LIMIT: usize = 4 * 1024 * 1024;
 
 /// How one container ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Ended {
+pub(crate) enum Ended {
     Code(i64),
     TimedOut,
     /// It could not run: image missing or not pullable, engine refused it. The reason names the
@@ -31,7 +31,7 @@ pub enum Ended {
 }
 
 /// Where the run's folders are on the host.
-pub struct Folders<'a> {
+pub(crate) struct Folders<'a> {
     pub work_dir: &'a Path,
     pub input: &'a Path,
     pub output: &'a Path,
@@ -39,7 +39,7 @@ pub struct Folders<'a> {
 }
 
 /// Everything one engine container needs besides its plan.
-pub struct Context<'a> {
+pub(crate) struct Context<'a> {
     pub docker: &'a Docker,
     pub run_name: &'a str,
     pub folders: Folders<'a>,
@@ -52,7 +52,7 @@ pub struct Context<'a> {
     pub progress: &'a crate::pipeline::Progress,
 }
 
-pub async fn run(ctx: &Context<'_>, planned: &Planned, log: &mut Vec<u8>) -> Ended {
+pub(crate) async fn run(ctx: &Context<'_>, planned: &Planned, log: &mut Vec<u8>) -> Ended {
     let name = &planned.container.name;
     let image = &planned.container.image;
     let credentials = auth::credentials_for(reference::registry_host(image), ctx.registries);
@@ -194,7 +194,7 @@ fn create_body(ctx: &Context<'_>, planned: &Planned, image_user: &str) -> Contai
 
 /// Folder locations, `KRATIX_*`, then the container's own `env`, which wins on a clash as in
 /// Kubernetes. The image's own variables stay unless overridden.
-pub fn environment(kratix: &[(String, String)], own: &[(String, String)]) -> Vec<String> {
+pub(crate) fn environment(kratix: &[(String, String)], own: &[(String, String)]) -> Vec<String> {
     use crate::pipeline::isolation::{SANDBOX_INPUT, SANDBOX_METADATA, SANDBOX_OUTPUT};
     let folders = [
         ("KRATIX_INPUT_DIR", SANDBOX_INPUT),

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 /// The engine's side of a security context.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct EngineSecurity {
+pub(crate) struct EngineSecurity {
     /// `runAsUser` and `runAsGroup`; see [`EngineSecurity::user`].
     pub uid: Option<i64>,
     pub gid: Option<i64>,
@@ -21,7 +21,7 @@ pub struct EngineSecurity {
 
 /// A field that cannot be honoured, named as in the Pipeline (`securityContext.seLinuxOptions`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Unsupported {
+pub(crate) struct Unsupported {
     pub field: String,
     pub why: String,
 }
@@ -34,7 +34,7 @@ fn unsupported(field: &str, why: &str) -> Unsupported {
 }
 
 /// Translates `securityContext` (absent or null: nothing to do).
-pub fn translate(context: Option<&Value>) -> Result<EngineSecurity, Unsupported> {
+pub(crate) fn translate(context: Option<&Value>) -> Result<EngineSecurity, Unsupported> {
     let mut out = EngineSecurity::default();
     let Some(fields) = context.and_then(Value::as_object) else {
         return match context {
@@ -100,7 +100,7 @@ pub fn translate(context: Option<&Value>) -> Result<EngineSecurity, Unsupported>
 impl EngineSecurity {
     /// The engine's `User`: `runAsUser[:runAsGroup]`; `runAsGroup` alone keeps the image's user
     /// (root when it names none) with that group, as in Kubernetes. `None` keeps the image's.
-    pub fn user(&self, image_user: &str) -> Option<String> {
+    pub(crate) fn user(&self, image_user: &str) -> Option<String> {
         let image_uid = image_user.split(':').next().unwrap_or_default();
         match (self.uid, self.gid) {
             (None, None) => None,
@@ -149,7 +149,7 @@ fn capabilities(value: &Value, out: &mut EngineSecurity) -> Result<(), Unsupport
 
 /// `runAsNonRoot` against the user the container gets (`user`, else the image's): as the kubelet
 /// does, a user that is not a number cannot be checked and is refused.
-pub fn non_root_violation(security: &EngineSecurity, image_user: &str) -> Option<String> {
+pub(crate) fn non_root_violation(security: &EngineSecurity, image_user: &str) -> Option<String> {
     if !security.run_as_non_root {
         return None;
     }

@@ -9,7 +9,7 @@ use crate::api::pipeline::Container;
 use super::super::Isolation;
 
 /// Environment variable choosing the executor: `container`, `sandbox`, `process` or `auto`.
-pub const EXECUTOR_ENV: &str = "KRATIX_EXECUTOR";
+pub(crate) const EXECUTOR_ENV: &str = "KRATIX_EXECUTOR";
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -57,14 +57,14 @@ impl FromStr for ExecutorSetting {
 
 /// The mode of a run: where containers may go, and how host containers are isolated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Mode {
+pub(crate) struct Mode {
     pub setting: ExecutorSetting,
     pub isolation: Isolation,
 }
 
 impl Mode {
     /// Reads `KRATIX_EXECUTOR` and `KRATIX_ISOLATION` (see [`mode`]).
-    pub fn from_env() -> Result<Self, Error> {
+    pub(crate) fn from_env() -> Result<Self, Error> {
         let setting = match std::env::var(EXECUTOR_ENV) {
             Ok(value) => value.parse()?,
             Err(std::env::VarError::NotPresent) => ExecutorSetting::Auto,
@@ -83,7 +83,7 @@ impl Mode {
 /// How the two settings combine: `KRATIX_EXECUTOR=sandbox|process` is the host isolation (an
 /// explicit `KRATIX_ISOLATION` naming the other one is refused); `auto` and `container` keep
 /// `KRATIX_ISOLATION` for the containers that run on the host.
-pub fn mode(
+pub(crate) fn mode(
     setting: ExecutorSetting,
     isolation: Isolation,
     isolation_explicit: bool,
@@ -115,7 +115,7 @@ pub fn mode(
 
 /// Where one container goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Placement {
+pub(crate) enum Placement {
     Host,
     Engine,
     /// In the engine when one is reachable, else on the host (a command the host may still
@@ -127,7 +127,7 @@ pub enum Placement {
 /// image is in the image map, runs on the host; any other container with an image runs in the
 /// engine. `container` sends every container with an image to the engine; `sandbox` and
 /// `process` keep every container on the host.
-pub fn placement(
+pub(crate) fn placement(
     setting: ExecutorSetting,
     container: &Container,
     mapped: bool,

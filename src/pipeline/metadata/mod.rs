@@ -12,18 +12,18 @@ use serde_json::Value;
 
 use super::output::EntryKind;
 
-pub const STATUS_FILE: &str = "status.yaml";
+pub(crate) const STATUS_FILE: &str = "status.yaml";
 // NB: Kratix's contract.md says `destination_selectors.yaml`, but its work-creator reads the
 // hyphenated name; pipelines in the wild use the hyphenated one.
-pub const DESTINATION_SELECTORS_FILE: &str = "destination-selectors.yaml";
-pub const WORKFLOW_CONTROL_FILE: &str = "workflow-control.yaml";
+pub(crate) const DESTINATION_SELECTORS_FILE: &str = "destination-selectors.yaml";
+pub(crate) const WORKFLOW_CONTROL_FILE: &str = "workflow-control.yaml";
 
 /// Largest metadata file read: far more than any status or selector list needs, and below the
 /// 1.5 MiB Kubernetes allows a whole object, which `status.yaml` is merged into.
-pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
+pub(crate) const MAX_FILE_BYTES: u64 = 1024 * 1024;
 
 #[derive(Debug, thiserror::Error)]
-pub enum Error {
+pub(crate) enum Error {
     /// A metadata file exists but cannot be read (or is not UTF-8).
     #[error("cannot read metadata/{file}")]
     Read {
@@ -72,7 +72,7 @@ pub enum Error {
 
 impl Error {
     /// The metadata file the error is about, `None` for the folder itself.
-    pub fn file(&self) -> Option<&'static str> {
+    pub(crate) fn file(&self) -> Option<&'static str> {
         match self {
             Error::Read { file, .. }
             | Error::NotRegular { file, .. }
@@ -125,7 +125,7 @@ impl WorkflowControl {
 }
 
 /// Parses `status.yaml`: a mapping (or nothing), never setting `kratix`.
-pub fn parse_status(text: &str) -> Result<Option<Value>, Error> {
+pub(crate) fn parse_status(text: &str) -> Result<Option<Value>, Error> {
     let value: Value = serde_yaml::from_str(text).map_err(|source| Error::Parse {
         file: STATUS_FILE,
         source,
@@ -149,7 +149,9 @@ struct RawSelector {
 
 /// Parses `destination-selectors.yaml`: labels required, directories cleaned (`./a/` is `a`,
 /// `.` is the root), one path element each, each at most once.
-pub fn parse_destination_selectors(text: &str) -> Result<Vec<DestinationSelectorEntry>, Error> {
+pub(crate) fn parse_destination_selectors(
+    text: &str,
+) -> Result<Vec<DestinationSelectorEntry>, Error> {
     let raw: Option<Vec<RawSelector>> =
         serde_yaml::from_str(text).map_err(|source| Error::Parse {
             file: DESTINATION_SELECTORS_FILE,
@@ -214,7 +216,7 @@ struct RawWorkflowControl {
 }
 
 /// Parses `workflow-control.yaml`.
-pub fn parse_workflow_control(text: &str) -> Result<WorkflowControl, Error> {
+pub(crate) fn parse_workflow_control(text: &str) -> Result<WorkflowControl, Error> {
     let raw: Option<RawWorkflowControl> =
         serde_yaml::from_str(text).map_err(|source| Error::Parse {
             file: WORKFLOW_CONTROL_FILE,
@@ -243,7 +245,7 @@ pub fn parse_workflow_control(text: &str) -> Result<WorkflowControl, Error> {
 /// kube's [`kube::core::Duration`] does the reading. Its parser is laxer than Go's (it takes an
 /// empty text, `+-5s` or a trailing `0`) and panics when a number overflows, so the text is
 /// checked against Go's grammar, with numbers no longer than Go's limit allows, first.
-pub fn parse_duration(text: &str) -> Option<Duration> {
+pub(crate) fn parse_duration(text: &str) -> Option<Duration> {
     if !is_go_duration(text) {
         return None;
     }
@@ -302,7 +304,7 @@ fn is_go_duration(text: &str) -> bool {
 }
 
 /// Reads the three files from `dir`; a missing file means "nothing said".
-pub fn read_metadata(dir: &Path) -> Result<Metadata, Error> {
+pub(crate) fn read_metadata(dir: &Path) -> Result<Metadata, Error> {
     let kind = std::fs::symlink_metadata(dir)
         .map(|m| EntryKind::of(m.file_type()))
         .map_err(|source| Error::Read { file: ".", source })?;
@@ -332,7 +334,7 @@ pub fn read_metadata(dir: &Path) -> Result<Metadata, Error> {
 
 /// The text of `dir/file`, `None` when absent. Never follows a link (the pipeline could point
 /// it at any host file), never blocks on a fifo, never reads more than [`MAX_FILE_BYTES`].
-pub fn read_optional(dir: &Path, file: &'static str) -> Result<Option<String>, Error> {
+pub(crate) fn read_optional(dir: &Path, file: &'static str) -> Result<Option<String>, Error> {
     let read_error = |source| Error::Read { file, source };
     let path = dir.join(file);
     let flags = nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_NONBLOCK;

@@ -210,7 +210,7 @@ fn refuses_links_fifos_folders_and_large_files_without_reading_them() {
             "dangling link",
             |d| {
                 std::os::unix::fs::symlink("nowhere", d.join(DESTINATION_SELECTORS_FILE))
-                    .expect("ln")
+                    .expect("ln");
             },
             "metadata/destination-selectors.yaml is a symbolic link",
         ),
@@ -221,7 +221,7 @@ fn refuses_links_fifos_folders_and_large_files_without_reading_them() {
                     &d.join(WORKFLOW_CONTROL_FILE),
                     nix::sys::stat::Mode::S_IRWXU,
                 )
-                .expect("mkfifo")
+                .expect("mkfifo");
             },
             "metadata/workflow-control.yaml is a fifo, not a regular file",
         ),
@@ -235,7 +235,7 @@ fn refuses_links_fifos_folders_and_large_files_without_reading_them() {
             |d| {
                 std::fs::File::create(d.join(STATUS_FILE))
                     .and_then(|f| f.set_len(1 << 30))
-                    .expect("sparse")
+                    .expect("sparse");
             },
             "metadata/status.yaml is larger than 1048576 bytes",
         ),

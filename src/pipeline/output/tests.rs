@@ -56,7 +56,7 @@ fn relative_names() {
         match (relative_name(path), want) {
             (Ok(got), Ok(want)) => assert_eq!(got, want, "{path:?}"),
             (Err(got), Err(want)) => {
-                assert!(got.to_string().contains(want), "{path:?}: {got}")
+                assert!(got.to_string().contains(want), "{path:?}: {got}");
             }
             (got, want) => panic!("{path:?}: got {got:?}, want {want:?}"),
         }
@@ -81,7 +81,7 @@ fn entry_kinds() {
             None => assert_eq!(got, None, "{kind:?}"),
             Some(want) => {
                 let got = got.unwrap_or_default();
-                assert!(got.contains(want), "{kind:?}: {got}")
+                assert!(got.contains(want), "{kind:?}: {got}");
             }
         }
     }
@@ -127,7 +127,7 @@ fn limits_from_variables() {
         match (Limits::parse(files, bytes), want) {
             (Ok(got), Ok(want)) => assert_eq!(got, want, "{files:?} {bytes:?}"),
             (Err(got), Err(want)) => {
-                assert!(got.to_string().contains(want), "{files:?} {bytes:?}: {got}")
+                assert!(got.to_string().contains(want), "{files:?} {bytes:?}: {got}");
             }
             (got, want) => panic!("{files:?} {bytes:?}: got {got:?}, want {want:?}"),
         }
@@ -164,7 +164,7 @@ fn admitting_entries_against_the_limits() {
         match (admit(tally, "a/f", size, limits), want) {
             (Ok(got), Ok(want)) => assert_eq!(got, want, "{tally:?} + {size}"),
             (Err(got), Err(want)) => {
-                assert!(got.to_string().contains(want), "{tally:?} + {size}: {got}")
+                assert!(got.to_string().contains(want), "{tally:?} + {size}: {got}");
             }
             (got, want) => panic!("{tally:?} + {size}: got {got:?}, want {want:?}"),
         }
@@ -212,7 +212,7 @@ fn refuses_links_fifos_and_bad_names() {
         (
             "symlink to a host file",
             |root| {
-                std::os::unix::fs::symlink("/etc/passwd", root.join("d/passwd")).expect("symlink")
+                std::os::unix::fs::symlink("/etc/passwd", root.join("d/passwd")).expect("symlink");
             },
             "output file d/passwd is a symbolic link",
         ),
@@ -225,7 +225,7 @@ fn refuses_links_fifos_and_bad_names() {
             "fifo",
             |root| {
                 nix::unistd::mkfifo(&root.join("d/pipe"), nix::sys::stat::Mode::S_IRWXU)
-                    .expect("mkfifo")
+                    .expect("mkfifo");
             },
             "output file d/pipe is a fifo",
         ),

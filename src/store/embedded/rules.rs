@@ -302,16 +302,32 @@ fn spec_of(obj: &Object) -> Map<String, Value> {
 
 /// Empty lists and maps are stored as absent, as the API server's JSON omits them.
 fn normalize_metadata(meta: &mut ObjectMeta) {
-    if meta.labels.as_ref().is_some_and(|m| m.is_empty()) {
+    if meta
+        .labels
+        .as_ref()
+        .is_some_and(std::collections::BTreeMap::is_empty)
+    {
         meta.labels = None;
     }
-    if meta.annotations.as_ref().is_some_and(|m| m.is_empty()) {
+    if meta
+        .annotations
+        .as_ref()
+        .is_some_and(std::collections::BTreeMap::is_empty)
+    {
         meta.annotations = None;
     }
-    if meta.finalizers.as_ref().is_some_and(|f| f.is_empty()) {
+    if meta
+        .finalizers
+        .as_ref()
+        .is_some_and(std::vec::Vec::is_empty)
+    {
         meta.finalizers = None;
     }
-    if meta.owner_references.as_ref().is_some_and(|o| o.is_empty()) {
+    if meta
+        .owner_references
+        .as_ref()
+        .is_some_and(std::vec::Vec::is_empty)
+    {
         meta.owner_references = None;
     }
 }

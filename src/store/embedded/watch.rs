@@ -63,7 +63,7 @@ async fn next_change(mut watch: Watch) -> Option<(Result<Change>, Watch)> {
             // Writes through this handle wake the watch at once; other processes' are found by
             // polling.
             tokio::select! {
-                _ = tokio::time::sleep(watch.inner.options.poll_interval) => {}
+                () = tokio::time::sleep(watch.inner.options.poll_interval) => {}
                 _ = watch.written.changed() => {}
             }
         }

@@ -21,7 +21,7 @@ fn output(files: &[&str], dirs: &[&str]) -> Output {
     files.sort();
     Output {
         files,
-        dirs: dirs.iter().map(|d| d.to_string()).collect(),
+        dirs: dirs.iter().map(std::string::ToString::to_string).collect(),
     }
 }
 
@@ -59,7 +59,7 @@ fn shape(groups: &[WorkloadGroup]) -> Vec<Shape> {
 fn want(directory: &str, files: &[&str], selectors: Vec<WorkloadGroupSelector>) -> Shape {
     (
         directory.to_string(),
-        files.iter().map(|f| f.to_string()).collect(),
+        files.iter().map(std::string::ToString::to_string).collect(),
         selectors,
     )
 }

@@ -153,7 +153,7 @@ fn schedule_group(
         match kind {
             WorkKind::Dependency => targets.extend(matching.iter().map(|d| d.name.clone())),
             WorkKind::Resource => {
-                targets.extend(choose_one(work_name, &group.id, &matching).map(|d| d.name.clone()))
+                targets.extend(choose_one(work_name, &group.id, &matching).map(|d| d.name.clone()));
             }
         }
     }

@@ -59,8 +59,14 @@ fn placed(name: &str, group_id: &str, destination: &str) -> ExistingPlacement {
 fn decision(targets: &[&str], misplaced: &[&str]) -> GroupDecision {
     GroupDecision {
         group_id: ROOT_ID.into(),
-        targets: targets.iter().map(|s| s.to_string()).collect(),
-        misplaced: misplaced.iter().map(|s| s.to_string()).collect(),
+        targets: targets
+            .iter()
+            .map(std::string::ToString::to_string)
+            .collect(),
+        misplaced: misplaced
+            .iter()
+            .map(std::string::ToString::to_string)
+            .collect(),
         unscheduled: targets.is_empty(),
     }
 }

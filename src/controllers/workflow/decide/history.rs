@@ -41,7 +41,10 @@ impl<'r> Attempt<'r> {
 
     /// Runs of pipeline `index` in this attempt, oldest first (empty past the reached pipeline).
     pub(crate) fn runs_of(&self, index: usize) -> &[&'r RunRecord] {
-        self.stages.get(index).map(Vec::as_slice).unwrap_or(&[])
+        self.stages
+            .get(index)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
     }
 
     /// Consecutive failed runs of the reached pipeline, counted from the newest (see

@@ -262,7 +262,7 @@ mod tests {
         let every = Duration::from_secs(60);
         let ok = |at| Some(Finished::Succeeded { at_ms: at });
         let failed = |at| Some(Finished::Failed { at_ms: at });
-        let minute = 60 * S as i64;
+        let minute = 60 * i64::try_from(S).expect("a second in ms");
         let cases = [
             // (last, after_failure, now, want)
             (None, true, 0, Decision::Never),

@@ -69,7 +69,10 @@ pub(crate) fn pipeline_statuses(
         .iter()
         .enumerate()
         .map(|(index, name)| {
-            let runs = attempt.as_ref().map(|a| a.runs_of(index)).unwrap_or(&[]);
+            let runs = attempt
+                .as_ref()
+                .map(|a| a.runs_of(index))
+                .unwrap_or_default();
             let attempts = runs_so_far(runs);
             let mut status = PipelineStatus {
                 name: name.clone(),

@@ -9,7 +9,7 @@ use crate::controllers::workflow::decide::*;
 const T: i64 = 1_000_000;
 
 fn names(list: &[&str]) -> Vec<String> {
-    list.iter().map(|name| name.to_string()).collect()
+    list.iter().map(std::string::ToString::to_string).collect()
 }
 
 /// A finished or active configure run; builder methods adjust it.

@@ -123,7 +123,7 @@ fn create_assigns_identity_and_refuses_bad_input() {
                 assert_eq!(obj.types, Some(types_of(&work)), "{case}");
             }
             (Err(Error::Invalid { reason, .. }), Err(want)) => {
-                assert!(reason.contains(want), "{case}: {reason}")
+                assert!(reason.contains(want), "{case}: {reason}");
             }
             (got, want) => panic!("{case}: got {got:?}, want {want:?}"),
         }

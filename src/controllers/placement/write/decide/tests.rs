@@ -3,7 +3,7 @@ use super::*;
 fn member(name: &str, owned: &[&str], desired: &[&str]) -> Member {
     Member {
         name: name.into(),
-        owned: owned.iter().map(|p| p.to_string()).collect(),
+        owned: owned.iter().map(std::string::ToString::to_string).collect(),
         desired: desired
             .iter()
             .map(|p| (p.to_string(), p.as_bytes().to_vec()))
@@ -23,7 +23,7 @@ fn delete(path: &str) -> Change {
 }
 
 fn strings(items: &[&str]) -> Vec<String> {
-    items.iter().map(|s| s.to_string()).collect()
+    items.iter().map(std::string::ToString::to_string).collect()
 }
 
 #[test]
@@ -125,7 +125,7 @@ fn a_write_records_new_paths_first_and_deletes_only_what_it_owned() {
         match (&got, &want) {
             // A refused key names the path; its exact words are the store's.
             (Err(reason), Err(w)) if w == "x" => {
-                assert!(reason.contains("../x.yaml"), "{name}: {reason}")
+                assert!(reason.contains("../x.yaml"), "{name}: {reason}");
             }
             _ => assert_eq!(got, want, "{name}"),
         }
