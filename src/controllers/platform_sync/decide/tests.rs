@@ -194,7 +194,11 @@ fn the_condition_names_the_first_document_not_in_place() {
         .starts_with("revision abc: f/bad.yaml document 1: invalid YAML"));
     // A bucket store's revision is any text: it is cut between characters, never inside one.
     let c = condition("ééééééééééééé-etag", &docs[..1], &[], &[], counts);
-    assert!(c.message.starts_with("revision éééééééééééé: "), "{}", c.message);
+    assert!(
+        c.message.starts_with("revision éééééééééééé: "),
+        "{}",
+        c.message
+    );
 }
 
 #[test]
