@@ -51,7 +51,7 @@ impl Platform {
 
     /// A platform whose objects live in `store` (a Kubernetes API server), with its pipeline
     /// runs and caches under `work_dir`.
-    pub fn with_control_plane(
+    pub(crate) fn with_control_plane(
         work_dir: &Path,
         store: Arc<dyn ControlPlane>,
     ) -> Result<Self, Error> {
@@ -67,7 +67,7 @@ impl Platform {
     }
 
     /// Kind of the Promise objects themselves.
-    pub fn promise_kind() -> KindInfo {
+    pub(crate) fn promise_kind() -> KindInfo {
         builtin(crate::api::Builtin::Promise)
     }
 
@@ -101,35 +101,35 @@ impl Platform {
     }
 
     /// Folder where pipeline runs keep their files and logs.
-    pub fn runs_dir(&self) -> PathBuf {
+    pub(crate) fn runs_dir(&self) -> PathBuf {
         self.home.join("runs")
     }
 
     /// Folder of one pipeline run: its input, output, metadata and logs.
-    pub fn run_dir(&self, run: &Object) -> PathBuf {
+    pub(crate) fn run_dir(&self, run: &Object) -> PathBuf {
         self.runs_dir()
             .join(run.metadata.namespace.clone().unwrap_or_default())
             .join(run.metadata.name.clone().unwrap_or_default())
     }
 
     /// The logs of one pipeline run.
-    pub fn logs_path(&self, run: &Object) -> PathBuf {
+    pub(crate) fn logs_path(&self, run: &Object) -> PathBuf {
         self.run_dir(run).join("logs.txt")
     }
 
     /// Folder where state-store backends keep caches (Git's bare repositories).
-    pub fn cache_dir(&self) -> PathBuf {
+    pub(crate) fn cache_dir(&self) -> PathBuf {
         self.home.join("cache")
     }
 }
 
 /// A built-in Kratix kind by its kind name.
-pub fn builtin(kind: crate::api::Builtin) -> KindInfo {
+pub(crate) fn builtin(kind: crate::api::Builtin) -> KindInfo {
     kind.info()
 }
 
 /// The Promise (among `promises`) whose API is `kind`.
-pub fn promise_defining<'a>(promises: &'a [Object], kind: &KindInfo) -> Option<&'a Object> {
+pub(crate) fn promise_defining<'a>(promises: &'a [Object], kind: &KindInfo) -> Option<&'a Object> {
     promises
         .iter()
         .find(|p| promise_api::kinds_from_promises(std::slice::from_ref(*p)).contains(kind))

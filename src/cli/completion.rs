@@ -184,7 +184,7 @@ pub async fn candidates(
 /// KIND arguments: any text is accepted (a Promise's API adds kinds at run time), and Kratix's
 /// own kinds are offered to shell completion.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct KindParser;
+pub(crate) struct KindParser;
 
 impl TypedValueParser for KindParser {
     type Value = String;

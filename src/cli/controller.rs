@@ -143,7 +143,7 @@ impl ControllerArgs {
 
 /// What carries out pipeline runs on Kubernetes: Jobs on the cluster of `config`, or the local
 /// executor.
-pub fn pipeline_executor(
+pub(crate) fn pipeline_executor(
     pipelines: Pipelines,
     config: kube::Config,
 ) -> Result<Arc<dyn Executor>, Error> {

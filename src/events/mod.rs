@@ -54,7 +54,7 @@ static LAST_SWEEP_MS: AtomicI64 = AtomicI64::new(i64::MIN);
 /// The controllers call it as they start, while they look at everything anyway: a sweep lists
 /// every event of the home, and left to the first event recorded it would slow the first change
 /// after a start in a home that holds many.
-pub fn sweep_in_background(cp: &Arc<dyn ControlPlane>) {
+pub(crate) fn sweep_in_background(cp: &Arc<dyn ControlPlane>) {
     let now = now_ms();
     let last = LAST_SWEEP_MS.load(Ordering::Relaxed);
     let last_ms = (last != i64::MIN).then_some(last);
@@ -181,7 +181,7 @@ async fn prune(cp: &dyn ControlPlane, involved: &Involved) -> store::Result<()> 
 }
 
 /// When an event was last seen, in milliseconds since the epoch.
-pub fn last_seen_ms(event: &Object) -> Option<i64> {
+pub(crate) fn last_seen_ms(event: &Object) -> Option<i64> {
     ["lastTimestamp", "eventTime", "firstTimestamp"]
         .iter()
         .find_map(|f| event.data.get(*f).and_then(serde_json::Value::as_str))
@@ -229,7 +229,7 @@ pub fn about(event: &Object, key: &ObjectKey) -> bool {
 }
 
 /// Oldest first, by last seen time, then name.
-pub fn sort_by_last_seen(events: &mut [Object]) {
+pub(crate) fn sort_by_last_seen(events: &mut [Object]) {
     events.sort_by_cached_key(|e| (last_seen_ms(e), e.metadata.name.clone()));
 }
 

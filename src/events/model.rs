@@ -23,13 +23,13 @@ pub(crate) const MAX_AGE_MS: i64 = 24 * 60 * 60 * 1000;
 
 /// `Normal` or `Warning`, as Kubernetes' events say.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EventType {
+pub(crate) enum EventType {
     Normal,
     Warning,
 }
 
 impl EventType {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             EventType::Normal => "Normal",
             EventType::Warning => "Warning",
@@ -95,7 +95,7 @@ impl Reason {
         }
     }
 
-    pub fn event_type(self) -> EventType {
+    pub(crate) fn event_type(self) -> EventType {
         match self {
             Reason::PipelineFailed
             | Reason::WriteFailed
@@ -135,7 +135,7 @@ impl Involved {
 
     /// Where its events live: its own namespace, or `default` for a cluster-scoped object (as
     /// Kubernetes' event recorders do).
-    pub fn event_namespace(&self) -> String {
+    pub(crate) fn event_namespace(&self) -> String {
         self.key
             .namespace
             .clone()

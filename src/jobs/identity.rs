@@ -11,7 +11,7 @@ pub use crate::api::labels::{
     RESOURCE_NAMESPACE as RESOURCE_NAMESPACE_LABEL, WORKFLOW_ACTION as WORKFLOW_ACTION_LABEL,
     WORKFLOW_TYPE as WORKFLOW_TYPE_LABEL,
 };
-pub const MANAGED_BY_VALUE: &str = "Kratix";
+pub(crate) const MANAGED_BY_VALUE: &str = "Kratix";
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum Error {
@@ -119,7 +119,7 @@ impl Identity {
 
     /// Kratix's pipeline id, `<promise>-<promise|resource>-<action>-<pipeline>`: the name of the
     /// ServiceAccount and of the roles it gets.
-    pub fn pipeline_id(&self) -> String {
+    pub(crate) fn pipeline_id(&self) -> String {
         format!(
             "{}-{}-{}-{}",
             self.promise,
@@ -138,12 +138,12 @@ impl Identity {
     }
 
     /// `kratix.io/promise-name` alone: what Kratix puts on the ServiceAccount and roles.
-    pub fn promise_labels(&self) -> BTreeMap<String, String> {
+    pub(crate) fn promise_labels(&self) -> BTreeMap<String, String> {
         BTreeMap::from([(PROMISE_NAME_LABEL.to_string(), self.promise.clone())])
     }
 
     /// The promise, workflow and pipeline labels.
-    pub fn workflow_labels(&self) -> BTreeMap<String, String> {
+    pub(crate) fn workflow_labels(&self) -> BTreeMap<String, String> {
         let mut labels = self.promise_labels();
         labels.insert(WORKFLOW_TYPE_LABEL.into(), self.workflow_type().to_string());
         labels.insert(WORKFLOW_ACTION_LABEL.into(), self.action.as_str().into());
@@ -153,7 +153,7 @@ impl Identity {
 
     /// The labels of everything one run makes (the hand-back ConfigMaps): the workflow labels,
     /// the request's name and who manages it, so that a request's deletion finds them.
-    pub fn run_labels(&self) -> BTreeMap<String, String> {
+    pub(crate) fn run_labels(&self) -> BTreeMap<String, String> {
         let mut labels = self.workflow_labels();
         labels.insert(MANAGED_BY_LABEL.into(), MANAGED_BY_VALUE.into());
         if let Some(r) = &self.resource {
@@ -164,7 +164,7 @@ impl Identity {
 
     /// The labels of the Job and its pod; `hash` identifies the object's content, the version
     /// tells whose rights the Job uses.
-    pub fn job_labels(&self, hash: &str) -> BTreeMap<String, String> {
+    pub(crate) fn job_labels(&self, hash: &str) -> BTreeMap<String, String> {
         let mut labels = self.run_labels();
         labels.insert(HASH_LABEL.into(), hash.to_string());
         labels.insert(PROMISE_VERSION_LABEL.into(), self.promise_version.clone());
@@ -173,14 +173,14 @@ impl Identity {
 
     /// The labels of the pipeline's rights in `namespace` (where its Jobs run), whatever the
     /// version: the workflow labels and the namespace.
-    pub fn rights_labels(&self, namespace: &str) -> BTreeMap<String, String> {
+    pub(crate) fn rights_labels(&self, namespace: &str) -> BTreeMap<String, String> {
         let mut labels = self.workflow_labels();
         labels.insert(PIPELINE_NAMESPACE_LABEL.into(), namespace.into());
         labels
     }
 
     /// [`Identity::rights_labels`] and the run's version: the labels of the rights it runs with.
-    pub fn versioned_rights_labels(&self, namespace: &str) -> BTreeMap<String, String> {
+    pub(crate) fn versioned_rights_labels(&self, namespace: &str) -> BTreeMap<String, String> {
         let mut labels = self.rights_labels(namespace);
         labels.insert(PROMISE_VERSION_LABEL.into(), self.promise_version.clone());
         labels

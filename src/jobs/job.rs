@@ -32,25 +32,25 @@ pub use super::settings::{
 /// The first init container of Kratix's pod shape: writes `object.yaml` into the input folder.
 pub const READER: &str = "reader";
 /// The one adapter of the lean pod shape, after the pipeline's containers.
-pub const HAND_BACK: &str = "hand-back";
+pub(crate) const HAND_BACK: &str = "hand-back";
 /// The subcommand of `kratix-rs` the adapter containers run.
-pub const ADAPTER_COMMAND: &str = "pipeline-adapter";
+pub(crate) const ADAPTER_COMMAND: &str = "pipeline-adapter";
 /// Where the three shared folders are mounted in every container.
-pub const INPUT_DIR: &str = "/kratix/input";
-pub const OUTPUT_DIR: &str = "/kratix/output";
-pub const METADATA_DIR: &str = "/kratix/metadata";
+pub(crate) const INPUT_DIR: &str = "/kratix/input";
+pub(crate) const OUTPUT_DIR: &str = "/kratix/output";
+pub(crate) const METADATA_DIR: &str = "/kratix/metadata";
 /// Variables the adapters read, besides `KRATIX_*` of the run.
-pub const JOB_NAME_ENV: &str = "KRATIX_JOB_NAME";
-pub const JOB_NAMESPACE_ENV: &str = "KRATIX_JOB_NAMESPACE";
-pub const JOB_UID_ENV: &str = "KRATIX_JOB_UID";
+pub(crate) const JOB_NAME_ENV: &str = "KRATIX_JOB_NAME";
+pub(crate) const JOB_NAMESPACE_ENV: &str = "KRATIX_JOB_NAMESPACE";
+pub(crate) const JOB_UID_ENV: &str = "KRATIX_JOB_UID";
 /// The label the Job controller puts on a Job's pods, holding the Job's uid.
-pub const CONTROLLER_UID_LABEL: &str = "controller-uid";
+pub(crate) const CONTROLLER_UID_LABEL: &str = "controller-uid";
 /// Kratix's default when the pipeline sets no `restartPolicy`.
 const DEFAULT_RESTART_POLICY: &str = "OnFailure";
 /// The adapters' failure reason reaches the pod status even where logs cannot be read.
 const TERMINATION_MESSAGE_POLICY: &str = "FallbackToLogsOnError";
 /// How long after the run's limit the Job stops itself.
-pub const DEADLINE_MARGIN: Duration = Duration::from_secs(30);
+pub(crate) const DEADLINE_MARGIN: Duration = Duration::from_secs(30);
 /// Longest object name that is also a valid label value (`job-name` on the pods).
 const MAX_NAME: usize = 63;
 
@@ -103,7 +103,7 @@ pub fn job_name(identity: &Identity, suffix: &str) -> String {
 }
 
 /// Kratix's security context for its own containers.
-pub fn kratix_security_context() -> SecurityContext {
+pub(crate) fn kratix_security_context() -> SecurityContext {
     SecurityContext {
         allow_privilege_escalation: Some(false),
         capabilities: Some(Capabilities {
@@ -121,7 +121,7 @@ pub fn kratix_security_context() -> SecurityContext {
 }
 
 /// Kratix's resources for containers that set none.
-pub fn default_resources() -> ResourceRequirements {
+pub(crate) fn default_resources() -> ResourceRequirements {
     let list = |cpu: &str, mem: &str| {
         BTreeMap::from([
             ("cpu".to_string(), Quantity(cpu.into())),

@@ -66,7 +66,7 @@ pub fn rights_name(identity: &Identity) -> String {
 
 /// Kratix's deterministic names: the name, then five characters of its hash; characters a
 /// Kubernetes name may not hold become `-`.
-pub fn deterministic_name(name: &str) -> String {
+pub(crate) fn deterministic_name(name: &str) -> String {
     let hash = hex::encode(Md5::digest(name.as_bytes()));
     let base: String = name
         .to_lowercase()
@@ -117,7 +117,7 @@ fn role_ref(kind: &str, name: &str) -> RoleRef {
 /// The adapters hand results back through ConfigMaps named after the Job: Kratix's
 /// work-writer writes Works instead. Only `create` and `get`: nothing can replace a result
 /// once written. Kratix's pipelines do not have it; the embedded API leaves it out.
-pub fn handback_rule() -> PolicyRule {
+pub(crate) fn handback_rule() -> PolicyRule {
     rule(&[""], &["configmaps".into()], &["get", "create"])
 }
 

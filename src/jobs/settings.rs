@@ -81,7 +81,7 @@ impl Settings {
         Self::from_vars(&vars, limits)
     }
 
-    pub fn from_vars(
+    pub(crate) fn from_vars(
         vars: &[(String, String)],
         limits: output::Limits,
     ) -> Result<Self, SettingsError> {

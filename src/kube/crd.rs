@@ -83,7 +83,7 @@ fn request_status_schema(declared: &Value) -> Value {
 }
 
 /// The kind a CRD serves: its storage version (else the first), names and scope.
-pub fn kind_of_crd(crd: &CustomResourceDefinition) -> Option<KindInfo> {
+pub(crate) fn kind_of_crd(crd: &CustomResourceDefinition) -> Option<KindInfo> {
     let spec = &crd.spec;
     let version = spec
         .versions

@@ -100,7 +100,7 @@ impl KubeControlPlane {
     /// Grants `account` (the controller's, in a pod) `delete` on each request kind it installs
     /// (see [`request_access`]).
     #[must_use]
-    pub fn with_request_access(mut self, account: request_access::Account) -> Self {
+    pub(crate) fn with_request_access(mut self, account: request_access::Account) -> Self {
         self.account = Some(account);
         self
     }
@@ -118,7 +118,7 @@ impl KubeControlPlane {
     }
 
     /// How the watches of this control plane's change feeds fare.
-    pub fn watch_health(&self) -> WatchHealth {
+    pub(crate) fn watch_health(&self) -> WatchHealth {
         self.watches.clone()
     }
 

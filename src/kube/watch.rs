@@ -39,10 +39,10 @@ type Sender = mpsc::Sender<store::Result<Change>>;
 /// yet, as a CRD being installed, does not count): they are retried, so the feed itself never
 /// says so, but a controller whose watches keep failing sees no changes and must not look ready.
 #[derive(Debug, Clone, Default)]
-pub struct Health(Arc<AtomicUsize>);
+pub(crate) struct Health(Arc<AtomicUsize>);
 
 impl Health {
-    pub fn failing(&self) -> usize {
+    pub(crate) fn failing(&self) -> usize {
         self.0.load(Ordering::SeqCst)
     }
 }

@@ -76,7 +76,7 @@ pub struct Local {
 
 impl Local {
     /// An executor whose runs reach `api` with credentials of their own.
-    pub fn with_api(api: Arc<dyn PlatformApi>) -> Self {
+    pub(crate) fn with_api(api: Arc<dyn PlatformApi>) -> Self {
         Self { api: Some(api) }
     }
 }

@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use crate::api::pipeline::Container;
 
 /// Environment variable naming the image map file.
-pub const IMAGE_MAP_ENV: &str = "KRATIX_IMAGE_MAP";
+pub(crate) const IMAGE_MAP_ENV: &str = "KRATIX_IMAGE_MAP";
 /// The image map's file name inside a kratix-rs home.
-pub const HOME_IMAGE_MAP: &str = "images.yaml";
+pub(crate) const HOME_IMAGE_MAP: &str = "images.yaml";
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -55,7 +55,7 @@ impl ImageMap {
     /// The image map of a kratix-rs home: the file `KRATIX_IMAGE_MAP` names, else
     /// `<home>/images.yaml` when it exists, else an empty map (every container then needs a
     /// `command`).
-    pub fn load_for_home(home: &Path) -> Result<Self, Error> {
+    pub(crate) fn load_for_home(home: &Path) -> Result<Self, Error> {
         if let Some(path) = std::env::var_os(IMAGE_MAP_ENV).filter(|v| !v.is_empty()) {
             Self::load(Path::new(&path))
         } else {
@@ -162,7 +162,7 @@ pub fn resolve_command(container: &Container, images: &ImageMap) -> Result<Vec<S
 }
 
 /// The container's own `env`, `value` only; an unset value is the empty string, as in Kubernetes.
-pub fn container_env(container: &Container) -> Result<Vec<(String, String)>, Refusal> {
+pub(crate) fn container_env(container: &Container) -> Result<Vec<(String, String)>, Refusal> {
     container
         .env
         .iter()

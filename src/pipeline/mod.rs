@@ -49,16 +49,13 @@ pub(crate) use container::setting::{ExecutorSetting, Mode};
 use host::HostRun;
 use steps::{steps, Step};
 
-/// Default limit for a whole pipeline run.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10 * 60);
-
 /// Names under which checks done after the containers report a failure; they are the Kratix
 /// containers that make the same checks.
-pub const WORK_WRITER: &str = "work-writer";
-pub const STATUS_WRITER: &str = "status-writer";
+pub(crate) const WORK_WRITER: &str = "work-writer";
+pub(crate) const STATUS_WRITER: &str = "status-writer";
 
 /// Where the run's combined logs are saved inside the work folder.
-pub const LOGS_FILE: &str = "logs.txt";
+pub(crate) const LOGS_FILE: &str = "logs.txt";
 
 const SANDBOX_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 

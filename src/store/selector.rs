@@ -32,7 +32,7 @@ impl Selector {
     }
 
     /// A selector requiring every given label to equal its value.
-    pub fn from_labels<'a>(labels: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
+    pub(crate) fn from_labels<'a>(labels: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
         Self(
             labels
                 .into_iter()
@@ -63,7 +63,7 @@ impl Selector {
 
     /// The `label = value` requirements (a selector requiring two values of one label selects
     /// nothing, and still lists both).
-    pub fn equalities(&self) -> Vec<(String, String)> {
+    pub(crate) fn equalities(&self) -> Vec<(String, String)> {
         self.0
             .clone()
             .into_iter()
@@ -74,7 +74,7 @@ impl Selector {
             .collect()
     }
 
-    pub fn is_everything(&self) -> bool {
+    pub(crate) fn is_everything(&self) -> bool {
         self.0.selects_all()
     }
 }

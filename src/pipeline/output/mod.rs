@@ -7,19 +7,19 @@ use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Component, Path, PathBuf};
 
 /// Most files and folders one run may leave (all folders together).
-pub const MAX_FILES_ENV: &str = "KRATIX_OUTPUT_MAX_FILES";
+pub(crate) const MAX_FILES_ENV: &str = "KRATIX_OUTPUT_MAX_FILES";
 /// Most bytes one run's files may hold together.
-pub const MAX_BYTES_ENV: &str = "KRATIX_OUTPUT_MAX_BYTES";
+pub(crate) const MAX_BYTES_ENV: &str = "KRATIX_OUTPUT_MAX_BYTES";
 /// A GitOps repository is read by people and by Flux or Argo CD: ten thousand files from one
 /// pipeline is already far more than any of them handles well.
-pub const DEFAULT_MAX_FILES: u64 = 10_000;
+pub(crate) const DEFAULT_MAX_FILES: u64 = 10_000;
 /// The whole output is held in memory several times (the files, the Work's gzip+base64 copy,
 /// the writer's blobs), so this keeps a run's peak memory in the hundreds of MiB. Kratix itself
 /// stops far earlier: a Work must fit in one etcd object (about 1.5 MiB, compressed).
-pub const DEFAULT_MAX_BYTES: u64 = 64 * 1024 * 1024;
+pub(crate) const DEFAULT_MAX_BYTES: u64 = 64 * 1024 * 1024;
 /// Longest path below the output folder. The store prefixes it with the Destination and the
 /// request's folders, and Git, Flux and most file systems stop near 4096 bytes.
-pub const MAX_PATH_BYTES: usize = 1024;
+pub(crate) const MAX_PATH_BYTES: usize = 1024;
 /// How much of an over-long path messages show.
 const SHOWN_PATH_CHARS: usize = 64;
 
@@ -148,14 +148,14 @@ impl Limits {
 
 /// What the walk has taken in so far.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Tally {
+pub(crate) struct Tally {
     pub files: u64,
     pub bytes: u64,
 }
 
 /// Takes one more entry of `size` bytes (0 for a folder) into `tally`, or refuses it, naming
 /// `name`, when it would pass a limit.
-pub fn admit(tally: Tally, name: &str, size: u64, limits: Limits) -> Result<Tally, Error> {
+pub(crate) fn admit(tally: Tally, name: &str, size: u64, limits: Limits) -> Result<Tally, Error> {
     let files = tally.files.saturating_add(1);
     if files > limits.max_files {
         return Err(Error::TooManyFiles {
@@ -176,7 +176,7 @@ pub fn admit(tally: Tally, name: &str, size: u64, limits: Limits) -> Result<Tall
 
 /// What an entry of the output folder is, from its `lstat`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EntryKind {
+pub(crate) enum EntryKind {
     File,
     Dir,
     Symlink,
@@ -188,7 +188,7 @@ pub enum EntryKind {
 }
 
 impl EntryKind {
-    pub fn of(file_type: std::fs::FileType) -> Self {
+    pub(crate) fn of(file_type: std::fs::FileType) -> Self {
         if file_type.is_symlink() {
             EntryKind::Symlink
         } else if file_type.is_file() {
@@ -209,7 +209,7 @@ impl EntryKind {
     }
 
     /// How messages call it.
-    pub fn describe(self) -> &'static str {
+    pub(crate) fn describe(self) -> &'static str {
         match self {
             EntryKind::File => "regular file",
             EntryKind::Dir => "folder",
@@ -225,7 +225,7 @@ impl EntryKind {
 
 /// The `/`-separated name of `rel` (a path below the output folder), refusing anything that
 /// could leave the folder or cannot be written down as printable UTF-8.
-pub fn relative_name(rel: &Path) -> Result<String, Error> {
+pub(crate) fn relative_name(rel: &Path) -> Result<String, Error> {
     let lossy = || rel.to_string_lossy().into_owned();
     let mut parts = Vec::new();
     for component in rel.components() {
@@ -260,7 +260,7 @@ pub fn relative_name(rel: &Path) -> Result<String, Error> {
 }
 
 /// Whether an entry may be in the output: folders are walked, regular files read, the rest refused.
-pub fn check_entry(name: &str, kind: EntryKind) -> Result<(), Error> {
+pub(crate) fn check_entry(name: &str, kind: EntryKind) -> Result<(), Error> {
     match kind {
         EntryKind::File | EntryKind::Dir => Ok(()),
         EntryKind::Symlink => Err(Error::Symlink {
@@ -276,7 +276,7 @@ pub fn check_entry(name: &str, kind: EntryKind) -> Result<(), Error> {
 /// Walks `root` and reads every file, failing on the first entry [`check_entry`] refuses or
 /// [`admit`] does not take in: the walk stops there, so a huge output is never listed or read
 /// whole.
-pub fn read_output(root: &Path, limits: Limits) -> Result<Output, Error> {
+pub(crate) fn read_output(root: &Path, limits: Limits) -> Result<Output, Error> {
     let root_kind = std::fs::symlink_metadata(root)
         .map(|m| EntryKind::of(m.file_type()))
         .map_err(|source| Error::Read {

@@ -42,11 +42,11 @@ use crate::api::{KindInfo, Object, ObjectKey};
 use crate::store::{Change, ChangeType, ControlPlane, Error, Result, Selector};
 
 /// The database file inside the home folder.
-pub const DATABASE_FILE: &str = "state.db";
+pub(crate) const DATABASE_FILE: &str = "state.db";
 
 /// Tuning of an [`EmbeddedStore`]; the defaults suit every real use.
 #[derive(Debug, Clone)]
-pub struct Options {
+pub(crate) struct Options {
     /// How many of the newest changes the feed keeps; older watch positions expire.
     pub retain_changes: i64,
     /// How often a watch reads the feed for other processes' writes (this handle's own wake its
@@ -93,7 +93,7 @@ impl EmbeddedStore {
         Self::open_with(home, Options::default())
     }
 
-    pub fn open_with(home: &Path, options: Options) -> Result<EmbeddedStore> {
+    pub(crate) fn open_with(home: &Path, options: Options) -> Result<EmbeddedStore> {
         std::fs::create_dir_all(home).map_err(|source| Error::Backend {
             context: format!("create home folder {}", home.display()),
             source: Box::new(source),
