@@ -211,16 +211,7 @@ pub(super) fn decide<'a>(o: &Observed<'a>) -> Decision<'a> {
         next_retry_at: s.next_retry_at_ms.and_then(kube_time::rfc3339_secs),
     })
     .collect();
-    let keyed = KeyedInputs {
-        action: Action::Configure,
-        pipelines: o.names,
-        runs: &configured.records,
-        hash: o.hash,
-        retry_failures: o.retry_failures,
-        step,
-        generation: o.generation,
-        now_ms: o.now_ms,
-    };
+    let keyed = configured.keyed_inputs(o.names, o.hash, o.retry_failures, o.generation, o.now_ms);
     let (periodic, interval_due) = o.interval;
     let (promise_asks, own_asks) = o.asks;
     let (asked, record_asks) = intervals::request_acts_on(

@@ -152,6 +152,27 @@ impl Configured {
     pub(crate) fn step(&self) -> &Step {
         &self.decided.step
     }
+
+    /// What the keyed status of the configure workflow is written from, for this plan.
+    pub(crate) fn keyed_inputs<'a>(
+        &'a self,
+        names: &'a [String],
+        hash: &'a str,
+        retry_failures: bool,
+        generation: Option<i64>,
+        now_ms: i64,
+    ) -> decide::KeyedInputs<'a> {
+        decide::KeyedInputs {
+            action: Action::Configure,
+            pipelines: names,
+            runs: &self.records,
+            hash,
+            retry_failures,
+            step: self.step(),
+            generation,
+            now_ms,
+        }
+    }
 }
 
 /// Whether a workflow has nothing left to run.
