@@ -83,15 +83,12 @@ impl TestEnv {
         name: &str,
         namespace: Option<&str>,
     ) -> Option<Value> {
-        let mut args = vec!["get", kind, name, "-o", "json", "--ignore-not-found"];
-        if let Some(ns) = namespace {
-            args.extend(["-n", ns]);
-        }
-        let out = self.try_kubectl(&args, "").ok()?;
-        if out.trim().is_empty() {
-            return None;
-        }
-        Some(serde_json::from_str(&out).expect("kubectl prints JSON"))
+        super::kubectl_get_json(
+            |args, stdin| self.try_kubectl(args, stdin),
+            kind,
+            name,
+            namespace,
+        )
     }
 
     /// Objects of `kind` as JSON (`extra`: `-n`, `-A`, `-l`, …).

@@ -22,6 +22,22 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+/// `kubectl get KIND NAME -o json` through `try_kubectl` (a control plane's or a node's), `None`
+/// when the object does not exist.
+pub(crate) fn kubectl_get_json(
+    try_kubectl: impl FnOnce(&[&str], &str) -> Result<String, String>,
+    kind: &str,
+    name: &str,
+    namespace: Option<&str>,
+) -> Option<Value> {
+    let mut args = vec!["get", kind, name, "-o", "json", "--ignore-not-found"];
+    if let Some(ns) = namespace {
+        args.extend(["-n", ns]);
+    }
+    let out = try_kubectl(&args, "").ok()?;
+    (!out.trim().is_empty()).then(|| serde_json::from_str(&out).expect("kubectl prints JSON"))
+}
+
 /// One platform home and the binary to drive it.
 pub(crate) struct Kratix {
     pub home: tempfile::TempDir,
