@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::s3::{free_ports, random_hex, AccessKey, REGION};
+use crate::ports::free_ports;
+use crate::s3::{random_hex, AccessKey, REGION};
 use crate::watchdog::Watchdog;
 
 /// How long the server may take to answer its first `status`.

@@ -14,6 +14,7 @@ pub mod garage;
 mod git_cli;
 mod git_daemon;
 mod git_http;
+pub mod ports;
 mod process;
 mod restartable_daemon;
 pub mod s3;

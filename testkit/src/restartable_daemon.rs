@@ -19,10 +19,7 @@ pub struct RestartableGitDaemon {
 impl RestartableGitDaemon {
     /// Starts serving `root` on a port nobody listens on.
     pub fn start_on_free_port(root: &Path) -> Self {
-        let port = std::net::TcpListener::bind(("127.0.0.1", 0))
-            .and_then(|l| l.local_addr())
-            .expect("a free loopback port")
-            .port();
+        let port = crate::ports::free_port();
         let mut daemon = Self::on_port(root, port);
         daemon.start();
         daemon

@@ -4,7 +4,6 @@
 //! ([`S3Server::start`]), one bucket per test ([`S3Server::new_bucket`]), on loopback.
 
 use std::io::Read;
-use std::net::TcpListener;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
@@ -174,21 +173,6 @@ pub(crate) fn signed_request(
         .parse()
         .map_err(|_| format!("curl printed no status: {text}"))?;
     Ok((status, body.to_string()))
-}
-
-/// `N` distinct loopback ports free at the time of the call. NB: the server binds them itself,
-/// so another process could take one in between; all listeners are held until all are known so
-/// at least they differ from each other.
-pub(crate) fn free_ports<const N: usize>() -> [u16; N] {
-    let listeners: Vec<TcpListener> = (0..N)
-        .map(|_| TcpListener::bind("127.0.0.1:0").expect("bind a free loopback port"))
-        .collect();
-    std::array::from_fn(|i| {
-        listeners[i]
-            .local_addr()
-            .expect("a bound listener has an address")
-            .port()
-    })
 }
 
 /// `bytes` random bytes as hex, from the kernel.

@@ -13,7 +13,8 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::s3::{free_ports, random_hex, signed_request, AccessKey};
+use crate::ports::free_ports;
+use crate::s3::{random_hex, signed_request, AccessKey};
 use crate::watchdog::Watchdog;
 
 /// How long the server may take to answer its first signed request.
@@ -32,9 +33,26 @@ pub struct SeaweedFs {
 }
 
 impl SeaweedFs {
-    /// Starts a fresh server in a scratch folder and waits until it answers.
+    /// Starts a fresh server in a scratch folder and waits until it answers. A server that loses
+    /// one of its ports to another process while it starts is started again on fresh ports.
     pub fn start() -> SeaweedFs {
+        const ATTEMPTS: usize = 3;
         let binary = find_weed();
+        for attempt in 1..=ATTEMPTS {
+            let server = Self::launch(&binary);
+            match server.wait_until_ready() {
+                Ok(()) => return server,
+                Err(Startup::PortTaken(log)) if attempt < ATTEMPTS => {
+                    eprintln!("seaweedfs lost a port while starting; again on fresh ports:\n{log}");
+                }
+                Err(Startup::PortTaken(log) | Startup::Failed(log)) => panic!("{log}"),
+            }
+        }
+        unreachable!("the last attempt returns or panics")
+    }
+
+    /// Spawns `weed server` in a fresh scratch folder on fresh ports, without waiting.
+    fn launch(binary: &Path) -> SeaweedFs {
         let dir = crate::scratch_dir("seaweedfs-")
             .expect("create a folder for seaweedfs")
             .keep(); // NB: removed by the watchdog once the server has stopped.
@@ -55,17 +73,15 @@ impl SeaweedFs {
         std::fs::create_dir_all(dir.join("data")).expect("create the data folder");
         let ports = free_ports::<8>();
         let args = server_args(&dir, ports);
-        let watchdog = Watchdog::spawn(&binary, &args, &dir, &dir.join("weed.log"), &[])
+        let watchdog = Watchdog::spawn(binary, &args, &dir, &dir.join("weed.log"), &[])
             .expect("spawn sh to run weed");
-        let server = SeaweedFs {
+        SeaweedFs {
             s3_endpoint: format!("127.0.0.1:{}", ports[6]),
             dir,
             key,
             key_without_permissions,
             watchdog,
-        };
-        server.wait_until_ready();
-        server
+        }
     }
 
     /// Makes an empty bucket with S3's CreateBucket, signed with [`SeaweedFs::key`].
@@ -85,28 +101,29 @@ impl SeaweedFs {
     /// and waits until it answers.
     pub fn start_server(&self) {
         self.watchdog.start();
-        self.wait_until_ready();
+        if let Err(Startup::PortTaken(log) | Startup::Failed(log)) = self.wait_until_ready() {
+            panic!("{log}");
+        }
     }
 
     /// Until a signed ListBuckets is answered: the gateway, the filer behind it and the
     /// identities are all up.
-    fn wait_until_ready(&self) {
+    fn wait_until_ready(&self) -> Result<(), Startup> {
         let deadline = Instant::now() + STARTUP;
         loop {
             let answer = signed_request(&self.s3_endpoint, &self.key, "GET", "/");
             if matches!(answer, Ok((200, _))) {
-                return;
+                return Ok(());
             }
-            assert!(
-                !self.watchdog.server_ended(),
-                "weed exited during startup; its log:\n{}",
-                self.log()
-            );
-            assert!(
-                Instant::now() <= deadline,
-                "seaweedfs did not answer ListBuckets within {STARTUP:?} ({answer:?}); log:\n{}",
-                self.log()
-            );
+            if self.watchdog.server_ended() {
+                return Err(Startup::ended(&self.log()));
+            }
+            if Instant::now() > deadline {
+                return Err(Startup::Failed(format!(
+                    "seaweedfs did not answer ListBuckets within {STARTUP:?} ({answer:?}); log:\n{}",
+                    self.log()
+                )));
+            }
             std::thread::sleep(Duration::from_millis(100));
         }
     }
@@ -119,6 +136,26 @@ impl SeaweedFs {
             .find(|i| text.is_char_boundary(*i))
             .unwrap_or(0);
         text[start..].to_string()
+    }
+}
+
+/// Why a server did not come up, with what it logged.
+enum Startup {
+    /// Another process bound one of its ports first: worth starting again on fresh ports.
+    PortTaken(String),
+    Failed(String),
+}
+
+impl Startup {
+    /// A server that exited while starting, from what it logged.
+    fn ended(log: &str) -> Startup {
+        let port_taken = log.contains("address already in use");
+        let why = format!("weed exited during startup; its log:\n{log}");
+        if port_taken {
+            Startup::PortTaken(why)
+        } else {
+            Startup::Failed(why)
+        }
     }
 }
 
@@ -207,4 +244,32 @@ fn find_weed() -> PathBuf {
              scripts/seaweedfs.sh to install it"
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_lost_port_is_worth_starting_again() {
+        let cases = [
+            (
+                "F1206 s3.go:434 S3 API Server listener on 127.0.0.1:38513 error: listen tcp \
+                 127.0.0.1:38513: bind: address already in use",
+                true,
+            ),
+            ("F1206 master.go:270 raft: no leader", false),
+            ("", false),
+        ];
+        for (log, port_taken) in cases {
+            let startup = Startup::ended(log);
+            assert_eq!(
+                matches!(startup, Startup::PortTaken(_)),
+                port_taken,
+                "{log}"
+            );
+            let (Startup::PortTaken(why) | Startup::Failed(why)) = startup;
+            assert!(why.contains(log), "{why}");
+        }
+    }
 }

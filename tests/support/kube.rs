@@ -148,12 +148,9 @@ impl TestEnv {
     }
 }
 
-/// A free port on loopback (taken, then let go).
+/// A free port on loopback, out of the range the kernel hands outgoing connections.
 pub(crate) fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
+    testkit::ports::free_port()
 }
 
 /// One `kratix-rs controller` process; killed on drop.
