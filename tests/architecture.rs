@@ -47,6 +47,7 @@ const PURE_MODULES: &[&str] = &[
     "src/controllers/next.rs",
     "src/controllers/platform_sync/budget.rs",
     "src/controllers/platform_sync/entry.rs",
+    "src/controllers/platform_sync/deletion.rs",
 ];
 
 fn root() -> PathBuf {

@@ -503,3 +503,87 @@ fn what_the_sync_did_not_make_is_a_conflict_and_cluster_kinds_are_reported() {
         .expect("the platform's ConfigMap");
     assert_eq!(ours["data"]["owner"], "platform");
 }
+
+#[test]
+fn deleting_a_platform_destination_prunes_what_it_applied_only_with_cleanup_all() {
+    let store = Store::git();
+    let mut k = Kratix::new().with_env("KRATIX_PLATFORM_SYNC_INTERVAL", "1");
+    let configmap = |name: &str, owner: &str| {
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}, namespace: default}}\ndata: {{owner: {owner}}}\n")
+    };
+    // Someone's own ConfigMap, which a file of the deleted Destination's folder also names.
+    k.apply_yaml(&configmap("theirs", "someone"), &[])
+        .assert_ok();
+    k.start_serve();
+    let kind = store.kind();
+    let destination = |name: &str, spec: &str| {
+        format!(
+            "apiVersion: platform.kratix.io/v1alpha1\nkind: Destination\nmetadata:\n  name: {name}\n  annotations: {{kratix-rs.io/apply-to-platform: \"true\"}}\nspec:\n  path: {name}\n  stateStoreRef: {{kind: {kind}, name: default}}\n{spec}"
+        )
+    };
+    let yaml = format!(
+        "{}---\n{}---\n{}",
+        store.yaml(),
+        destination("cleans", "  cleanup: all\n"),
+        // Without canaries: both would apply Kratix's Namespace, and only one may hold it.
+        destination("keeps", "  initWorkloads: {enabled: false}\n"),
+    );
+    k.apply_yaml(&yaml, &["--timeout", "120"]).assert_ok();
+    store.write_by_hand(&[
+        (
+            "cleans/resources/cleaned.yaml",
+            &configmap("cleaned", "cleans"),
+        ),
+        (
+            "cleans/resources/theirs.yaml",
+            &configmap("theirs", "cleans"),
+        ),
+        ("keeps/resources/kept.yaml", &configmap("kept", "keeps")),
+    ]);
+    let applied_by = |name: &str| {
+        k.get_json("configmap", name, Some("default"))
+            .and_then(|cm| {
+                cm["metadata"]["labels"]["kratix-rs.io/platform-destination"]
+                    .as_str()
+                    .map(str::to_string)
+            })
+    };
+    eventually("both folders applied", WAIT, || {
+        (applied_by("cleaned").as_deref() == Some("cleans")
+            && applied_by("kept").as_deref() == Some("keeps"))
+        .then_some(())
+    });
+    let cleans = k
+        .get_json("destination", "cleans", None)
+        .expect("the Destination");
+    let inventory = cleans["status"]["platformSync"]["inventory"].to_string();
+    assert!(
+        inventory.contains("cleaned") && inventory.contains("kratix-worker-system"),
+        "{inventory}"
+    );
+
+    // With cleanup: all, what it applied goes with it; what it did not make stays.
+    k.run(&["delete", "destination", "cleans", "--timeout", "120"])
+        .assert_ok();
+    assert!(k.get_json("destination", "cleans", None).is_none());
+    assert!(k
+        .get_json("configmap", "cleaned", Some("default"))
+        .is_none());
+    assert!(k
+        .get_json("namespace", "kratix-worker-system", None)
+        .is_none());
+    let theirs = k
+        .get_json("configmap", "theirs", Some("default"))
+        .expect("their ConfigMap stays");
+    assert_eq!(theirs["data"]["owner"], "someone");
+
+    // Without it, the files stay in the store and their objects on the platform.
+    k.run(&["delete", "destination", "keeps", "--timeout", "120"])
+        .assert_ok();
+    assert!(k.get_json("destination", "keeps", None).is_none());
+    assert_eq!(applied_by("kept").as_deref(), Some("keeps"));
+    assert!(store
+        .files()
+        .iter()
+        .any(|f| f == "keeps/resources/kept.yaml"));
+}

@@ -12,6 +12,7 @@ use crate::metrics::SyncOutcome;
 
 use super::budget::{self, Churn};
 use super::decide::{self, Counts, Entry, Live, Observed, Outcome, Plan, Refusal, Verdict};
+use super::deletion;
 use super::read::Folder;
 use super::{key_of, labelled, write_status, SyncStatus};
 
@@ -82,22 +83,11 @@ pub(super) async fn carry_out(
         done.outcomes.push((seen.document.clone(), outcome));
     }
     done.counts.failed += folder.unreadable.len();
-    for entry in &plan.prune {
-        match prune(rt, destination, entry).await {
-            Ok(true) => {
-                done.counts.pruned += 1;
-                done.pruned.push(entry.to_string());
-            }
-            Ok(false) => {}
-            Err(e) => {
-                done.prune_failures.push(format!(
-                    "deleting {entry}: {}",
-                    crate::controllers::ErrorChain(&e)
-                ));
-                done.inventory.push(entry.clone());
-            }
-        }
-    }
+    let pruned = prune_all(rt, destination, &plan.prune).await;
+    done.counts.pruned += pruned.pruned.len();
+    done.pruned = pruned.pruned;
+    done.prune_failures = pruned.failures;
+    done.inventory.extend(pruned.kept);
     // Entries kept while pruning is held.
     if plan.prune_held.is_some() {
         for entry in &observed.inventory {
@@ -162,6 +152,67 @@ async fn admit(
         Err(admission::Error::Store { source, .. }) => Err(source.into()),
         Err(e) => Ok(Outcome::Failed(Refusal::Invalid, e.to_string())),
     }
+}
+
+/// What pruning a list of inventory entries did.
+#[derive(Debug, Default)]
+pub(super) struct Pruned {
+    /// The objects deleted (or already being deleted).
+    pub(super) pruned: Vec<String>,
+    /// Why each object that could not be deleted was not.
+    pub(super) failures: Vec<String>,
+    /// The entries of those objects: still in the inventory.
+    pub(super) kept: Vec<Entry>,
+}
+
+/// Prunes each of `entries` in order: an entry whose object is gone or someone else's now
+/// leaves the inventory; one that could not be deleted stays in it, with why.
+pub(super) async fn prune_all(rt: &Runtime, destination: &str, entries: &[Entry]) -> Pruned {
+    let mut done = Pruned::default();
+    for entry in entries {
+        match prune(rt, destination, entry).await {
+            Ok(true) => done.pruned.push(entry.to_string()),
+            Ok(false) => {}
+            Err(e) => {
+                done.failures.push(format!(
+                    "deleting {entry}: {}",
+                    crate::controllers::ErrorChain(&e)
+                ));
+                done.kept.push(entry.clone());
+            }
+        }
+    }
+    done
+}
+
+/// Records on a Destination being deleted what pruning its inventory did: the condition, the
+/// inventory left, a `PlatformPruned` event.
+pub(super) async fn record_deletion(
+    rt: &Runtime,
+    obj: &Object,
+    previous: &SyncStatus,
+    pruned: &Pruned,
+) -> Result<(), Error> {
+    rt.metrics()
+        .synced(SyncOutcome::Pruned, pruned.pruned.len());
+    if !pruned.pruned.is_empty() {
+        let message = format!(
+            "the Destination is deleted with cleanup: all: pruned {}",
+            listed(&pruned.pruned)
+        );
+        crate::events::record(&rt.cp, obj, Reason::PlatformPruned, &message).await;
+    }
+    let sync = SyncStatus {
+        counts: Counts {
+            pruned: pruned.pruned.len(),
+            ..Counts::default()
+        },
+        inventory: pruned.kept.clone(),
+        churn: Vec::new(),
+        ..previous.clone()
+    };
+    let condition = deletion::condition(pruned.pruned.len(), &pruned.failures);
+    write_status(rt, obj, Some(&sync), condition).await
 }
 
 /// Deletes the object of `entry` if it is still this Destination's; true when it was deleted

@@ -4,7 +4,8 @@
 //! `prune: true`) do on Kratix's platform cluster. A sync reads the Destination's folder from
 //! its store at one revision, through the same reader the writer uses, admits every document
 //! as `apply` does (the same checks, defaults and three-way merge), waits for kinds not served
-//! yet, prunes what left the store and never touches what it did not apply.
+//! yet, prunes what left the store and never touches what it did not apply. Deleting the
+//! Destination with `cleanup: all` prunes everything it applied (`deletion`).
 //!
 //! Observe (`read`, the inventory in the Destination's status, the control plane), decide
 //! (`decide`, pure), act (`act`). It runs in the Destination's reconcile, woken by its
@@ -15,6 +16,7 @@
 mod act;
 pub(crate) mod budget;
 pub(crate) mod decide;
+mod deletion;
 mod entry;
 mod read;
 
@@ -63,17 +65,37 @@ const STATUS_FIELD: &str = "platformSync";
 /// Reconciles a Destination: as any Destination, then, for a platform Destination that is not
 /// being deleted, its sync; it is looked at again as soon as either asks.
 pub(crate) async fn reconcile_destination(rt: &Runtime, obj: Object) -> Result<Next, Error> {
-    if !applies_to_platform(&obj) || obj.metadata.deletion_timestamp.is_some() {
+    if !applies_to_platform(&obj) {
         return destination::reconcile(rt, obj).await;
     }
     let dest: Destination = crate::api::object::to_typed(&obj)
         .map_err(|source| Error::malformed(&obj, "Destination", source))?;
+    if obj.metadata.deletion_timestamp.is_some() {
+        if !prune_on_deletion(rt, &obj, &dest).await? {
+            return Ok(Next::After(rt.settings.platform_sync_interval));
+        }
+        return destination::reconcile(rt, obj).await;
+    }
     let registered = destination::reconcile(rt, obj.clone()).await?;
     let synced = reconcile(rt, &obj, &dest).await?;
     Ok(match (registered, synced) {
         (Next::Done, next) | (next, Next::Done) => next,
         (Next::After(a), Next::After(b)) => Next::After(a.min(b)),
     })
+}
+
+/// Prunes what the syncs of a platform Destination being deleted applied, if it says
+/// `cleanup: all` (see [`deletion`]); true once nothing is left to prune, so that it may go.
+async fn prune_on_deletion(rt: &Runtime, obj: &Object, dest: &Destination) -> Result<bool, Error> {
+    let previous = sync_status(obj).unwrap_or_default();
+    let entries = deletion::to_prune(dest.spec.cleanup_all(), &previous.inventory);
+    if entries.is_empty() {
+        return Ok(true);
+    }
+    let name = obj.metadata.name.clone().unwrap_or_default();
+    let pruned = act::prune_all(rt, &name, &entries).await;
+    act::record_deletion(rt, obj, &previous, &pruned).await?;
+    Ok(pruned.kept.is_empty())
 }
 
 /// Syncs a platform Destination `obj` (see the module's documentation).
