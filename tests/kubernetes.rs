@@ -953,6 +953,55 @@ fn lifecycle_through_jobs_reruns_removes_files_runs_delete_workflows_and_sweeps(
 /// Reconciliation intervals and health with `kratix-rs controller`: a request's workflow runs
 /// again at the platform's interval, and HealthRecords show on its status until deleted.
 #[test]
+fn deleting_a_requests_namespace_skips_its_delete_workflow_and_the_namespace_goes() {
+    let Some(env) = TestEnv::start() else { return };
+    let daemon = GitDaemon::start().expect("git daemon");
+    let work = tempfile::tempdir().expect("work dir");
+    let _kubelet = env.kubelet();
+    let controller = Controller::start(&env, "solo", work.path(), &[]);
+    git_platform(&env, &daemon);
+    let repo = daemon.bare_repo("state.git").expect("repository");
+    apply_promise(&env, &["a"]);
+    // A delete workflow that would hold the request for ever if it ran: its file is never made.
+    let never = work.path().join("never-released");
+    env.apply(&lifecycle_promise(&["a"], &never));
+    env.kubectl(&["create", "namespace", "doomed"], "");
+    let request = support::things::request("r1", 1).replace("\"default\"", "\"doomed\"");
+    env.apply(&request);
+    let prefix = "worker-1/resources/doomed/thing/r1/";
+    eventually("r1's files", PATIENCE, || {
+        let obj = env.get_json("things", "r1", Some("doomed"))?;
+        let done = condition(&obj, "Reconciled").and_then(|c| c["status"].as_str()) == Some("True");
+        (done && !files_under(&repo, prefix).is_empty()).then_some(())
+    });
+
+    // The namespace takes no new objects once it is being deleted, so no delete run can be
+    // made in it: the request goes without its delete workflow, its files with it, and the
+    // namespace does not wait for ever.
+    env.kubectl(&["delete", "namespace", "doomed", "--wait=false"], "");
+    let log = || controller.log();
+    eventually("the namespace gone", PATIENCE, || {
+        env.get_json("namespace", "doomed", None)
+            .is_none()
+            .then_some(())
+    });
+    assert!(
+        files_under(&repo, prefix).is_empty(),
+        "{:?}",
+        files_under(&repo, prefix)
+    );
+    assert!(
+        log().contains("the delete workflow cannot run there and is skipped"),
+        "{}",
+        log()
+    );
+    assert!(
+        !never.with_extension("runs").exists(),
+        "the delete pipeline ran"
+    );
+}
+
+#[test]
 fn controller_reruns_at_the_interval_and_combines_health_records() {
     let Some(env) = TestEnv::start() else { return };
     let daemon = GitDaemon::start().expect("git daemon");

@@ -23,7 +23,6 @@ use crate::api::{
 use crate::store::Selector;
 
 use crate::controllers::lookups;
-use crate::controllers::now_ms;
 use crate::controllers::promise::requirements::Installed;
 use crate::controllers::promise::requirements::Requirements;
 use crate::controllers::status;
@@ -336,24 +335,14 @@ async fn teardown(rt: &Runtime, subject: &Subject, promise: &Promise) -> Result<
         }
     }
     let delete = pipelines(promise, WorkflowType::Promise, Action::Delete)?;
-    let look = workflow::look_at_delete(rt, subject, &delete).await?;
-    let decision = look.decision(
-        &subject.hash,
-        subject.object.metadata.generation,
-        rt.settings.intervals.after_failure,
-        now_ms(),
-    );
-    let stored = workflow::write(rt, &kind, &subject.object, &decision, |change, s| {
-        change.apply(s);
-    })
-    .await?;
-    if !look.finished() {
-        return Ok(decision.next);
-    }
+    let stored = match workflow::delete_step(rt, subject, &delete).await? {
+        workflow::DeleteStep::Running(next) => return Ok(next),
+        workflow::DeleteStep::Finished(stored) => stored,
+    };
     let remaining = work::delete_all_of_promise(rt, &subject.promise_name).await?;
     if remaining > 0 {
         let message = format!("removing files of {remaining} Works");
-        let current = stored.as_ref().unwrap_or(&subject.object);
+        let current = stored.as_deref().unwrap_or(&subject.object);
         act(rt, current, &decide::exit(ExitStatus::Message(message))).await?;
         // Each Work's deletion wakes this Promise again.
         return Ok(Next::Done);

@@ -20,7 +20,6 @@ use crate::api::{finalizers, labels, promise_api, KindInfo, Object, Promise};
 use decide::Decision;
 
 use crate::controllers::lookups;
-use crate::controllers::now_ms;
 use crate::controllers::promise;
 use crate::controllers::status;
 use crate::controllers::subject::Subject;
@@ -230,23 +229,9 @@ impl Owner for Request<'_> {
 /// finally the finalizer.
 async fn teardown(rt: &Runtime, subject: &Subject, promise: &Promise) -> Result<Next, Error> {
     let delete = promise::pipelines(promise, WorkflowType::Resource, Action::Delete)?;
-    let look = workflow::look_at_delete(rt, subject, &delete).await?;
-    let decision = look.decision(
-        &subject.hash,
-        subject.object.metadata.generation,
-        rt.settings.intervals.after_failure,
-        now_ms(),
-    );
-    workflow::write(
-        rt,
-        &subject.kind,
-        &subject.object,
-        &decision,
-        super::workflow::decide::gate::ExitStatus::apply,
-    )
-    .await?;
-    if !look.finished() {
-        return Ok(decision.next);
+    if let workflow::DeleteStep::Running(next) = workflow::delete_step(rt, subject, &delete).await?
+    {
+        return Ok(next);
     }
     let request_works = work::works_of(rt, subject).await?;
     if !request_works.is_empty() {

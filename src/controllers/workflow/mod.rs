@@ -27,6 +27,7 @@ use crate::controllers::subject::Subject;
 use crate::controllers::work;
 use crate::controllers::workflow::runs::runs_of;
 use crate::controllers::Error;
+use crate::controllers::Next;
 use crate::controllers::Runtime;
 
 /// Acts on what a Promise's or request's reconcile decided about its object (see
@@ -106,7 +107,53 @@ pub(crate) async fn carry_out_configure(
 /// Looks at the subject's delete workflow: reads its runs, decides what it does next, and
 /// starts the run it starts (and prunes). What the step writes about the object is its
 /// reconcile's: see [`decide::deleting::DeleteLook::decision`].
-pub(crate) async fn look_at_delete(
+/// Where a teardown is after one step of its object's delete workflow.
+pub(crate) enum DeleteStep {
+    /// The workflow has more to run: look again then.
+    Running(Next),
+    /// It has finished (or was skipped): the object as its status write stored it, if it wrote.
+    Finished(Option<Box<Object>>),
+}
+
+/// One step of the delete workflow of `subject` (its `pipelines`): the runs looked at, the next
+/// one started, and the step's status written; skipped when its runs' namespace is being deleted
+/// (see [`decide::deleting::namespace_terminating`]), which is said in the log (such a namespace
+/// takes no events either).
+pub(crate) async fn delete_step(
+    rt: &Runtime,
+    subject: &Subject,
+    pipelines: &[Pipeline],
+) -> Result<DeleteStep, Error> {
+    let namespace = subject.run_namespace();
+    let kind = rt.kind(crate::api::Builtin::Namespace);
+    let stored = rt.cp.get(&kind, None, &namespace).await?;
+    if decide::deleting::namespace_terminating(stored.as_ref()) {
+        tracing::warn!(object = %subject.key(), %namespace, "its namespace is being deleted: the delete workflow cannot run there and is skipped");
+        return Ok(DeleteStep::Finished(None));
+    }
+    let look = look_at_delete(rt, subject, pipelines).await?;
+    let decision = look.decision(
+        &subject.hash,
+        subject.object.metadata.generation,
+        rt.settings.intervals.after_failure,
+        now_ms(),
+    );
+    let stored = write(
+        rt,
+        &subject.kind,
+        &subject.object,
+        &decision,
+        gate::ExitStatus::apply,
+    )
+    .await?;
+    Ok(if look.finished() {
+        DeleteStep::Finished(stored.map(Box::new))
+    } else {
+        DeleteStep::Running(decision.next)
+    })
+}
+
+async fn look_at_delete(
     rt: &Runtime,
     subject: &Subject,
     pipelines: &[Pipeline],

@@ -75,6 +75,20 @@ impl DeleteLook {
     }
 }
 
+/// Whether `namespace` (as read; `None` when there is none) is being deleted. Such a namespace
+/// takes no new objects, so a delete workflow cannot run in it: its runs could never be made,
+/// and the namespace would wait for ever on the object that waits for them.
+pub(crate) fn namespace_terminating(namespace: Option<&Object>) -> bool {
+    namespace.is_some_and(|ns| {
+        ns.metadata.deletion_timestamp.is_some()
+            || ns
+                .data
+                .pointer("/status/phase")
+                .and_then(serde_json::Value::as_str)
+                == Some("Terminating")
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::{json, Value};
@@ -183,6 +197,39 @@ mod tests {
             if look.finished() {
                 assert_eq!(d.next, Next::Done, "{name}");
             }
+        }
+    }
+
+    #[test]
+    fn a_namespace_being_deleted_runs_no_delete_workflow() {
+        let ns = |value: Value| -> Object { serde_json::from_value(value).expect("a namespace") };
+        let cases = [
+            ("no namespace object", None, false),
+            (
+                "active",
+                Some(ns(json!({"apiVersion": "v1", "kind": "Namespace",
+                    "metadata": {"name": "a"}, "status": {"phase": "Active"}}))),
+                false,
+            ),
+            (
+                "deletion asked",
+                Some(ns(json!({"apiVersion": "v1", "kind": "Namespace",
+                    "metadata": {"name": "a", "deletionTimestamp": "2026-12-06T10:00:00Z"}}))),
+                true,
+            ),
+            (
+                "terminating",
+                Some(ns(json!({"apiVersion": "v1", "kind": "Namespace",
+                    "metadata": {"name": "a"}, "status": {"phase": "Terminating"}}))),
+                true,
+            ),
+        ];
+        for (name, namespace, terminating) in cases {
+            assert_eq!(
+                namespace_terminating(namespace.as_ref()),
+                terminating,
+                "{name}"
+            );
         }
     }
 }
