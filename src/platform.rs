@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::api::printer_columns::{self, PrinterColumn};
 use crate::api::promise_api;
 use crate::api::{KindInfo, Object};
 use crate::store::embedded::EmbeddedStore;
@@ -126,6 +127,25 @@ impl Platform {
 /// A built-in Kratix kind by its kind name.
 pub(crate) fn builtin(kind: crate::api::Builtin) -> KindInfo {
     kind.info()
+}
+
+/// The printer columns the Promise that defines `kind` declares for it: none for Kratix's own
+/// and the core kinds, or when it declares none.
+pub(crate) async fn declared_columns(
+    cp: &dyn ControlPlane,
+    kind: &KindInfo,
+) -> Result<Vec<PrinterColumn>, store::Error> {
+    if crate::api::kinds::builtin_kinds().contains(kind) {
+        return Ok(Vec::new());
+    }
+    let promise_kind = builtin(crate::api::Builtin::Promise);
+    let promises = cp
+        .list(&promise_kind, None, &Selector::everything())
+        .await?;
+    Ok(promise_defining(&promises, kind)
+        .and_then(|promise| promise.data.pointer("/spec/api"))
+        .map(|api| printer_columns::declared(api, &kind.version))
+        .unwrap_or_default())
 }
 
 /// The Promise (among `promises`) whose API is `kind`.

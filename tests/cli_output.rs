@@ -144,6 +144,66 @@ kratix-platform-system | setup | configure | Succeeded",
 }
 
 #[test]
+fn get_prints_the_printer_columns_a_promise_declares() {
+    let k = Kratix::new();
+    // A Promise without workflows whose API declares its own columns, one of them wide, one a
+    // condition found by a filter, one whose path finds nothing.
+    let promise = r#"
+apiVersion: platform.kratix.io/v1alpha1
+kind: Promise
+metadata: {name: db}
+spec:
+  api:
+    apiVersion: apiextensions.k8s.io/v1
+    kind: CustomResourceDefinition
+    metadata: {name: databases.example.kratix.io}
+    spec:
+      group: example.kratix.io
+      names: {kind: Database, plural: databases, singular: database}
+      scope: Namespaced
+      versions:
+      - name: v1
+        served: true
+        storage: true
+        schema:
+          openAPIV3Schema:
+            type: object
+            properties:
+              spec:
+                type: object
+                properties:
+                  size: {type: integer}
+                  tier: {type: string}
+        additionalPrinterColumns:
+        - {name: Size, type: integer, jsonPath: .spec.size}
+        - {name: Tier, type: string, jsonPath: .spec.tier, priority: 1}
+        - {name: Reconciled, type: string, jsonPath: '.status.conditions[?(@.type=="Reconciled")].status'}
+        - {name: Owner, type: string, jsonPath: .spec.owner}
+"#;
+    k.apply_yaml(promise, &[]).assert_ok();
+    k.apply_yaml(
+        "apiVersion: example.kratix.io/v1\nkind: Database\nmetadata: {name: orders, namespace: default}\nspec: {size: 3, tier: gold}\n",
+        &[],
+    )
+    .assert_ok();
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["databases"],
+            "NAME | SIZE | RECONCILED | OWNER
+orders | 3 | True |",
+        ),
+        (
+            &["databases", "-o", "wide"],
+            "NAME | SIZE | TIER | RECONCILED | OWNER | GENERATION | OBSERVED | LABELS
+orders | 3 | gold | True |  | 1 | 1 | kratix.io/promise-name=db",
+        ),
+    ];
+    for (args, want) in cases {
+        assert_eq!(table(&k, args, &[]), *want, "get {}", args.join(" "));
+    }
+}
+
+#[test]
 fn get_names_and_labels_like_kubectl() {
     let k = quickstart();
     let names = k.run(&["get", "promises", "-o", "name"]);

@@ -54,7 +54,14 @@ fn promise(name: &str, kind: &str, pipelines: Value) -> String {
                     "scope": "Namespaced",
                     "versions": [{"name": "v1alpha1", "served": true, "storage": true,
                         "schema": {"openAPIV3Schema": {"type": "object", "properties": {
-                            "spec": {"type": "object", "properties": {"size": {"type": "integer"}}}}}}}],
+                            "spec": {"type": "object", "properties": {"size": {"type": "integer"}}}}}},
+                        // Its own columns, which kubectl and `kratix-rs get` both show.
+                        "additionalPrinterColumns": [
+                            {"name": "Size", "type": "integer", "jsonPath": ".spec.size"},
+                            {"name": "Reconciled", "type": "string",
+                             "jsonPath": ".status.conditions[?(@.type==\"Reconciled\")].status"},
+                            {"name": "Owner", "type": "string", "jsonPath": ".spec.owner"},
+                        ]}],
                 },
             },
             "workflows": {"resource": {"configure": pipelines}},
@@ -271,6 +278,18 @@ fn people_read_with_kubectl(k: &Kratix, kubectl: &Path, kubeconfig: &Path) {
     assert!(
         ok && out.contains("default") && out.contains("t1"),
         "{out}{err}"
+    );
+    // The columns the Promise's API declares, as a CRD's would be on a cluster.
+    let header: Vec<&str> = out
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        header,
+        ["NAMESPACE", "NAME", "SIZE", "RECONCILED", "OWNER"],
+        "{out}"
     );
     // kubectl prints the table the API serves: the columns and cells `kratix-rs get` prints.
     for args in [

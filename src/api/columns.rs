@@ -2,33 +2,83 @@
 //! plus the ones `-o wide` adds. `kratix-rs get` prints them and the platform's API serves them
 //! to `kubectl get` as a `Table`. Each cell is a pure function of the stored object.
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 
+use crate::api::durations::duration;
+use crate::api::printer_columns::PrinterColumn;
 use crate::api::words::types;
 use crate::api::{condition, Condition, KindInfo, Object};
 
 /// One column of a `get` table.
 pub(crate) struct Column {
-    pub(crate) header: &'static str,
+    pub(crate) header: Cow<'static, str>,
     /// Shown only with `-o wide` (kubectl's printer column priority 1).
     pub(crate) wide: bool,
-    pub(crate) cell: fn(&Object) -> String,
+    cell: Cell,
+}
+
+/// Where a column's cells come from.
+enum Cell {
+    /// Kratix's own columns, computed from the object.
+    Computed(fn(&Object) -> String),
+    /// A column a Promise's author declares for its API.
+    Declared(PrinterColumn),
+}
+
+impl Column {
+    /// The cell as `get` prints it; `now` (RFC 3339) tells how long ago a date was.
+    pub(crate) fn text(&self, obj: &Object, now: &str) -> String {
+        match &self.cell {
+            Cell::Computed(cell) => cell(obj),
+            Cell::Declared(column) => column.text(&obj.data, now),
+        }
+    }
+
+    /// The cell as a `Table` carries it (kubectl prints a `date` as how long ago).
+    pub(crate) fn value(&self, obj: &Object) -> Value {
+        match &self.cell {
+            Cell::Computed(cell) => Value::String(cell(obj)),
+            Cell::Declared(column) => column.value(&obj.data).unwrap_or(Value::Null),
+        }
+    }
+
+    /// The type a `Table` declares for it.
+    pub(crate) fn type_(&self) -> &str {
+        match &self.cell {
+            Cell::Computed(_) => "string",
+            Cell::Declared(column) => &column.type_,
+        }
+    }
 }
 
 const fn col(header: &'static str, cell: fn(&Object) -> String) -> Column {
     Column {
-        header,
+        header: Cow::Borrowed(header),
         wide: false,
-        cell,
+        cell: Cell::Computed(cell),
     }
 }
 
 const fn wide(header: &'static str, cell: fn(&Object) -> String) -> Column {
     Column {
-        header,
+        header: Cow::Borrowed(header),
         wide: true,
-        cell,
+        cell: Cell::Computed(cell),
     }
+}
+
+/// The columns a Promise's author declared, as kubectl shows them: the header upper-cased.
+fn declared_columns(declared: &[PrinterColumn]) -> Vec<Column> {
+    declared
+        .iter()
+        .map(|column| Column {
+            header: Cow::Owned(column.name.to_uppercase()),
+            wide: column.priority > 0,
+            cell: Cell::Declared(column.clone()),
+        })
+        .collect()
 }
 
 pub(crate) fn text(v: Option<&Value>) -> String {
@@ -159,10 +209,15 @@ pub(crate) fn columns(kind: &KindInfo) -> Vec<Column> {
     }
 }
 
-/// The columns of a table of `kind`: [`columns`], then the generation and the observed
+/// The columns of a table of `kind`: those its Promise's author `declared` for it if any (as
+/// its CRD on Kubernetes shows them), else [`columns`]; then the generation and the observed
 /// generation, wide.
-pub(crate) fn table_columns(kind: &KindInfo) -> Vec<Column> {
-    let mut all = columns(kind);
+pub(crate) fn table_columns(kind: &KindInfo, declared: &[PrinterColumn]) -> Vec<Column> {
+    let mut all = if declared.is_empty() {
+        columns(kind)
+    } else {
+        declared_columns(declared)
+    };
     all.push(wide("GENERATION", |o| {
         o.metadata
             .generation
@@ -173,26 +228,6 @@ pub(crate) fn table_columns(kind: &KindInfo) -> Vec<Column> {
         text(o.data.pointer("/status/observedGeneration"))
     }));
     all
-}
-
-/// How long a run took, kubectl-style (`45s`, `3m4s`, `2h5m`); empty until it has finished or
-/// when a time cannot be read.
-pub(crate) fn duration(start: &str, end: &str) -> String {
-    let (Ok(start), Ok(end)) = (
-        start.parse::<jiff::Timestamp>(),
-        end.parse::<jiff::Timestamp>(),
-    ) else {
-        return String::new();
-    };
-    let secs = end.as_second() - start.as_second();
-    if secs < 0 {
-        return String::new();
-    }
-    match secs {
-        s if s < 60 => format!("{s}s"),
-        s if s < 3600 => format!("{}m{}s", s / 60, s % 60),
-        s => format!("{}h{}m", s / 3600, (s % 3600) / 60),
-    }
 }
 
 /// `-o name`: `kind.group/name` like kubectl (`kind/name` for the core group).
@@ -223,7 +258,7 @@ mod tests {
             .iter()
             .map(|c| {
                 let mark = if c.wide { "+" } else { "" };
-                format!("{mark}{}={}", c.header, (c.cell)(obj))
+                format!("{mark}{}={}", c.header, c.text(obj, "2026-01-01T00:00:00Z"))
             })
             .collect()
     }
@@ -411,22 +446,6 @@ mod tests {
                 })
                 .collect();
             assert_eq!(declared, ours, "{}", kind.kind);
-        }
-    }
-
-    #[test]
-    fn durations_read_like_kubectls() {
-        let cases = [
-            ("2026-01-01T10:00:00Z", "2026-01-01T10:00:45Z", "45s"),
-            ("2026-01-01T10:00:00Z", "2026-01-01T10:03:04Z", "3m4s"),
-            ("2026-01-01T10:00:00Z", "2026-01-01T12:05:59Z", "2h5m"),
-            ("2026-01-01T10:00:00Z", "", ""),
-            ("", "2026-01-01T10:00:00Z", ""),
-            ("2026-01-01T10:00:05Z", "2026-01-01T10:00:00Z", ""),
-            ("not a time", "2026-01-01T10:00:00Z", ""),
-        ];
-        for (start, end, want) in cases {
-            assert_eq!(duration(start, end), want, "{start} → {end}");
         }
     }
 

@@ -17,6 +17,7 @@ use super::answer::{self, Refusal};
 use super::fields::FieldSelector;
 use super::rights::Principal;
 use super::table::{self, Shape};
+use crate::api::printer_columns::PrinterColumn;
 use crate::api::{KindInfo, Object, ObjectKey};
 use crate::store::{ChangeType, ControlPlane, Selector};
 
@@ -67,11 +68,34 @@ pub(crate) fn present(kind: &KindInfo, obj: &Object, who: &Principal) -> Value {
     value
 }
 
-/// `obj` as `who` sees it, in `shape` (a one-row `Table`, or the object).
-fn shown(kind: &KindInfo, obj: &Object, who: &Principal, shape: Shape) -> Value {
+/// `obj` as `who` sees it, in `shape` (a one-row `Table` with the `declared` columns, or the
+/// object).
+fn shown(
+    kind: &KindInfo,
+    declared: &[PrinterColumn],
+    obj: &Object,
+    who: &Principal,
+    shape: Shape,
+) -> Value {
     match shape {
         Shape::Objects => present(kind, obj, who),
-        Shape::Table(include) => table::table(kind, &[obj], include, "", |o| present(kind, o, who)),
+        Shape::Table(include) => table::table(kind, declared, &[obj], include, "", |o| {
+            present(kind, o, who)
+        }),
+    }
+}
+
+/// The printer columns `kind`'s Promise declares, for a `Table`.
+async fn declared(
+    cp: &dyn ControlPlane,
+    kind: &KindInfo,
+    shape: Shape,
+) -> Result<Vec<PrinterColumn>, Refusal> {
+    match shape {
+        Shape::Objects => Ok(Vec::new()),
+        Shape::Table(_) => crate::platform::declared_columns(cp, kind)
+            .await
+            .map_err(store_failed),
     }
 }
 
@@ -87,10 +111,11 @@ pub(crate) async fn get(
         group: &kind.group,
         plural: &kind.plural,
     };
-    match cp.get(kind, namespace, name).await.map_err(store_failed)? {
-        Some(obj) => Ok(shown(kind, &obj, who, shape)),
-        None => Err(answer::not_found(resource, name)),
-    }
+    let Some(obj) = cp.get(kind, namespace, name).await.map_err(store_failed)? else {
+        return Err(answer::not_found(resource, name));
+    };
+    let declared = declared(cp, kind, shape).await?;
+    Ok(shown(kind, &declared, &obj, who, shape))
 }
 
 pub(crate) async fn list(
@@ -109,9 +134,15 @@ pub(crate) async fn list(
     let selected = objects.iter().filter(|o| selection.fields.matches(o));
     if let Shape::Table(include) = shape {
         let selected: Vec<&Object> = selected.collect();
-        return Ok(table::table(kind, &selected, include, &position, |o| {
-            present(kind, o, who)
-        }));
+        let declared = declared(cp, kind, shape).await?;
+        return Ok(table::table(
+            kind,
+            &declared,
+            &selected,
+            include,
+            &position,
+            |o| present(kind, o, who),
+        ));
     }
     let items: Vec<Value> = selected.map(|o| present(kind, o, who)).collect();
     let metadata = ListMeta {
@@ -167,6 +198,8 @@ async fn follow(
     (who, shape): (&Principal, Shape),
     tx: &mpsc::Sender<Bytes>,
 ) -> Result<(), Refusal> {
+    let declared = declared(cp, kind, shape).await?;
+    let shown = |obj: &Object| shown(kind, &declared, obj, who, shape);
     // What this watch last sent of each object, which a deletion shows.
     let mut sent: HashMap<ObjectKey, Object> = HashMap::new();
     if since.is_empty() || since == "0" {
@@ -176,11 +209,7 @@ async fn follow(
             .await
             .map_err(store_failed)?;
         for obj in objects.into_iter().filter(|o| selection.fields.matches(o)) {
-            if tx
-                .send(event("ADDED", &shown(kind, &obj, who, shape)))
-                .await
-                .is_err()
-            {
+            if tx.send(event("ADDED", &shown(&obj))).await.is_err() {
                 return Ok(());
             }
             sent.insert(ObjectKey::of(&obj), obj);
@@ -215,7 +244,7 @@ async fn follow(
                 data: json!({}),
             });
             last.metadata.resource_version = Some(change.resource_version.clone());
-            event("DELETED", &shown(kind, &last, who, shape))
+            event("DELETED", &shown(&last))
         } else {
             let Some(obj) = cp
                 .get(kind, key.namespace.as_deref(), &key.name)
@@ -236,7 +265,7 @@ async fn follow(
             } else {
                 "ADDED"
             };
-            let line = event(type_, &shown(kind, &obj, who, shape));
+            let line = event(type_, &shown(&obj));
             sent.insert(key.clone(), obj);
             line
         };

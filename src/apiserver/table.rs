@@ -8,6 +8,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::api::columns::{table_columns, Column};
+use crate::api::printer_columns::PrinterColumn;
 use crate::api::{KindInfo, Object};
 
 /// How objects are answered.
@@ -64,35 +65,37 @@ pub(crate) fn shape(accept: Option<&str>, include_object: &str) -> Shape {
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct ColumnDefinition {
-    name: &'static str,
+struct ColumnDefinition<'a> {
+    name: &'a str,
     #[serde(rename = "type")]
-    type_: &'static str,
+    type_: &'a str,
     format: &'static str,
     description: &'static str,
     priority: i32,
 }
 
-fn definition(column: &Column) -> ColumnDefinition {
+fn definition(column: &Column) -> ColumnDefinition<'_> {
     ColumnDefinition {
-        name: column.header,
-        type_: "string",
+        name: &column.header,
+        type_: column.type_(),
         format: "",
         description: "",
         priority: i32::from(column.wide),
     }
 }
 
-/// A `Table` of `objects` of `kind`; `resource_version` is the list's (empty for one object).
-/// `shown` is how the reader sees an object, for rows that carry it.
+/// A `Table` of `objects` of `kind` (with the columns its Promise `declared`, if any);
+/// `resource_version` is the list's (empty for one object). `shown` is how the reader sees an
+/// object, for rows that carry it.
 pub(crate) fn table(
     kind: &KindInfo,
+    declared: &[PrinterColumn],
     objects: &[&Object],
     include: Include,
     resource_version: &str,
     shown: impl Fn(&Object) -> Value,
 ) -> Value {
-    let columns = table_columns(kind);
+    let columns = table_columns(kind, declared);
     let mut definitions = vec![ColumnDefinition {
         name: "Name",
         type_: "string",
@@ -105,7 +108,7 @@ pub(crate) fn table(
         .iter()
         .map(|obj| {
             let mut cells = vec![json!(obj.metadata.name.as_deref().unwrap_or_default())];
-            cells.extend(columns.iter().map(|c| json!((c.cell)(obj))));
+            cells.extend(columns.iter().map(|c| c.value(obj)));
             let mut row = json!({ "cells": cells });
             match include {
                 Include::None => {}
@@ -200,7 +203,7 @@ mod tests {
                 "conditions": [{"type": "Ready", "status": "True", "message": "Ready"}]},
         }));
         let shown = |o: &Object| serde_json::to_value(o).expect("json");
-        let got = table(&kind, &[&dev], Include::Metadata, "7", shown);
+        let got = table(&kind, &[], &[&dev], Include::Metadata, "7", shown);
         let names: Vec<(&str, i64)> = got["columnDefinitions"]
             .as_array()
             .expect("columns")
@@ -246,12 +249,12 @@ mod tests {
         assert_eq!(row["metadata"]["labels"]["env"], "dev");
         assert!(row.get("spec").is_none());
 
-        let whole = table(&kind, &[&dev], Include::Object, "", shown);
+        let whole = table(&kind, &[], &[&dev], Include::Object, "", shown);
         assert_eq!(whole["rows"][0]["object"]["spec"]["path"], "dev");
         assert!(whole["metadata"].get("resourceVersion").is_none());
-        let bare = table(&kind, &[&dev], Include::None, "", shown);
+        let bare = table(&kind, &[], &[&dev], Include::None, "", shown);
         assert!(bare["rows"][0].get("object").is_none());
-        let empty = table(&kind, &[], Include::Metadata, "8", shown);
+        let empty = table(&kind, &[], &[], Include::Metadata, "8", shown);
         assert_eq!(empty["rows"], json!([]));
     }
 }

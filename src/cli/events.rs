@@ -7,7 +7,8 @@ use crate::api::{KindInfo, Object, ObjectKey};
 use crate::platform::Platform;
 
 use super::{output, OutputFormat};
-use crate::api::columns::{duration, text};
+use crate::api::columns::text;
+use crate::api::durations::duration;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

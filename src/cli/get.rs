@@ -1,5 +1,6 @@
 //! `get`: one object or a list, as a table, YAML or JSON.
 
+use crate::api::printer_columns::PrinterColumn;
 use crate::api::{KindInfo, Object};
 use crate::platform::Platform;
 use crate::store::Selector;
@@ -71,18 +72,38 @@ pub(crate) async fn run(platform: &Platform, args: GetArgs<'_>) -> Result<String
                     .map(|ns| format!(" in namespace {ns:?}"))
                     .unwrap_or_default(),
             })?;
-        return print(&kind, std::slice::from_ref(&obj), &args, false);
+        let declared = columns_for(platform, &kind, &args).await?;
+        return print(&kind, &declared, std::slice::from_ref(&obj), &args, false);
     }
     let objs = cp
         .list(&kind, namespace.as_deref(), &selector)
         .await
         .map_err(store_err)?;
-    print(&kind, &objs, &args, true)
+    let declared = columns_for(platform, &kind, &args).await?;
+    print(&kind, &declared, &objs, &args, true)
+}
+
+/// The printer columns `kind`'s Promise declares, when `get` prints a table.
+async fn columns_for(
+    platform: &Platform,
+    kind: &KindInfo,
+    args: &GetArgs<'_>,
+) -> Result<Vec<PrinterColumn>, Error> {
+    if !matches!(args.output, OutputFormat::Table | OutputFormat::Wide) {
+        return Ok(Vec::new());
+    }
+    crate::platform::declared_columns(platform.store.as_ref(), kind)
+        .await
+        .map_err(|source| Error::Store {
+            kind: kind.kind.clone(),
+            source,
+        })
 }
 
 /// Prints `objs` in the requested format; `list` prints JSON and YAML as a `List`.
 fn print(
     kind: &KindInfo,
+    declared: &[PrinterColumn],
     objs: &[Object],
     args: &GetArgs<'_>,
     list: bool,
@@ -103,6 +124,7 @@ fn print(
             }
             Ok(output::table(
                 kind,
+                declared,
                 objs,
                 output::TableOptions {
                     all_namespaces: list && args.all_namespaces,
@@ -139,7 +161,8 @@ pub(crate) async fn watch(
         args.name
             .is_none_or(|n| o.metadata.name.as_deref() == Some(n))
     });
-    let first = print(&kind, &objs, &args, args.name.is_none())?;
+    let declared = columns_for(platform, &kind, &args).await?;
+    let first = print(&kind, &declared, &objs, &args, args.name.is_none())?;
     // A table's header comes with the first row, whenever that is.
     let mut headed = !first.is_empty();
     write(&first)?;
@@ -150,7 +173,10 @@ pub(crate) async fn watch(
     let mut printed: std::collections::BTreeMap<crate::api::ObjectKey, String> =
         std::collections::BTreeMap::new();
     for (key, obj) in &last {
-        printed.insert(key.clone(), watch_line(&kind, obj, &args, false)?);
+        printed.insert(
+            key.clone(),
+            watch_line(&kind, &declared, obj, &args, false)?,
+        );
     }
     let mut changes = cp.watch(std::slice::from_ref(&kind), &since);
     let stop = async {
@@ -206,7 +232,7 @@ pub(crate) async fn watch(
             continue;
         }
         // A change that shows nothing new (a status field no column shows) prints nothing.
-        let line = watch_line(&kind, &obj, &args, !headed)?;
+        let line = watch_line(&kind, &declared, &obj, &args, !headed)?;
         if !gone && printed.get(&key) == Some(&line) {
             continue;
         }
@@ -223,6 +249,7 @@ pub(crate) async fn watch(
 /// One changed object as `get -w` prints it.
 fn watch_line(
     kind: &KindInfo,
+    declared: &[PrinterColumn],
     obj: &Object,
     args: &GetArgs<'_>,
     header: bool,
@@ -236,7 +263,7 @@ fn watch_line(
                 + &serde_yaml::to_string(&output::redact(kind, obj)).map_err(Error::PrintYaml)?
         }
         _ => {
-            let table = print(kind, std::slice::from_ref(obj), args, true)?;
+            let table = print(kind, declared, std::slice::from_ref(obj), args, true)?;
             match args.output {
                 _ if header => table,
                 OutputFormat::Name => table,

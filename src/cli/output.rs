@@ -6,6 +6,7 @@ pub(crate) use crate::api::redact::redact;
 use crate::api::{KindInfo, Object};
 
 use crate::api::columns::{resource_name, table_columns, Column};
+use crate::api::printer_columns::PrinterColumn;
 
 pub(crate) fn list_json(kind: &KindInfo, objs: &[Object]) -> Value {
     json!({
@@ -26,9 +27,15 @@ pub(crate) struct TableOptions {
     pub show_labels: bool,
 }
 
-/// A kubectl-like table of `objs`.
-pub(crate) fn table(kind: &KindInfo, objs: &[Object], options: TableOptions) -> String {
-    let cols: Vec<Column> = table_columns(kind)
+/// A kubectl-like table of `objs` (with the columns their Promise `declared`, if any).
+pub(crate) fn table(
+    kind: &KindInfo,
+    declared: &[PrinterColumn],
+    objs: &[Object],
+    options: TableOptions,
+) -> String {
+    let now = format!("{:.0}", jiff::Timestamp::now());
+    let cols: Vec<Column> = table_columns(kind, declared)
         .into_iter()
         .filter(|c| options.wide || !c.wide)
         .collect();
@@ -50,7 +57,7 @@ pub(crate) fn table(kind: &KindInfo, objs: &[Object], options: TableOptions) -> 
             row.push(o.metadata.namespace.clone().unwrap_or_default());
         }
         row.push(o.metadata.name.clone().unwrap_or_default());
-        row.extend(cols.iter().map(|c| (c.cell)(o)));
+        row.extend(cols.iter().map(|c| c.text(o, &now)));
         if labels {
             row.push(
                 o.metadata
@@ -160,6 +167,7 @@ mod tests {
             let listed = list_json(&kind, std::slice::from_ref(&obj)).to_string();
             let wide = table(
                 &kind,
+                &[],
                 std::slice::from_ref(&obj),
                 TableOptions {
                     all_namespaces: true,

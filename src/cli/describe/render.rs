@@ -9,7 +9,8 @@ use crate::api::{labels, KindInfo, Object, GROUP};
 
 use super::super::events::{one_line, table as events_table};
 use super::super::output::{redact, render as columns};
-use crate::api::columns::{duration, text};
+use crate::api::columns::text;
+use crate::api::durations::duration;
 
 /// What `describe` shows of one object.
 #[derive(Debug, Clone)]
