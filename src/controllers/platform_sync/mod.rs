@@ -62,8 +62,9 @@ pub(crate) struct SyncStatus {
 /// The field of the Destination's status the sync owns.
 const STATUS_FIELD: &str = "platformSync";
 
-/// Reconciles a Destination: as any Destination, then, for a platform Destination that is not
-/// being deleted, its sync; it is looked at again as soon as either asks.
+/// Reconciles a Destination: as any Destination, then, for a platform Destination, its sync, or
+/// while it is deleted the prune of what it applied; it is looked at again as soon as either
+/// asks.
 pub(crate) async fn reconcile_destination(rt: &Runtime, obj: Object) -> Result<Next, Error> {
     if !applies_to_platform(&obj) {
         return destination::reconcile(rt, obj).await;

@@ -104,9 +104,6 @@ pub(crate) async fn carry_out_configure(
     Ok(())
 }
 
-/// Looks at the subject's delete workflow: reads its runs, decides what it does next, and
-/// starts the run it starts (and prunes). What the step writes about the object is its
-/// reconcile's: see [`decide::deleting::DeleteLook::decision`].
 /// Where a teardown is after one step of its object's delete workflow.
 pub(crate) enum DeleteStep {
     /// The workflow has more to run: look again then.
@@ -153,6 +150,9 @@ pub(crate) async fn delete_step(
     })
 }
 
+/// Looks at the subject's delete workflow: reads its runs, decides what it does next, and
+/// starts the run it starts (and prunes). What the step writes about the object is its
+/// reconcile's: see [`decide::deleting::DeleteLook::decision`].
 async fn look_at_delete(
     rt: &Runtime,
     subject: &Subject,
