@@ -14,7 +14,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use kratix::store::{ControlPlane, Error};
 use serde_json::{json, Value};
-use support::kube::{Controller, TestEnv};
+use support::kube::{http_get, Controller, TestEnv};
 use support::{condition, eventually};
 use testkit::{git, GitDaemon};
 
@@ -360,20 +360,14 @@ fn controller_runs_three_pipelines_in_order_with_one_commit_each() {
 
     // Operability: alive, ready, and the reconciles counted.
     assert_eq!(
-        controller
-            .http_get(controller.health_port, "/healthz")
-            .map(|r| r.0),
+        http_get(controller.health_port, "/healthz").map(|r| r.0),
         Some(200)
     );
     assert_eq!(
-        controller
-            .http_get(controller.health_port, "/readyz")
-            .map(|r| r.0),
+        http_get(controller.health_port, "/readyz").map(|r| r.0),
         Some(200)
     );
-    let (code, metrics) = controller
-        .http_get(controller.metrics_port, "/metrics")
-        .expect("metrics answer");
+    let (code, metrics) = http_get(controller.metrics_port, "/metrics").expect("metrics answer");
     assert_eq!(code, 200);
     assert!(metrics.lines().any(|l| l == "kratix_leader 1"), "{metrics}");
     let requests = metrics
@@ -472,7 +466,7 @@ fn lease_holder(env: &TestEnv) -> Option<String> {
 }
 
 fn is_leader(c: &Controller) -> Option<bool> {
-    let (_, metrics) = c.http_get(c.metrics_port, "/metrics")?;
+    let (_, metrics) = http_get(c.metrics_port, "/metrics")?;
     metrics.lines().find_map(|l| match l {
         "kratix_leader 1" => Some(true),
         "kratix_leader 0" => Some(false),
@@ -512,8 +506,7 @@ fn two_replicas_with_a_lease_one_acts_and_the_other_takes_over() {
     // The standby is ready to take over.
     let standby_ready = eventually("the standby ready", PATIENCE, || {
         let r = &replicas[standby];
-        r.http_get(r.health_port, "/readyz")
-            .filter(|(code, _)| *code == 200)
+        http_get(r.health_port, "/readyz").filter(|(code, _)| *code == 200)
     });
     assert_eq!(standby_ready.0, 200);
 

@@ -258,29 +258,6 @@ impl Cluster {
         }
     }
 
-    fn request(
-        &self,
-        pipeline: Pipeline,
-        env: Vec<(String, String)>,
-        timeout: Duration,
-    ) -> (RunRequest, tempfile::TempDir) {
-        let work = tempfile::tempdir().expect("work dir");
-        let req = RunRequest {
-            run_name: format!("run of {}", pipeline.metadata.name),
-            pipeline,
-            object_yaml: "apiVersion: example.com/v1\nkind: Database\nmetadata:\n  name: mydb\n  namespace: default\nspec:\n  size: 3\n".into(),
-            env,
-            work_dir: work.path().join("run"),
-            timeout,
-            images: ImageMap::default(),
-            isolation: Isolation::Process,
-            hidden: Vec::new(),
-            progress: Default::default(),
-            ..RunRequest::default()
-        };
-        (req, work)
-    }
-
     async fn jobs(&self, namespace: &str) -> Vec<Job> {
         Api::<Job>::namespaced(self.client.clone(), namespace)
             .list(&ListParams::default())
@@ -319,6 +296,30 @@ impl Cluster {
     }
 }
 
+/// A request to run `pipeline` for a `mydb` Database, in a work folder of its own (kept while
+/// the folder returned lives).
+fn run_request(
+    pipeline: Pipeline,
+    env: Vec<(String, String)>,
+    timeout: Duration,
+) -> (RunRequest, tempfile::TempDir) {
+    let work = tempfile::tempdir().expect("work dir");
+    let req = RunRequest {
+        run_name: format!("run of {}", pipeline.metadata.name),
+        pipeline,
+        object_yaml: "apiVersion: example.com/v1\nkind: Database\nmetadata:\n  name: mydb\n  namespace: default\nspec:\n  size: 3\n".into(),
+        env,
+        work_dir: work.path().join("run"),
+        timeout,
+        images: ImageMap::default(),
+        isolation: Isolation::Process,
+        hidden: Vec::new(),
+        progress: Default::default(),
+        ..RunRequest::default()
+    };
+    (req, work)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "starts a real control plane with scripts/testworld; run with --ignored"]
 async fn three_pipelines_run_in_order_as_jobs_and_hand_back_their_output() {
@@ -344,7 +345,7 @@ async fn three_pipelines_run_in_order_as_jobs_and_hand_back_their_output() {
     let mut works = Vec::new();
     for p in pipelines {
         let name = p.metadata.name.clone();
-        let (req, work) = cluster.request(
+        let (req, work) = run_request(
             p,
             workflow(Action::Configure, &name, true),
             Duration::from_secs(120),
@@ -366,8 +367,7 @@ async fn three_pipelines_run_in_order_as_jobs_and_hand_back_their_output() {
             ("mapped.txt".to_string(), "mapped\n".to_string()),
             (
                 "seen.yaml".to_string(),
-                cluster
-                    .request(pipeline("x", json!({})), vec![], Duration::ZERO)
+                run_request(pipeline("x", json!({})), vec![], Duration::ZERO)
                     .0
                     .object_yaml
             ),
@@ -494,7 +494,7 @@ async fn a_failing_container_fails_the_run_with_its_reason() {
     ];
     for (case, p, want) in cases {
         let name = p.metadata.name.clone();
-        let (req, _work) = cluster.request(
+        let (req, _work) = run_request(
             p,
             workflow(Action::Configure, &name, false),
             Duration::from_secs(120),
@@ -535,7 +535,7 @@ async fn a_run_past_its_time_limit_times_out() {
         "slow",
         json!({"containers": [sh("quick", "true"), sh("sleep", "sleep 60")], "jobOptions": {"backoffLimit": 0}}),
     );
-    let (req, _work) = cluster.request(
+    let (req, _work) = run_request(
         p,
         workflow(Action::Delete, "slow", true),
         Duration::from_secs(4),
@@ -562,7 +562,7 @@ async fn a_run_past_its_time_limit_times_out() {
 async fn kill_leftovers_deletes_the_job_of_an_interrupted_run() {
     let cluster = Cluster::start().await;
     let p = pipeline("stuck", json!({"containers": [sh("sleep", "sleep 120")]}));
-    let (req, _work) = cluster.request(
+    let (req, _work) = run_request(
         p,
         workflow(Action::Configure, "stuck", true),
         Duration::from_secs(300),
@@ -738,13 +738,12 @@ async fn the_job_executor_ends_runs_as_the_local_one_does() {
             json!({"containers": [sh("step", script)], "jobOptions": {"backoffLimit": 0}}),
         );
         let env = workflow(Action::Configure, &name, true);
-        let (local_req, _local_work) =
-            cluster.request(p.clone(), env.clone(), Duration::from_secs(60));
+        let (local_req, _local_work) = run_request(p.clone(), env.clone(), Duration::from_secs(60));
         let local = kratix::pipeline::Local::default()
             .run(local_req)
             .await
             .expect("local run");
-        let (kube_req, _kube_work) = cluster.request(p, env, Duration::from_secs(120));
+        let (kube_req, _kube_work) = run_request(p, env, Duration::from_secs(120));
         let kube = cluster.executor.run(kube_req).await.expect("job run");
         assert_eq!(kube.result, local.result, "{case}\n{}", kube.logs);
         // Compared by size first: a failure should not print megabytes.
@@ -813,7 +812,7 @@ async fn only_the_newest_jobs_of_a_pipeline_stay() {
     let mut created = Vec::new();
     for _ in 0..3 {
         let p = pipeline("again", json!({"containers": [sh("ok", "true")]}));
-        let (req, _work) = cluster.request(
+        let (req, _work) = run_request(
             p,
             workflow(Action::Configure, "again", true),
             Duration::from_secs(60),
@@ -852,8 +851,7 @@ async fn pruning_a_workflow_removes_the_jobs_of_pipelines_no_longer_in_it() {
         (Action::Delete, "renamed"),
     ] {
         let p = pipeline(name, json!({"containers": [sh("ok", "true")]}));
-        let (req, _work) =
-            cluster.request(p, workflow(action, name, true), Duration::from_secs(60));
+        let (req, _work) = run_request(p, workflow(action, name, true), Duration::from_secs(60));
         let outcome = executor.run(req).await.expect("run");
         assert_eq!(outcome.result, RunResult::Succeeded, "{}", outcome.logs);
     }
@@ -949,7 +947,7 @@ async fn two_versions_of_a_pipeline_keep_their_own_rights_until_their_runs_end()
     let v1 = pipeline("instance", json!({"containers": [sh("check", check)]}));
     let files = output_files;
 
-    let (req2, _work2) = cluster.request(
+    let (req2, _work2) = run_request(
         v2,
         workflow_at(Action::Configure, "instance", true, "v2"),
         Duration::from_secs(120),
@@ -966,7 +964,7 @@ async fn two_versions_of_a_pipeline_keep_their_own_rights_until_their_runs_end()
     }
 
     // A request pinned to v1 runs while another, on v2, is in its run.
-    let (req1, _work1) = cluster.request(
+    let (req1, _work1) = run_request(
         v1.clone(),
         for_request(
             workflow_at(Action::Configure, "instance", true, "v1"),
@@ -1022,7 +1020,7 @@ async fn two_versions_of_a_pipeline_keep_their_own_rights_until_their_runs_end()
     assert_eq!(accounts, [v2_account]);
 
     // A pinned request's run of v1 again: its rights come back, and v2's (no run left) go.
-    let (again, _work3) = cluster.request(
+    let (again, _work3) = run_request(
         v1,
         for_request(
             workflow_at(Action::Configure, "instance", true, "v1"),
@@ -1043,7 +1041,7 @@ async fn two_versions_of_a_pipeline_keep_their_own_rights_until_their_runs_end()
 #[ignore = "starts a real control plane (scripts/testworld); run with --ignored"]
 async fn a_job_left_by_an_interrupted_run_goes_before_the_run_again() {
     let cluster = Cluster::start().await;
-    let (req, _work) = cluster.request(
+    let (req, _work) = run_request(
         pipeline(
             "instance",
             json!({"containers": [sh("sleep", "sleep 120")]}),
@@ -1077,7 +1075,7 @@ async fn a_job_left_by_an_interrupted_run_goes_before_the_run_again() {
         std::slice::from_ref(&left)
     );
 
-    let (again, _work2) = cluster.request(
+    let (again, _work2) = run_request(
         pipeline("instance", json!({"containers": [sh("quick", "true")]})),
         workflow(Action::Configure, "instance", true),
         Duration::from_secs(120),

@@ -156,7 +156,7 @@ async fn dispatch(command: Command, platform: &Platform, driver: &Driver) -> Res
                     json!({"event": "AllSettled", "objects": targets.len()}),
                 );
                 if progress.mode() != Mode::Json {
-                    print_state_store_hints(&platform, &prepared).await;
+                    print_state_store_hints(&platform, &prepared);
                 }
             }
             Ok(())
@@ -423,7 +423,7 @@ async fn change_metadata(
 }
 
 /// After a successful apply, says where local Git state stores are and how to look at them.
-async fn print_state_store_hints(platform: &Platform, prepared: &[apply::Prepared]) {
+fn print_state_store_hints(platform: &Platform, prepared: &[apply::Prepared]) {
     for p in prepared.iter().filter(|p| p.kind.kind == "GitStateStore") {
         let Some(url) = p
             .object

@@ -2,6 +2,7 @@
 //! defines, its requests, and the Promises that require it.
 
 use crate::api::{promise_api, KindInfo, Object, ObjectKey, Promise};
+use crate::platform::builtin;
 use crate::store::Selector;
 
 use crate::controllers::{Error, Runtime};
@@ -9,7 +10,7 @@ use crate::controllers::{Error, Runtime};
 pub(crate) async fn promise(rt: &Runtime, name: &str) -> Result<Option<Object>, Error> {
     Ok(rt
         .cp
-        .get(&rt.kind(crate::api::Builtin::Promise), None, name)
+        .get(&builtin(crate::api::Builtin::Promise), None, name)
         .await?)
 }
 

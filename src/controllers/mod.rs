@@ -34,7 +34,7 @@ use tokio::task::JoinHandle;
 use tracing::{debug, warn};
 
 use crate::api::{KindInfo, ObjectKey, GROUP};
-use crate::platform::{builtin, Platform};
+use crate::platform::Platform;
 use crate::store::{self, ControlPlane, Selector};
 
 pub(crate) use kube_time::{now_ms, now_rfc3339};
@@ -453,11 +453,6 @@ impl Runtime {
     /// change of a run or Work asks it, to find the request that waits on it.
     async fn request_kind_of(&self, promise: &str) -> Result<Option<KindInfo>, Error> {
         Ok(self.kinds.request_kind_of(&self.platform, promise).await?)
-    }
-
-    /// The kind info of a built-in kind.
-    pub(crate) fn kind(&self, kind: crate::api::Builtin) -> KindInfo {
-        builtin(kind)
     }
 }
 

@@ -83,9 +83,6 @@ impl Reach {
     pub(super) fn dir(&self) -> &Path {
         &self.dir
     }
-
-    /// Ends the run's access now (dropping it does the same).
-    pub(super) fn end(self) {}
 }
 
 impl Drop for Reach {

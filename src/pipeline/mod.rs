@@ -303,9 +303,8 @@ pub async fn run_with(req: RunRequest, api: Option<&dyn PlatformApi>) -> Result<
                     break;
                 }
             }
-            if let Some(reach) = reach {
-                reach.end();
-            }
+            // The run's access ends here, before its results are checked.
+            drop(reach);
         }
     }
     if outcome.result == RunResult::Succeeded {

@@ -201,23 +201,6 @@ impl Controller {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
-    /// GET of `path` on the health or metrics address: status code and body.
-    pub(crate) fn http_get(&self, port: u16, path: &str) -> Option<(u16, String)> {
-        use std::io::{Read as _, Write as _};
-        let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
-        stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-        write!(
-            stream,
-            "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
-        )
-        .ok()?;
-        let mut text = String::new();
-        stream.read_to_string(&mut text).ok()?;
-        let code = text.split_whitespace().nth(1)?.parse().ok()?;
-        let body = text.split_once("\r\n\r\n").map(|(_, b)| b.to_string())?;
-        Some((code, body))
-    }
-
     /// Whether the process is still running.
     pub(crate) fn running(&mut self) -> bool {
         self.child
@@ -259,6 +242,24 @@ impl Controller {
         let _ = child.wait();
         None
     }
+}
+
+/// GET of `path` on a controller's health or metrics `port` (on loopback): status code and
+/// body.
+pub(crate) fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
+    use std::io::{Read as _, Write as _};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut text = String::new();
+    stream.read_to_string(&mut text).ok()?;
+    let code = text.split_whitespace().nth(1)?.parse().ok()?;
+    let body = text.split_once("\r\n\r\n").map(|(_, b)| b.to_string())?;
+    Some((code, body))
 }
 
 impl Drop for Controller {

@@ -15,6 +15,7 @@ use crate::api::{
 };
 use crate::controllers::placement::layout;
 use crate::events::{self, Reason};
+use crate::platform::builtin;
 use crate::store::Selector;
 
 use crate::controllers::placement::commit_message::canary_message;
@@ -39,7 +40,7 @@ pub(crate) async fn using_store(
     Ok(rt
         .cp
         .list(
-            &rt.kind(crate::api::Builtin::Destination),
+            &builtin(crate::api::Builtin::Destination),
             None,
             &Selector::everything(),
         )
@@ -95,7 +96,7 @@ fn canary_info(dest_name: &str, subject: &str, author: (&str, &str)) -> WriteInf
 }
 
 pub(crate) async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
-    let kind = rt.kind(crate::api::Builtin::Destination);
+    let kind = builtin(crate::api::Builtin::Destination);
     let dest = typed(&obj)?;
     let key = ObjectKey::of(&obj);
     let name = key.name.clone();
@@ -117,7 +118,7 @@ pub(crate) async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> 
     let store_ready = match crate::api::Builtin::state_store(&store_ref.kind) {
         Some(store_kind) => rt
             .cp
-            .get(&rt.kind(store_kind), None, &store_ref.name)
+            .get(&builtin(store_kind), None, &store_ref.name)
             .await?
             .map(|store| status::status_or_default::<StateStoreStatus>(&store))
             .and_then(|s| condition::find(&s.conditions, types::READY).cloned()),
@@ -220,7 +221,7 @@ fn not_admitted(refused: &PathRefusal) -> Condition {
 
 /// Records the Destination's `Ready` condition for its current generation.
 async fn set_ready(rt: &Runtime, obj: &Object, ready: Condition) -> Result<(), Error> {
-    let kind = rt.kind(crate::api::Builtin::Destination);
+    let kind = builtin(crate::api::Builtin::Destination);
     let generation = obj.metadata.generation;
     status::update_typed_status(
         rt.cp.as_ref(),
@@ -239,10 +240,10 @@ async fn set_ready(rt: &Runtime, obj: &Object, ready: Condition) -> Result<(), E
 /// Removes every placement on the Destination (their finalizers delete their files), then the
 /// canary files, then lets the Destination go. Unless `cleanup: all`, files are left in place.
 async fn deregister(rt: &Runtime, obj: &Object, dest: &Destination) -> Result<Next, Error> {
-    let kind = rt.kind(crate::api::Builtin::Destination);
+    let kind = builtin(crate::api::Builtin::Destination);
     let name = obj.metadata.name.clone().unwrap_or_default();
     let keep_files = !dest.spec.cleanup_all();
-    let wp_kind = rt.kind(crate::api::Builtin::WorkPlacement);
+    let wp_kind = builtin(crate::api::Builtin::WorkPlacement);
     let placements = rt
         .cp
         .list(

@@ -6,6 +6,7 @@ use crate::api::{labels, Destination, FilepathMode, Object, WorkPlacementSpec, W
 use crate::controllers::placement::layout;
 use crate::controllers::placement::layout::PlacementContext;
 use crate::controllers::placement::layout::PlacementFiles;
+use crate::platform::builtin;
 use crate::store::Selector;
 
 use crate::controllers::placement::error::{Invalid, WriteError};
@@ -116,7 +117,7 @@ pub(super) async fn aggregated(
     let all = rt
         .cp
         .list(
-            &rt.kind(crate::api::Builtin::WorkPlacement),
+            &builtin(crate::api::Builtin::WorkPlacement),
             None,
             &Selector::from_labels([(labels::TARGET_DESTINATION, name.as_str())]),
         )

@@ -29,6 +29,7 @@ use crate::api::{
     WorkPlacement, WorkPlacementSpec, WorkPlacementStatus,
 };
 use crate::events::{self, Reason};
+use crate::platform::builtin;
 use crate::store::Selector;
 
 use crate::controllers::placement::conditions::failed_conditions;
@@ -65,7 +66,7 @@ async fn update_wp_status(
     wp: &Object,
     change: impl FnMut(&mut WorkPlacementStatus),
 ) -> Result<Option<Object>, Error> {
-    let kind = rt.kind(crate::api::Builtin::WorkPlacement);
+    let kind = builtin(crate::api::Builtin::WorkPlacement);
     status::update_typed_status(
         rt.cp.as_ref(),
         &kind,
@@ -101,7 +102,7 @@ pub(crate) async fn own_files_at_creation(
     };
     let Some(store) = rt
         .cp
-        .get(&rt.kind(store_kind), None, &store_ref.name)
+        .get(&builtin(store_kind), None, &store_ref.name)
         .await?
     else {
         return Ok(());
@@ -139,14 +140,14 @@ pub(crate) async fn reconcile(rt: &Runtime, wp: Object) -> Result<Next, Error> {
             drift::Decision::Rewrite => drift_check = true,
         }
     }
-    let wp_kind = rt.kind(crate::api::Builtin::WorkPlacement);
+    let wp_kind = builtin(crate::api::Builtin::WorkPlacement);
     let namespace = wp.metadata.namespace.clone().unwrap_or_default();
     let dest_name = spec_of(&wp)
         .map_err(|source| Error::malformed(&wp, "WorkPlacement", source))?
         .target_destination_name;
     let Some(dest_obj) = rt
         .cp
-        .get(&rt.kind(crate::api::Builtin::Destination), None, &dest_name)
+        .get(&builtin(crate::api::Builtin::Destination), None, &dest_name)
         .await?
     else {
         if deleting {
@@ -210,7 +211,7 @@ pub(crate) async fn reconcile(rt: &Runtime, wp: Object) -> Result<Next, Error> {
     let work = rt
         .cp
         .get(
-            &rt.kind(crate::api::Builtin::Work),
+            &builtin(crate::api::Builtin::Work),
             Some(&namespace),
             &work_name,
         )
@@ -275,7 +276,7 @@ async fn seen_deleting(
         let dest_name = dest.metadata.name.as_deref().unwrap_or_default();
         rt.cp
             .list(
-                &rt.kind(crate::api::Builtin::WorkPlacement),
+                &builtin(crate::api::Builtin::WorkPlacement),
                 None,
                 &Selector::from_labels([(labels::TARGET_DESTINATION, dest_name)]),
             )
@@ -290,7 +291,7 @@ async fn seen_deleting(
     let store_ready = match crate::api::Builtin::state_store(&store_ref.kind) {
         Some(kind) => rt
             .cp
-            .get(&rt.kind(kind), None, &store_ref.name)
+            .get(&builtin(kind), None, &store_ref.name)
             .await?
             .map(|store| status::status_or_default::<StateStoreStatus>(&store))
             .is_some_and(|s| condition::is_true(&s.conditions, types::READY)),

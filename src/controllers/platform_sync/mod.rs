@@ -31,6 +31,7 @@ use crate::api::destination::FilepathMode;
 use crate::api::{labels, Destination, KindInfo, Object, ObjectKey, GROUP};
 use crate::controllers::placement::layout;
 use crate::controllers::{destination, status, Error, Next, Runtime};
+use crate::platform::builtin;
 use decide::{Counts, Entry, Live, Observed, Seen, Served};
 
 /// How soon a sync with documents waiting for their kind looks again.
@@ -259,7 +260,7 @@ async fn write_status(
     sync: Option<&SyncStatus>,
     condition: crate::api::Condition,
 ) -> Result<(), Error> {
-    let kind = rt.kind(crate::api::Builtin::Destination);
+    let kind = builtin(crate::api::Builtin::Destination);
     let sync = sync
         .map(serde_json::to_value)
         .transpose()

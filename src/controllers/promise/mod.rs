@@ -9,6 +9,7 @@ pub(crate) mod revision;
 pub(crate) mod summary;
 
 use crate::events::{self, Reason};
+use crate::platform::builtin;
 
 use crate::api::hash::spec_hash;
 use crate::api::object::label;
@@ -79,7 +80,7 @@ pub(crate) async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> 
     let promise = typed(&obj)?;
     let name = obj.metadata.name.clone().unwrap_or_default();
     let subject = Subject {
-        kind: rt.kind(crate::api::Builtin::Promise),
+        kind: builtin(crate::api::Builtin::Promise),
         promise_name: name,
         workflow_type: WorkflowType::Promise,
         hash: spec_hash(&obj.data),
@@ -96,7 +97,7 @@ async fn act(
     obj: &Object,
     decision: &gate::Decision<decide::StatusChange<'_>>,
 ) -> Result<Next, Error> {
-    let kind = rt.kind(crate::api::Builtin::Promise);
+    let kind = builtin(crate::api::Builtin::Promise);
     workflow::write(rt, &kind, obj, decision, decide::StatusChange::apply).await?;
     Ok(decision.next)
 }
@@ -307,7 +308,7 @@ async fn requirements_of(
 /// Requests first (their delete workflows need the Promise), then the promise delete workflow,
 /// then every Work of the Promise (their files leave the state stores), then the finalizer.
 async fn teardown(rt: &Runtime, subject: &Subject, promise: &Promise) -> Result<Next, Error> {
-    let kind = rt.kind(crate::api::Builtin::Promise);
+    let kind = builtin(crate::api::Builtin::Promise);
     if let Some(request_kind) = promise_api::request_kind(promise)
         .ok()
         .flatten()

@@ -10,6 +10,7 @@ use serde_json::{json, Map, Value};
 
 use crate::api::versions::{run_version, BindingHealth};
 use crate::api::{HealthRecord, Object, ObjectKey};
+use crate::platform::builtin;
 
 use crate::controllers::request::health_index::Named;
 use crate::controllers::{lookups, Error, Runtime};
@@ -157,7 +158,7 @@ pub(crate) async fn health_status(
         namespace: request.metadata.namespace.as_deref().unwrap_or_default(),
         name: request.metadata.name.as_deref().unwrap_or_default(),
     };
-    let kind = rt.kind(crate::api::Builtin::HealthRecord);
+    let kind = builtin(crate::api::Builtin::HealthRecord);
     let mut records = Vec::new();
     // Kratix looks at every namespace: a record need not live beside its request. The index
     // names the records about this request, wherever they live.

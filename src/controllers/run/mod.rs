@@ -19,6 +19,7 @@ mod status_yaml;
 use tracing::{error, warn};
 
 use crate::api::{Object, ObjectKey, PipelineRun, PipelineRunPhase, PipelineRunStatus};
+use crate::platform::builtin;
 use crate::store::Selector;
 
 use crate::controllers::now_rfc3339;
@@ -52,14 +53,14 @@ async fn update_run_status(
     key: &ObjectKey,
     change: impl FnMut(&mut PipelineRunStatus),
 ) -> Result<Option<Object>, Error> {
-    let kind = rt.kind(crate::api::Builtin::PipelineRun);
+    let kind = builtin(crate::api::Builtin::PipelineRun);
     status::update_typed_status(rt.cp.as_ref(), &kind, key, "PipelineRun", change).await
 }
 
 /// Looks at every run found `Running` when the controllers start: those whose executor is gone
 /// were interrupted and run again; those a live executor carries out are left alone.
 pub(crate) async fn recover_interrupted(rt: &Runtime) -> Result<(), Error> {
-    let kind = rt.kind(crate::api::Builtin::PipelineRun);
+    let kind = builtin(crate::api::Builtin::PipelineRun);
     for run in rt.cp.list(&kind, None, &Selector::everything()).await? {
         if phase(&run) == Some(PipelineRunPhase::Running) {
             settle_running(rt, &run).await?;
@@ -70,7 +71,7 @@ pub(crate) async fn recover_interrupted(rt: &Runtime) -> Result<(), Error> {
 
 pub(crate) async fn reconcile(rt: &Runtime, run: Object) -> Result<Next, Error> {
     match phase(&run) {
-        Some(PipelineRunPhase::Pending) => claim_and_start(rt, &ObjectKey::of(&run)).await,
+        Some(PipelineRunPhase::Pending) => claim_and_start(rt, &ObjectKey::of(&run)),
         Some(PipelineRunPhase::Running) => settle_running(rt, &run).await,
         _ => Ok(Next::Done),
     }
@@ -94,7 +95,7 @@ async fn settle_running(rt: &Runtime, run: &Object) -> Result<Next, Error> {
             let fresh = rt
                 .cp
                 .get(
-                    &rt.kind(crate::api::Builtin::PipelineRun),
+                    &builtin(crate::api::Builtin::PipelineRun),
                     key.namespace.as_deref(),
                     &key.name,
                 )
@@ -130,7 +131,7 @@ const CLAIM_RECHECK: std::time::Duration = std::time::Duration::from_secs(10);
 /// Starts carrying out a `Pending` run in a task of its own. The task waits for one of the
 /// pipeline slots, then claims the run for this executor: a run is `Running` (and its start
 /// time set) only once it really runs, and other executors may take it until then.
-async fn claim_and_start(rt: &Runtime, key: &ObjectKey) -> Result<Next, Error> {
+fn claim_and_start(rt: &Runtime, key: &ObjectKey) -> Result<Next, Error> {
     if rt.is_executing(key) {
         return Ok(Next::Done);
     }
@@ -312,7 +313,7 @@ async fn finish(rt: &Runtime, claimed: &Object, finished: &Finished) -> Result<(
     let done = now_rfc3339();
     let me = &rt.executor;
     let mut ours = true;
-    let kind = rt.kind(crate::api::Builtin::PipelineRun);
+    let kind = builtin(crate::api::Builtin::PipelineRun);
     status::update_typed_status_of(
         rt.cp.as_ref(),
         &kind,

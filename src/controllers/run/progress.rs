@@ -5,6 +5,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use tracing::warn;
 
 use crate::api::{ObjectKey, PipelineRunPhase, PipelineRunStatus};
+use crate::platform::builtin;
 
 use crate::controllers::run::claims::Executor;
 use crate::controllers::{status, ErrorChain, Runtime};
@@ -22,7 +23,7 @@ pub(super) async fn store(
         while let Ok(newer) = told.try_recv() {
             message = newer;
         }
-        let kind = rt.kind(crate::api::Builtin::PipelineRun);
+        let kind = builtin(crate::api::Builtin::PipelineRun);
         let stored = status::update_typed_status(
             rt.cp.as_ref(),
             &kind,

@@ -8,6 +8,7 @@ use tracing::warn;
 use crate::api::pipeline::Pipeline;
 use crate::api::{secret, Builtin};
 use crate::pipeline::DockerConfig;
+use crate::platform::builtin;
 
 use crate::controllers::{Error, Runtime};
 
@@ -50,7 +51,7 @@ pub(crate) async fn registries(
     for name in secret_names(pipeline) {
         let found = rt
             .cp
-            .get(&rt.kind(Builtin::Secret), Some(namespace), &name)
+            .get(&builtin(Builtin::Secret), Some(namespace), &name)
             .await?;
         let values = found
             .as_ref()

@@ -18,6 +18,7 @@ use crate::api::secret;
 use crate::api::state_store::{SecretRef, StateStoreStatus};
 use crate::api::{ConditionStatus, KindInfo, Object, ObjectKey};
 use crate::events::Reason;
+use crate::platform::builtin;
 use crate::store::Selector;
 
 use crate::controllers::state_store::commit_template::Template;
@@ -123,7 +124,7 @@ impl Cache {
                 message: format!("{kind:?} is not a kind of state store"),
             }));
         };
-        let Some(obj) = rt.cp.get(&rt.kind(store_kind), None, name).await? else {
+        let Some(obj) = rt.cp.get(&builtin(store_kind), None, name).await? else {
             return Ok(Err(NotReady {
                 reason: crate::api::words::reasons::STATE_STORE_NOT_FOUND,
                 message: format!("{kind} {name:?} not found"),
@@ -289,7 +290,7 @@ async fn secret_of(
     let (name, ns) = (secret_ref.name.as_str(), secret_ref.namespace());
     let Some(secret_obj) = rt
         .cp
-        .get(&rt.kind(crate::api::Builtin::Secret), Some(ns), name)
+        .get(&builtin(crate::api::Builtin::Secret), Some(ns), name)
         .await?
     else {
         return Ok(Err(NotReady {
@@ -345,7 +346,7 @@ pub(crate) async fn stores_using_secret(
     for kind in crate::api::kinds::STATE_STORES {
         for store in rt
             .cp
-            .list(&rt.kind(kind), None, &Selector::everything())
+            .list(&builtin(kind), None, &Selector::everything())
             .await?
         {
             let uses = SecretRef::of(&store).and_then(Result::ok).is_some_and(|r| {

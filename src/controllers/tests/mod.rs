@@ -1,5 +1,6 @@
 use super::*;
 use crate::metrics::ErrorCategory;
+use crate::platform::builtin;
 
 mod pipeline_run;
 mod platform_destination;
@@ -146,7 +147,7 @@ fn git_store(url: &str) -> serde_json::Value {
 
 async fn store(rt: &Runtime, kind: crate::api::Builtin, value: serde_json::Value) -> ObjectKey {
     let obj: crate::api::Object = serde_json::from_value(value).expect("an object");
-    let stored = rt.cp.create(&rt.kind(kind), &obj).await.expect("stored");
+    let stored = rt.cp.create(&builtin(kind), &obj).await.expect("stored");
     ObjectKey::of(&stored)
 }
 
@@ -241,7 +242,7 @@ async fn a_request_reconcile_names_its_writes() {
         .expect("the Promise is reconciled");
     let stored = rt
         .cp
-        .get(&rt.kind(crate::api::Builtin::Promise), None, &promise.name)
+        .get(&builtin(crate::api::Builtin::Promise), None, &promise.name)
         .await
         .expect("read")
         .expect("the Promise");
@@ -342,7 +343,7 @@ async fn thing_promise(
     }
     let stored = rt
         .cp
-        .get(&rt.kind(crate::api::Builtin::Promise), None, &promise.name)
+        .get(&builtin(crate::api::Builtin::Promise), None, &promise.name)
         .await
         .expect("read")
         .expect("the Promise");
@@ -368,7 +369,7 @@ async fn thing_request(rt: &Runtime, thing: &crate::api::KindInfo) -> ObjectKey 
 async fn a_request_waiting_for_its_promise_names_its_writes() {
     let (_home, rt, recording) = recorded_runtime();
     let thing = thing_promise(&rt, serde_json::json!({}), true).await;
-    let promises = rt.kind(crate::api::Builtin::Promise);
+    let promises = builtin(crate::api::Builtin::Promise);
     let mut promise = rt
         .cp
         .get(&promises, None, "thing")
@@ -472,7 +473,7 @@ async fn a_paused_promise_names_its_writes() {
         )]
     );
     // Unpaused: the label that runs the workflow again first, then the pending condition.
-    let promises = rt.kind(crate::api::Builtin::Promise);
+    let promises = builtin(crate::api::Builtin::Promise);
     let mut current = rt
         .cp
         .get(&promises, None, "plain")

@@ -42,7 +42,7 @@ async fn a_pending_run_reconcile_names_its_writes() {
         serde_json::from_value(run(serde_json::json!({"phase": "Pending"}))).expect("a run");
     let stored = rt
         .cp
-        .create_with_status(&rt.kind(crate::api::Builtin::PipelineRun), &obj)
+        .create_with_status(&builtin(crate::api::Builtin::PipelineRun), &obj)
         .await
         .expect("stored");
     let key = ObjectKey::of(&stored);
@@ -77,7 +77,7 @@ async fn an_abandoned_run_reconcile_names_its_writes() {
     .expect("a run");
     let stored = rt
         .cp
-        .create_with_status(&rt.kind(crate::api::Builtin::PipelineRun), &obj)
+        .create_with_status(&builtin(crate::api::Builtin::PipelineRun), &obj)
         .await
         .expect("stored");
     let key = ObjectKey::of(&stored);

@@ -106,7 +106,7 @@ async fn a_platform_sync_reconcile_names_its_writes() {
 async fn without_revision(rt: &Runtime, writes: &[String]) -> Vec<String> {
     let stored = rt
         .cp
-        .get(&rt.kind(crate::api::Builtin::Destination), None, "platform")
+        .get(&builtin(crate::api::Builtin::Destination), None, "platform")
         .await
         .expect("read")
         .expect("the Destination");

@@ -97,7 +97,7 @@ async fn a_work_placement_reconcile_names_its_writes() {
     let stored = rt
         .cp
         .get(
-            &rt.kind(crate::api::Builtin::WorkPlacement),
+            &builtin(crate::api::Builtin::WorkPlacement),
             Some("default"),
             &key.name,
         )

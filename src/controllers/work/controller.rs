@@ -14,6 +14,7 @@ use crate::controllers::work::schedule;
 use crate::controllers::work::schedule::DestinationInfo;
 use crate::controllers::work::schedule::ExistingPlacement;
 use crate::controllers::work::schedule::WorkKind;
+use crate::platform::builtin;
 
 use crate::controllers::placement;
 use crate::controllers::work::conditions::status_due;
@@ -61,14 +62,14 @@ async fn remove(rt: &Runtime, work: &Object, placements: &[Object]) -> Result<Ne
         .and_then(|a| a.get(labels::REMOVAL_REASON))
         .cloned()
         .unwrap_or_else(|| "delete".into());
-    let wp_kind = rt.kind(crate::api::Builtin::WorkPlacement);
+    let wp_kind = builtin(crate::api::Builtin::WorkPlacement);
     for wp in placements {
         remove_with_reason(rt, &wp_kind, wp, &reason).await?;
     }
     if placements.is_empty() {
         status::remove_finalizer(
             rt.cp.as_ref(),
-            &rt.kind(crate::api::Builtin::Work),
+            &builtin(crate::api::Builtin::Work),
             work,
             finalizers::WORK,
         )
@@ -79,8 +80,8 @@ async fn remove(rt: &Runtime, work: &Object, placements: &[Object]) -> Result<Ne
 
 /// Schedules a Work: creates, updates and deletes its WorkPlacements, then reports.
 pub(crate) async fn reconcile(rt: &Runtime, work: Object) -> Result<Next, Error> {
-    let kind = rt.kind(crate::api::Builtin::Work);
-    let wp_kind = rt.kind(crate::api::Builtin::WorkPlacement);
+    let kind = builtin(crate::api::Builtin::Work);
+    let wp_kind = builtin(crate::api::Builtin::WorkPlacement);
     let key = ObjectKey::of(&work);
     let name = key.name.clone();
     let namespace = key.namespace.clone().unwrap_or_default();
@@ -222,7 +223,7 @@ async fn upsert_placement(
     placement: &Placement<'_>,
     listed: Option<&Object>,
 ) -> Result<bool, Error> {
-    let kind = rt.kind(crate::api::Builtin::WorkPlacement);
+    let kind = builtin(crate::api::Builtin::WorkPlacement);
     let namespace = work.metadata.namespace.clone().unwrap_or_default();
     let work_name = work.metadata.name.clone().unwrap_or_default();
     let group = placement.group;

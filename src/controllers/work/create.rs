@@ -7,6 +7,7 @@ use crate::api::work::WorkloadGroup;
 use crate::api::{
     finalizers, labels, Object, ObjectKey, Promise, Work, WorkSpec, WorkType, SYSTEM_NAMESPACE,
 };
+use crate::platform::builtin;
 
 use crate::controllers::work::delete::delete_works;
 use crate::controllers::work::query::selector;
@@ -63,7 +64,7 @@ impl From<crate::store::Error> for Upsert {
 
 /// Finds the Work by its labels (Kratix's identity) and replaces its spec, or creates it.
 pub(crate) async fn upsert_work(rt: &Runtime, new: &NewWork<'_>) -> Result<(), Upsert> {
-    let kind = rt.kind(crate::api::Builtin::Work);
+    let kind = builtin(crate::api::Builtin::Work);
     let spec = WorkSpec {
         promise_name: new.promise_name.to_string(),
         resource_name: new.resource.to_string(),
@@ -123,7 +124,7 @@ pub(crate) async fn sync_static_dependencies(rt: &Runtime, promise: &Promise) ->
     let existing = rt
         .cp
         .list(
-            &rt.kind(crate::api::Builtin::Work),
+            &builtin(crate::api::Builtin::Work),
             Some(SYSTEM_NAMESPACE),
             &selector(&work_labels),
         )

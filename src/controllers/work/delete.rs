@@ -2,6 +2,7 @@
 //! going away.
 
 use crate::api::{labels, KindInfo, Object, ObjectKey};
+use crate::platform::builtin;
 
 use crate::controllers::work::query::selector;
 use crate::controllers::{status, Error, Runtime};
@@ -12,7 +13,7 @@ pub(crate) async fn delete_works(
     works: &[Object],
     reason: &str,
 ) -> Result<(), Error> {
-    let kind = rt.kind(crate::api::Builtin::Work);
+    let kind = builtin(crate::api::Builtin::Work);
     for work in works {
         remove_with_reason(rt, &kind, work, reason).await?;
     }
@@ -45,7 +46,7 @@ pub(crate) async fn delete_all_of_promise(rt: &Runtime, promise: &str) -> Result
     let works = rt
         .cp
         .list(
-            &rt.kind(crate::api::Builtin::Work),
+            &builtin(crate::api::Builtin::Work),
             None,
             &selector(&[(labels::PROMISE_NAME, promise)]),
         )

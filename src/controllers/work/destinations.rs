@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::api::Object;
 use crate::controllers::{Error, Runtime};
+use crate::platform::builtin;
 use crate::store::Selector;
 
 #[derive(Debug, Default)]
@@ -34,7 +35,7 @@ impl Destinations {
         let listed = Arc::new(
             rt.cp
                 .list(
-                    &rt.kind(crate::api::Builtin::Destination),
+                    &builtin(crate::api::Builtin::Destination),
                     None,
                     &Selector::everything(),
                 )

@@ -2,6 +2,7 @@
 
 use crate::api::{labels, Object, WorkPlacementStatus, SYSTEM_NAMESPACE};
 use crate::api::{WorkType, WorkflowType};
+use crate::platform::builtin;
 use crate::store::Selector;
 
 use crate::controllers::subject::Subject;
@@ -20,7 +21,7 @@ pub(super) async fn placements_of(
     Ok(rt
         .cp
         .list(
-            &rt.kind(crate::api::Builtin::WorkPlacement),
+            &builtin(crate::api::Builtin::WorkPlacement),
             namespace,
             &selector(&[(labels::WORK, work_name)]),
         )
@@ -51,7 +52,7 @@ pub(crate) async fn works_of(rt: &Runtime, subject: &Subject) -> Result<Vec<Obje
     let mut works = rt
         .cp
         .list(
-            &rt.kind(crate::api::Builtin::Work),
+            &builtin(crate::api::Builtin::Work),
             Some(&subject.run_namespace()),
             &sel,
         )
@@ -60,7 +61,7 @@ pub(crate) async fn works_of(rt: &Runtime, subject: &Subject) -> Result<Vec<Obje
         let statics = rt
             .cp
             .list(
-                &rt.kind(crate::api::Builtin::Work),
+                &builtin(crate::api::Builtin::Work),
                 Some(SYSTEM_NAMESPACE),
                 &selector(&[
                     (labels::PROMISE_NAME, &subject.promise_name),

@@ -8,6 +8,7 @@ use crate::api::WorkflowType;
 use crate::api::{labels, Object, ObjectKey, PipelineRun, PipelineRunSpec, PipelineRunStatus};
 use crate::controllers::workflow::decide;
 use crate::controllers::workflow::decide::RunRecord;
+use crate::platform::builtin;
 
 pub(crate) use crate::controllers::workflow::decide::plan::{
     decide, new_record, Decided, Position,
@@ -120,7 +121,7 @@ async fn start_run(
     let mut status = PipelineRunStatus::default();
     let claimed = crate::controllers::run::ClaimedAtCreation::take(rt, &key, &mut status);
     typed.status = Some(status);
-    let kind = rt.kind(crate::api::Builtin::PipelineRun);
+    let kind = builtin(crate::api::Builtin::PipelineRun);
     let created = match crate::api::object::from_typed_with_spec(&typed, stored) {
         Ok(run) if claimed.is_some() => rt.cp.create_with_status(&kind, &run).await,
         Ok(run) => rt.cp.create(&kind, &run).await,
@@ -172,7 +173,7 @@ async fn prune(
     let started_one = started.is_some();
     records.extend(started);
     let doomed = decide::runs_to_prune(action, names, &records, RUNS_TO_KEEP);
-    let kind = rt.kind(crate::api::Builtin::PipelineRun);
+    let kind = builtin(crate::api::Builtin::PipelineRun);
     for (obj, _) in runs.iter().filter(|(_, r)| doomed.contains(&r.sequence)) {
         crate::controllers::run::folder::remove(rt.platform.run_dir(obj), &ObjectKey::of(obj))
             .await;

@@ -19,6 +19,7 @@ use crate::api::{KindInfo, Object, ObjectKey};
 use crate::controllers::workflow::decide::deleting::DeleteLook;
 use crate::controllers::workflow::decide::gate;
 use crate::controllers::workflow::decide::RunRecord;
+use crate::platform::builtin;
 use serde_json::Value;
 
 use crate::controllers::now_ms;
@@ -122,7 +123,7 @@ pub(crate) async fn delete_step(
     pipelines: &[Pipeline],
 ) -> Result<DeleteStep, Error> {
     let namespace = subject.run_namespace();
-    let kind = rt.kind(crate::api::Builtin::Namespace);
+    let kind = builtin(crate::api::Builtin::Namespace);
     let stored = rt.cp.get(&kind, None, &namespace).await?;
     if decide::deleting::namespace_terminating(stored.as_ref()) {
         tracing::warn!(object = %subject.key(), %namespace, "its namespace is being deleted: the delete workflow cannot run there and is skipped");

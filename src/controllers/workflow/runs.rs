@@ -5,6 +5,7 @@ use crate::api::{Object, ObjectKey, PipelineRunSpec, PipelineRunStatus};
 use crate::controllers::workflow::decide::RunPhase;
 use crate::controllers::workflow::decide::RunRecord;
 use crate::controllers::workflow::decide::Suspension;
+use crate::platform::builtin;
 
 use serde::Deserialize;
 
@@ -55,7 +56,7 @@ pub(crate) async fn runs_of(
     let runs = rt
         .cp
         .list(
-            &rt.kind(crate::api::Builtin::PipelineRun),
+            &builtin(crate::api::Builtin::PipelineRun),
             Some(&subject.run_namespace()),
             &selector,
         )
@@ -68,7 +69,7 @@ pub(crate) async fn runs_of(
 
 /// Deletes the run records (and their folders) of a Promise or request that is going away.
 pub(crate) async fn delete_runs(rt: &Runtime, subject: &Subject) -> Result<(), Error> {
-    let kind = rt.kind(crate::api::Builtin::PipelineRun);
+    let kind = builtin(crate::api::Builtin::PipelineRun);
     for (run, _) in runs_of(rt, subject).await? {
         crate::controllers::run::folder::remove(rt.platform.run_dir(&run), &ObjectKey::of(&run))
             .await;

@@ -14,6 +14,7 @@ use crate::api::{
     WorkType,
 };
 use crate::events::{self, Reason};
+use crate::platform::builtin;
 use crate::store::Selector;
 
 use crate::controllers::placement::commit_message::generation_and_annotations;
@@ -41,7 +42,7 @@ pub(super) async fn write_batch(
     work: Option<&Object>,
     batch: &[Object],
 ) -> Result<(), WriteError> {
-    let wp_kind = rt.kind(crate::api::Builtin::WorkPlacement);
+    let wp_kind = builtin(crate::api::Builtin::WorkPlacement);
     let dest_name = dest_obj.metadata.name.clone().unwrap_or_default();
     // Observe: each placement's files, and what else on the Destination the write must mind.
     let mut members = Vec::with_capacity(batch.len());
@@ -168,7 +169,7 @@ async fn others_on(
     let others = rt
         .cp
         .list(
-            &rt.kind(crate::api::Builtin::WorkPlacement),
+            &builtin(crate::api::Builtin::WorkPlacement),
             None,
             &Selector::from_labels([(labels::TARGET_DESTINATION, dest_name)]),
         )

@@ -17,6 +17,7 @@ use crate::api::{
     crds, defaults, labels, secret, Builtin, Condition, ConditionStatus, Object, ObjectKey,
     PromiseRelease,
 };
+use crate::platform::builtin;
 use crate::store::Selector;
 
 use crate::controllers::{now_rfc3339, status, Error, Next, Runtime};
@@ -69,7 +70,7 @@ impl Outcome {
 }
 
 pub(crate) async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> {
-    let kind = rt.kind(Builtin::PromiseRelease);
+    let kind = builtin(Builtin::PromiseRelease);
     let release: PromiseRelease =
         to_typed(&obj).map_err(|source| Error::malformed(&obj, "PromiseRelease", source))?;
     let name = obj.metadata.name.clone().unwrap_or_default();
@@ -132,7 +133,7 @@ async fn fetch(
             let (ns, secret_name) = (secret_ref.namespace(), secret_ref.name.as_str());
             let found = rt
                 .cp
-                .get(&rt.kind(Builtin::Secret), Some(ns), secret_name)
+                .get(&builtin(Builtin::Secret), Some(ns), secret_name)
                 .await?;
             let values = found
                 .as_ref()
@@ -185,7 +186,7 @@ async fn install(
     name: &str,
     mut fetched: Value,
 ) -> Result<(), Error> {
-    let kind = rt.kind(Builtin::Promise);
+    let kind = builtin(Builtin::Promise);
     // As the API server would store it: with the defaults of the Promise CRD.
     if let Some(schema) = crds::schema_of("Promise") {
         defaults::apply(schema, &mut fetched);
@@ -235,12 +236,12 @@ async fn install(
 
 /// Deletes the release's Promises, then lets the release go.
 async fn teardown(rt: &Runtime, obj: &Object, name: &str) -> Result<Next, Error> {
-    let kind = rt.kind(Builtin::Promise);
+    let kind = builtin(Builtin::Promise);
     let installed = installed_promises(rt, name).await?;
     if installed.is_empty() {
         status::remove_finalizer(
             rt.cp.as_ref(),
-            &rt.kind(Builtin::PromiseRelease),
+            &builtin(Builtin::PromiseRelease),
             obj,
             FINALIZER,
         )
@@ -260,7 +261,7 @@ async fn installed_promises(rt: &Runtime, release: &str) -> Result<Vec<Object>, 
     let selector = Selector::from_labels([(RELEASE_NAME_LABEL, release)]);
     Ok(rt
         .cp
-        .list(&rt.kind(Builtin::Promise), None, &selector)
+        .list(&builtin(Builtin::Promise), None, &selector)
         .await?)
 }
 
@@ -268,7 +269,7 @@ async fn set_outcome(rt: &Runtime, obj: &Object, outcome: &Outcome) -> Result<()
     let now = now_rfc3339();
     status::update_typed_status(
         rt.cp.as_ref(),
-        &rt.kind(Builtin::PromiseRelease),
+        &builtin(Builtin::PromiseRelease),
         &ObjectKey::of(obj),
         "PromiseRelease",
         |s: &mut PromiseReleaseStatus| {
@@ -289,7 +290,7 @@ pub(crate) async fn using_secret(
     let releases = rt
         .cp
         .list(
-            &rt.kind(Builtin::PromiseRelease),
+            &builtin(Builtin::PromiseRelease),
             None,
             &Selector::everything(),
         )

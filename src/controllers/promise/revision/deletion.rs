@@ -11,6 +11,7 @@
 use crate::api::object::{label, to_typed};
 use crate::api::{finalizers, labels, Builtin, Object, ResourceBinding};
 use crate::events::Reason;
+use crate::platform::builtin;
 use crate::store::Selector;
 
 use crate::controllers::promise::revision::is_latest;
@@ -56,7 +57,7 @@ async fn requests_naming(rt: &Runtime, promise: &str, version: &str) -> Result<V
     let selector = Selector::from_labels([(labels::PROMISE_NAME, promise)]);
     let bindings = rt
         .cp
-        .list(&rt.kind(Builtin::ResourceBinding), None, &selector)
+        .list(&builtin(Builtin::ResourceBinding), None, &selector)
         .await?;
     let mut requests: Vec<String> = bindings
         .iter()
@@ -79,7 +80,7 @@ async fn requests_naming(rt: &Runtime, promise: &str, version: &str) -> Result<V
 
 /// A revision being deleted: says which requests still name its version, then lets it go.
 pub(crate) async fn finish(rt: &Runtime, revision: &Object) -> Result<Next, Error> {
-    let kind = rt.kind(Builtin::PromiseRevision);
+    let kind = builtin(Builtin::PromiseRevision);
     if !status::has_finalizer(revision, finalizers::PROMISE_REVISION) {
         return Ok(Next::Done);
     }

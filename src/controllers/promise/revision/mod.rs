@@ -14,6 +14,7 @@ use serde_json::json;
 use crate::api::object::{label, to_typed};
 use crate::api::versions::{PromiseRef, LATEST_REVISION_LABEL};
 use crate::api::{finalizers, labels, names, Builtin, Object, ObjectKey, PromiseRevision, GROUP};
+use crate::platform::builtin;
 use crate::store::Selector;
 
 mod deletion;
@@ -114,7 +115,7 @@ pub(crate) async fn revisions_of(rt: &Runtime, promise: &str) -> Result<Vec<Obje
     let selector = Selector::from_labels([(labels::PROMISE_NAME, promise)]);
     Ok(rt
         .cp
-        .list(&rt.kind(Builtin::PromiseRevision), None, &selector)
+        .list(&builtin(Builtin::PromiseRevision), None, &selector)
         .await?)
 }
 
@@ -136,7 +137,7 @@ pub(crate) async fn sync(rt: &Runtime, promise: &Object) -> Result<(), Error> {
         return Ok(());
     };
     let promise_name = promise.metadata.name.clone().unwrap_or_default();
-    let kind = rt.kind(Builtin::PromiseRevision);
+    let kind = builtin(Builtin::PromiseRevision);
     let name = revision_name(&promise_name, version);
     let spec = json!({
         "promiseRef": PromiseRef { name: promise_name.clone() },
@@ -196,7 +197,7 @@ pub(crate) async fn sync(rt: &Runtime, promise: &Object) -> Result<(), Error> {
 
 /// `name` is the Promise's only latest revision: the label and `status.latest` say so.
 async fn mark_latest(rt: &Runtime, promise: &str, name: &str) -> Result<(), Error> {
-    let kind = rt.kind(Builtin::PromiseRevision);
+    let kind = builtin(Builtin::PromiseRevision);
     for obj in revisions_of(rt, promise).await? {
         let key = ObjectKey::of(&obj);
         let latest = key.name == name;
@@ -214,7 +215,7 @@ async fn mark_latest(rt: &Runtime, promise: &str, name: &str) -> Result<(), Erro
 }
 
 async fn set_latest_status(rt: &Runtime, key: &ObjectKey, latest: bool) -> Result<(), Error> {
-    let kind = rt.kind(Builtin::PromiseRevision);
+    let kind = builtin(Builtin::PromiseRevision);
     status::update_status(rt.cp.as_ref(), &kind, key, |_, s| {
         if latest {
             status::set_field(s, "latest", json!(true));
@@ -232,7 +233,7 @@ pub(crate) async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> 
     if obj.metadata.deletion_timestamp.is_some() {
         return deletion::finish(rt, &obj).await;
     }
-    let kind = rt.kind(Builtin::PromiseRevision);
+    let kind = builtin(Builtin::PromiseRevision);
     let Some(obj) =
         status::add_finalizer(rt.cp.as_ref(), &kind, &obj, finalizers::PROMISE_REVISION).await?
     else {
@@ -246,7 +247,7 @@ pub(crate) async fn reconcile(rt: &Runtime, obj: Object) -> Result<Next, Error> 
 /// Deletes every revision of a Promise that is going away (each goes once the revision
 /// controller has seen it go).
 pub(crate) async fn delete_all(rt: &Runtime, promise: &str) -> Result<(), Error> {
-    let kind = rt.kind(Builtin::PromiseRevision);
+    let kind = builtin(Builtin::PromiseRevision);
     for obj in revisions_of(rt, promise).await? {
         status::delete_if_present(rt.cp.as_ref(), &kind, &obj).await?;
     }

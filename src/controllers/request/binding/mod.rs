@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 use crate::api::object::{label, to_typed};
 use crate::api::versions::ResourceBindingStatus;
 use crate::api::{labels, names, Builtin, KindInfo, Object, ObjectKey};
+use crate::platform::builtin;
 use crate::store::Selector;
 
 use crate::controllers::promise::revision;
@@ -144,7 +145,7 @@ async fn find(rt: &Runtime, promise: &str, request: &Object) -> Result<Option<Ob
     let mut found = rt
         .cp
         .list(
-            &rt.kind(Builtin::ResourceBinding),
+            &builtin(Builtin::ResourceBinding),
             request.metadata.namespace.as_deref(),
             &selector,
         )
@@ -173,7 +174,7 @@ pub(crate) async fn record(
     let now = now_rfc3339();
     status::update_typed_status(
         rt.cp.as_ref(),
-        &rt.kind(Builtin::ResourceBinding),
+        &builtin(Builtin::ResourceBinding),
         &ObjectKey::of(&binding),
         "ResourceBinding",
         |s: &mut ResourceBindingStatus| {
@@ -206,7 +207,7 @@ async fn relabel(
     }
     let stored = status::update_object(
         rt.cp.as_ref(),
-        &rt.kind(Builtin::ResourceBinding),
+        &builtin(Builtin::ResourceBinding),
         &ObjectKey::of(binding),
         |b| {
             let current = crate::api::object::labels(b);
@@ -261,14 +262,14 @@ async fn create(
     tracing::info!(binding = %name, %version, "resource binding created");
     Ok(rt
         .cp
-        .create(&rt.kind(Builtin::ResourceBinding), &obj)
+        .create(&builtin(Builtin::ResourceBinding), &obj)
         .await?)
 }
 
 /// Deletes the binding of a request that is going away.
 pub(crate) async fn delete_of(rt: &Runtime, promise: &str, request: &Object) -> Result<(), Error> {
     if let Some(binding) = find(rt, promise, request).await? {
-        status::delete_if_present(rt.cp.as_ref(), &rt.kind(Builtin::ResourceBinding), &binding)
+        status::delete_if_present(rt.cp.as_ref(), &builtin(Builtin::ResourceBinding), &binding)
             .await?;
     }
     Ok(())
