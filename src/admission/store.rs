@@ -16,6 +16,8 @@ pub(crate) struct Stored {
     /// It was stored before without a last-applied configuration (it was not made by `apply`),
     /// so the merge removed nothing; it has one now.
     pub without_history: bool,
+    /// It was created or changed; false when the merge left the stored object as it was.
+    pub changed: bool,
 }
 
 struct Merged {
@@ -85,16 +87,29 @@ pub(crate) async fn store_one(cp: &dyn ControlPlane, p: &Prepared) -> Result<Sto
             .get(&p.kind, ns.as_deref(), &name)
             .await
             .map_err(store_err)?;
+        let before = existing
+            .as_ref()
+            .and_then(|live| live.metadata.resource_version.clone());
         let (result, without_history) = match existing {
             None => (cp.create(&p.kind, &p.object).await, false),
             Some(live) => {
                 let merged = p.merged_with(&live)?;
+                if merged.object == live {
+                    // Nothing to change: no write (an identical update is still a round trip
+                    // through the API server's admission, for every document of every sync).
+                    return Ok(Stored {
+                        object: live,
+                        without_history: false,
+                        changed: false,
+                    });
+                }
                 (cp.update(&p.kind, &merged.object).await, !merged.history)
             }
         };
         match result {
             Ok(object) => {
                 return Ok(Stored {
+                    changed: object.metadata.resource_version != before || before.is_none(),
                     object,
                     without_history,
                 })

@@ -123,14 +123,8 @@ async fn admit(
     let Some(prepared) = prepared.into_iter().next() else {
         return Ok(Outcome::Unchanged);
     };
-    let key = prepared.key();
-    let before = rt
-        .cp
-        .get(&prepared.kind, key.namespace.as_deref(), &key.name)
-        .await?
-        .and_then(|o| o.metadata.resource_version);
     match admission::store_one(rt.cp.as_ref(), &prepared).await {
-        Ok(stored) if stored.object.metadata.resource_version == before => Ok(Outcome::Unchanged),
+        Ok(stored) if !stored.changed => Ok(Outcome::Unchanged),
         Ok(_) => Ok(Outcome::Applied),
         Err(admission::Error::Invalid { reason, .. }) => {
             Ok(Outcome::Failed(Refusal::Invalid, reason))
