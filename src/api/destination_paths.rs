@@ -43,6 +43,9 @@ impl PathClaim {
     }
 }
 
+const REASON_REQUIRED: &str = "PathRequired";
+const REASON_IN_USE: &str = "PathInUse";
+
 /// Why a Destination may not write, in Kratix's words.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum PathRefusal {
@@ -60,9 +63,14 @@ impl PathRefusal {
     /// The reason of the Destination's `Ready` condition and event.
     pub(crate) fn reason(&self) -> &'static str {
         match self {
-            PathRefusal::Required => "PathRequired",
-            PathRefusal::InUse { .. } => "PathInUse",
+            PathRefusal::Required => REASON_REQUIRED,
+            PathRefusal::InUse { .. } => REASON_IN_USE,
         }
+    }
+
+    /// Whether `reason` is one a refusal gives.
+    pub(crate) fn is_reason(reason: &str) -> bool {
+        matches!(reason, REASON_REQUIRED | REASON_IN_USE)
     }
 
     /// Kratix's message, with the Destination that holds the path.

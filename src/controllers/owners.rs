@@ -9,6 +9,7 @@ use crate::api::promise_release::RELEASE_NAME_LABEL;
 
 use crate::controllers::destination;
 use crate::controllers::lookups;
+use crate::controllers::placement::conditions::held_by_path_refusal;
 use crate::controllers::promise::release;
 use crate::controllers::promise::revision;
 use crate::controllers::request::binding;
@@ -83,6 +84,22 @@ impl Runtime {
                 {
                     out.push(ObjectKey::of(&work));
                 }
+                // Its placements held while it was refused a path (none, or another's): they
+                // are written once it is admitted, which changes no Work.
+                let placements = self
+                    .cp
+                    .list(
+                        &builtin(crate::api::Builtin::WorkPlacement),
+                        None,
+                        &Selector::from_labels([(labels::TARGET_DESTINATION, key.name.as_str())]),
+                    )
+                    .await?;
+                out.extend(
+                    placements
+                        .iter()
+                        .filter(|wp| held_by_path_refusal(&crate::api::condition::of(wp)))
+                        .map(ObjectKey::of),
+                );
                 // A path it held or gave up may admit or refuse another Destination.
                 for dest in self.destinations.all(self).await?.iter() {
                     let other = ObjectKey::of(dest);

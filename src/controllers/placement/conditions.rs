@@ -1,6 +1,7 @@
 //! The conditions a WorkPlacement reports: `WriteSucceeded` and `Ready`, once its files are
 //! written or when they could not be.
 
+use crate::api::destination_paths::PathRefusal;
 use crate::api::words::{readiness, types};
 use crate::api::{reasons, Condition, ConditionStatus};
 
@@ -50,9 +51,46 @@ pub(crate) fn failed_conditions(reason: &str, message: &str) -> [Condition; 2] {
     ]
 }
 
+/// Whether a placement is held back because its Destination was refused a path (its
+/// `WriteSucceeded` is `False` for that reason): its Destination's change wakes it, since its
+/// Destination being admitted changes no Work.
+pub(crate) fn held_by_path_refusal(conditions: &[Condition]) -> bool {
+    conditions.iter().any(|c| {
+        c.type_ == types::WRITE_SUCCEEDED
+            && c.status == ConditionStatus::False
+            && PathRefusal::is_reason(&c.reason)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_placement_held_by_its_destinations_path_waits_for_it() {
+        let cases = [
+            ("never written", vec![], false),
+            ("written", written_conditions(false).to_vec(), false),
+            (
+                "push refused",
+                failed_conditions("WorkloadsFailedWrite", "push refused").to_vec(),
+                false,
+            ),
+            (
+                "no path",
+                failed_conditions("PathRequired", "a path is required").to_vec(),
+                true,
+            ),
+            (
+                "path held by another",
+                failed_conditions("PathInUse", "in use").to_vec(),
+                true,
+            ),
+        ];
+        for (name, conditions, held) in cases {
+            assert_eq!(held_by_path_refusal(&conditions), held, "{name}");
+        }
+    }
 
     fn summary(conditions: &[Condition; 2]) -> Vec<(String, &'static str, String, String)> {
         conditions

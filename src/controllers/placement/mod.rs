@@ -4,7 +4,7 @@
 
 mod batch;
 pub(crate) mod commit_message;
-mod conditions;
+pub(crate) mod conditions;
 mod deletion;
 pub(crate) mod drift;
 mod error;
@@ -42,8 +42,6 @@ use error::WriteError;
 use write::write_batch;
 
 const RETRY_WRITE: Duration = Duration::from_secs(5);
-/// How soon a placement on a Destination that may not write is looked at again.
-const RETRY_REFUSED: Duration = Duration::from_secs(30);
 /// How soon a placement whose Work the Work controller is still changing is looked at again.
 const WAIT_FOR_WORK: Duration = Duration::from_millis(50);
 
@@ -184,8 +182,9 @@ pub(crate) async fn reconcile(rt: &Runtime, wp: Object) -> Result<Next, Error> {
                 &refused.message(),
             )
             .await?;
-            // Looked at again now and then: its Destination being admitted changes no Work.
-            return Ok(Next::After(RETRY_REFUSED));
+            // Its Destination's change (admitted, or its path given up by another, which
+            // changes its status) wakes it again.
+            return Ok(Next::Done);
         }
     }
     let work_name = label(&wp, labels::WORK).unwrap_or_default().to_string();

@@ -130,3 +130,61 @@ async fn a_work_placement_reconcile_names_its_writes() {
     );
     nothing_more(&rt, &recording, &key).await;
 }
+
+/// A Destination's change wakes the placements it held back while it was refused a path (its
+/// admission changes no Work, so nothing else would), and no other placement of it.
+#[tokio::test]
+async fn a_destinations_change_wakes_the_placements_its_path_held_back() {
+    let (_home, rt, _recording) = recorded_runtime();
+    let dest = store(
+        &rt,
+        crate::api::Builtin::Destination,
+        serde_json::json!({
+            "apiVersion": "platform.kratix.io/v1alpha1",
+            "kind": "Destination",
+            "metadata": {"name": "worker"},
+            "spec": {"path": "worker", "stateStoreRef": {"kind": "GitStateStore", "name": "default"}},
+        }),
+    )
+    .await;
+    let placement = |name: &str, reason: &str, target: &str| {
+        let status = if reason.is_empty() {
+            serde_json::json!({})
+        } else {
+            serde_json::json!({"conditions": [
+                {"type": "WriteSucceeded", "status": "False", "reason": reason, "message": "m",
+                 "lastTransitionTime": "2026-01-01T00:00:00Z"}]})
+        };
+        serde_json::json!({
+            "apiVersion": "platform.kratix.io/v1alpha1",
+            "kind": "WorkPlacement",
+            "metadata": {"name": name, "namespace": "default",
+                         "labels": {"kratix.io/targetDestinationName": target}},
+            "spec": {"targetDestinationName": target},
+            "status": status,
+        })
+    };
+    for (name, reason, target) in [
+        ("held", "PathInUse", "worker"),
+        ("pathless", "PathRequired", "worker"),
+        ("push-refused", "WorkloadsFailedWrite", "worker"),
+        ("never-tried", "", "worker"),
+        ("elsewhere", "PathInUse", "other"),
+    ] {
+        let obj: crate::api::Object =
+            serde_json::from_value(placement(name, reason, target)).expect("a placement");
+        rt.cp
+            .create_with_status(&builtin(crate::api::Builtin::WorkPlacement), &obj)
+            .await
+            .expect("stored with its status");
+    }
+    let woken: Vec<String> = rt
+        .affected_by(&dest, true, None)
+        .await
+        .expect("the Destination's dependents")
+        .into_iter()
+        .filter(|k| k.kind == "WorkPlacement")
+        .map(|k| k.name)
+        .collect();
+    assert_eq!(woken, ["held", "pathless"]);
+}
