@@ -167,19 +167,11 @@ scripts/testworld start "$KRATIX_TEST_ENGINE_DIR" --engine
 # Each lane is bounded well inside CI's limit, so that a hang fails its own lane with its output
 # instead of the whole run being cut off. The Kubernetes tests (tests/kubernetes*.rs) wait for
 # the Kubernetes build; every other test runs now.
-# The rest goes in two lanes side by side: most of their time is spent waiting (on servers
-# stopped or hung on purpose, on retries and intervals, on pipelines), not on the cores. The
-# slowest (a minute or more each, as the summary of a run shows) go in the second.
 kube_tests=" kubernetes kubernetes_jobs kubernetes_node "
-slow_tests=" run_claims store_faults git_writer crash_safety secrets containers git_transports "
 mapfile -t others < <(cut -f1 "$TESTS_TSV" | while read -r t; do
-    [[ $kube_tests == *" $t "* || $slow_tests == *" $t "* ]] || echo "$t"
-done)
-mapfile -t slow < <(cut -f1 "$TESTS_TSV" | while read -r t; do
-    [[ $slow_tests != *" $t "* ]] || echo "$t"
+    [[ $kube_tests == *" $t "* ]] || echo "$t"
 done)
 lane tests timeout 40m bash -c 'run_all "$@"' _ "${others[@]}"
-lane slow-tests timeout 40m bash -c 'run_all "$@"' _ "${slow[@]}"
 
 step "waiting for the Kubernetes build"
 finish kubernetes-build
@@ -201,7 +193,7 @@ lane node timeout 25m bash -c '
 
 # Every lane's log, and the run fails at the end if any lane failed.
 failed=()
-for l in tests slow-tests control-planes node; do
+for l in tests control-planes node; do
     step "waiting for lane $l"
     finish "$l" || failed+=("$l")
 done
