@@ -138,9 +138,8 @@ pub(crate) async fn declared_columns(
     if crate::api::kinds::builtin_kinds().contains(kind) {
         return Ok(Vec::new());
     }
-    let promise_kind = builtin(crate::api::Builtin::Promise);
     let promises = cp
-        .list(&promise_kind, None, &Selector::everything())
+        .list(&Platform::promise_kind(), None, &Selector::everything())
         .await?;
     Ok(promise_defining(&promises, kind)
         .and_then(|promise| promise.data.pointer("/spec/api"))

@@ -109,7 +109,7 @@ pub(crate) async fn store_one(cp: &dyn ControlPlane, p: &Prepared) -> Result<Sto
         match result {
             Ok(object) => {
                 return Ok(Stored {
-                    changed: object.metadata.resource_version != before || before.is_none(),
+                    changed: object.metadata.resource_version != before,
                     object,
                     without_history,
                 })

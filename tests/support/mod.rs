@@ -38,6 +38,22 @@ pub(crate) fn kubectl_get_json(
     (!out.trim().is_empty()).then(|| serde_json::from_str(&out).expect("kubectl prints JSON"))
 }
 
+/// `kubectl get KIND -o json EXTRA…` through `try_kubectl`: the list's items, none when the kind
+/// is unknown.
+pub(crate) fn kubectl_list_json(
+    try_kubectl: impl FnOnce(&[&str], &str) -> Result<String, String>,
+    kind: &str,
+    extra: &[&str],
+) -> Vec<Value> {
+    let mut args = vec!["get", kind, "-o", "json"];
+    args.extend_from_slice(extra);
+    let Ok(out) = try_kubectl(&args, "") else {
+        return vec![];
+    };
+    let list: Value = serde_json::from_str(&out).expect("kubectl prints JSON");
+    list["items"].as_array().cloned().unwrap_or_default()
+}
+
 /// One platform home and the binary to drive it.
 pub(crate) struct Kratix {
     pub home: tempfile::TempDir,

@@ -143,13 +143,7 @@ impl Node {
 
     /// Objects of `kind` as JSON (`extra`: `-n`, `-A`, `-l`, …); none when the kind is unknown.
     pub(crate) fn list_json(&self, kind: &str, extra: &[&str]) -> Vec<Value> {
-        let mut args = vec!["get", kind, "-o", "json"];
-        args.extend_from_slice(extra);
-        let Ok(out) = self.try_kubectl(&args, "") else {
-            return vec![];
-        };
-        let list: Value = serde_json::from_str(&out).expect("kubectl prints JSON");
-        list["items"].as_array().cloned().unwrap_or_default()
+        super::kubectl_list_json(|args, stdin| self.try_kubectl(args, stdin), kind, extra)
     }
 
     /// Runs docker against the node's engine.

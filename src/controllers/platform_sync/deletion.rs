@@ -17,7 +17,7 @@ pub(crate) fn to_prune(cleanup_all: bool, inventory: &[Entry]) -> Vec<Entry> {
         return Vec::new();
     }
     let mut entries = inventory.to_vec();
-    entries.sort_by_key(|e| (rank(e), e.clone()));
+    entries.sort_by(|a, b| (rank(a), a).cmp(&(rank(b), b)));
     entries
 }
 
