@@ -180,6 +180,18 @@ spec:
         - {name: Reconciled, type: string, jsonPath: '.status.conditions[?(@.type=="Reconciled")].status'}
         - {name: Owner, type: string, jsonPath: .spec.owner}
 "#;
+    // A column Kubernetes would refuse is refused here too, naming it, and nothing is stored.
+    let broken = promise.replace(".spec.owner", "'not a [ path'");
+    let refused = k.apply_yaml(&broken, &[]);
+    assert_ne!(refused.status, 0, "{}", refused.stdout);
+    assert!(
+        refused
+            .stderr
+            .contains("spec.api.spec.versions[0].additionalPrinterColumns[3].jsonPath"),
+        "{}",
+        refused.stderr
+    );
+    assert!(k.get_json("promise", "db", None).is_none());
     k.apply_yaml(promise, &[]).assert_ok();
     k.apply_yaml(
         "apiVersion: example.kratix.io/v1\nkind: Database\nmetadata: {name: orders, namespace: default}\nspec: {size: 3, tier: gold}\n",

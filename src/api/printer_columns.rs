@@ -53,23 +53,70 @@ pub(crate) fn declared(api: &Value, version: &str) -> Vec<PrinterColumn> {
         .collect()
 }
 
+/// Checks the columns of every version of `spec` (a CRD's spec) as Kubernetes does before it
+/// serves them: a name, one of its column types, and a JSONPath that parses. `Err` is the field
+/// and why.
+pub(crate) fn check(spec: &Value) -> Result<(), (String, String)> {
+    let versions = spec.get("versions").and_then(Value::as_array);
+    for (v, version) in versions.into_iter().flatten().enumerate() {
+        let columns = version
+            .get("additionalPrinterColumns")
+            .and_then(Value::as_array);
+        for (c, column) in columns.into_iter().flatten().enumerate() {
+            let field = |name: &str| {
+                format!("spec.api.spec.versions[{v}].additionalPrinterColumns[{c}].{name}")
+            };
+            let text = |name: &str| {
+                column
+                    .get(name)
+                    .and_then(Value::as_str)
+                    .filter(|s| !s.is_empty())
+            };
+            if text("name").is_none() {
+                return Err((field("name"), "a name is required".into()));
+            }
+            let type_ = text("type").unwrap_or_default();
+            if !matches!(type_, "string" | "integer" | "number" | "boolean" | "date") {
+                return Err((
+                    field("type"),
+                    format!("{type_:?} is not one of string, integer, number, boolean, date"),
+                ));
+            }
+            let Some(path) = text("jsonPath") else {
+                return Err((field("jsonPath"), "a JSONPath is required".into()));
+            };
+            if let Err(e) = jsonpath_rust::parser::parse_json_path(&query(path)) {
+                return Err((
+                    field("jsonPath"),
+                    format!("{path:?} is not a JSONPath: {e}"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A CRD column's path as a JSONPath query: rooted at `$` (a CRD's has no root, `.spec.size`),
+/// without the braces kubectl's templates allow.
+fn query(path: &str) -> String {
+    let path = path.trim();
+    let path = path
+        .strip_prefix('{')
+        .and_then(|p| p.strip_suffix('}'))
+        .unwrap_or(path);
+    if path.starts_with('$') {
+        path.to_string()
+    } else {
+        format!("${path}")
+    }
+}
+
 impl PrinterColumn {
     /// What the column's path finds in `object`: the first match, as Kubernetes' table
     /// converter takes it; `None` when it finds nothing or the path does not parse.
     pub(crate) fn value(&self, object: &Value) -> Option<Value> {
-        // A CRD's path has no root (`.spec.size`); a JSONPath query starts at `$`.
-        let path = self.json_path.trim();
-        let path = path
-            .strip_prefix('{')
-            .and_then(|p| p.strip_suffix('}'))
-            .unwrap_or(path);
-        let query = if path.starts_with('$') {
-            path.to_string()
-        } else {
-            format!("${path}")
-        };
         object
-            .query(&query)
+            .query(&query(&self.json_path))
             .ok()
             .and_then(|found| found.first().map(|v| (*v).clone()))
     }
@@ -140,6 +187,48 @@ mod tests {
                 .map(|(n, t, p)| (n.to_string(), t.to_string(), p))
                 .collect();
             assert_eq!(got, expected, "{api} {version}");
+        }
+    }
+
+    #[test]
+    fn columns_kubernetes_would_refuse_are_named() {
+        let spec = |column: Value| {
+            json!({"versions": [{"name": "v1"}, {"name": "v2", "additionalPrinterColumns": [
+            {"name": "Size", "type": "integer", "jsonPath": ".spec.size"}, column]}]})
+        };
+        let at = "spec.api.spec.versions[1].additionalPrinterColumns[1]";
+        let cases = [
+            (
+                json!({"name": "Ready", "type": "string", "jsonPath": ".status.conditions[?(@.type==\"Ready\")].status"}),
+                None,
+            ),
+            (
+                json!({"type": "string", "jsonPath": ".a"}),
+                Some(format!("{at}.name")),
+            ),
+            (
+                json!({"name": "A", "type": "text", "jsonPath": ".a"}),
+                Some(format!("{at}.type")),
+            ),
+            (
+                json!({"name": "A", "jsonPath": ".a"}),
+                Some(format!("{at}.type")),
+            ),
+            (
+                json!({"name": "A", "type": "string"}),
+                Some(format!("{at}.jsonPath")),
+            ),
+            (
+                json!({"name": "A", "type": "string", "jsonPath": "not a [ path"}),
+                Some(format!("{at}.jsonPath")),
+            ),
+        ];
+        for (column, field) in cases {
+            assert_eq!(
+                check(&spec(column.clone())).err().map(|(f, _)| f),
+                field,
+                "{column}"
+            );
         }
     }
 

@@ -97,6 +97,8 @@ fn parse_crd(api: &Value) -> Result<PromiseApi, Error> {
             reason: format!("{name:?} must be {expected_name:?} (<plural>.<group>)"),
         });
     }
+    super::printer_columns::check(spec)
+        .map_err(|(field, reason)| Error::Invalid { field, reason })?;
     let (version_index, version) = storage_version(spec)?;
     let version_name = string_at(
         version,
